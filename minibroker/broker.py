@@ -1,0 +1,174 @@
+"""The broker's state and lifecycle: logs, topics, waiting fetches and background upkeep.
+
+Everything here runs on one asyncio event loop and is touched by no other thread; the only
+work sent to an executor is fsync (``PartitionLog.prepare_flush`` / ``FlushTicket.run``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Callable
+
+from minibroker.config import BrokerConfig, parse_listener
+from minibroker.producer_ids import ProducerIdAllocator
+from minibroker.server import KafkaConnection, start_server
+from protocol.errors import ErrorCode
+from storage.errors import InvalidConfigError
+from storage.log_manager import LogManager, TopicInfo, validate_topic_name
+from storage.partition_log import PartitionLog
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT_INTERVAL_S = 30.0
+FLUSH_CHECK_INTERVAL_S = 1.0
+
+PartitionKey = tuple[str, int]
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig, clock: Callable[[], int] | None = None) -> None:
+        self.config = config
+        self.clock = clock or (lambda: int(time.time() * 1000))
+        self.logs = LogManager(config.data_dir, config.log_config(), node_id=config.node_id, clock=self.clock)
+        self.connections: set[KafkaConnection] = set()
+        self.host, self.port = config.listener
+        self.advertised_host, self.advertised_port = self.host, self.port
+        self.producer_ids: ProducerIdAllocator | None = None
+        self._server: asyncio.base_events.Server | None = None
+        self._tasks: list[asyncio.Task] = []
+        self._waiters: dict[PartitionKey, list[asyncio.Future]] = {}
+
+    # lifecycle
+
+    async def start(self) -> None:
+        self.logs.open()
+        self.producer_ids = ProducerIdAllocator(self.config.data_dir)
+        self._server = await start_server(self, self.host, self.port)
+        bound = self._server.sockets[0].getsockname()
+        self.port = bound[1]
+        if self.config.advertised_listeners:
+            self.advertised_host, self.advertised_port = parse_listener(self.config.advertised_listeners)
+        else:
+            self.advertised_host = self.host if self.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+            self.advertised_port = self.port
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self._every(self.config.log_retention_check_interval_ms / 1000, self.enforce_retention)),
+            loop.create_task(self._every(CHECKPOINT_INTERVAL_S, self.logs.checkpoint)),
+            loop.create_task(self._every(FLUSH_CHECK_INTERVAL_S, self.flush_due)),
+        ]
+        log.info(
+            "minibroker ready on %s:%d (advertised %s:%d), cluster id %s, data dir %s",
+            self.host, self.port, self.advertised_host, self.advertised_port, self.logs.cluster_id, self.config.data_dir,
+        )
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in self._tasks:
+            task.cancel()
+        for connection in list(self.connections):
+            connection.close()
+        for waiters in self._waiters.values():
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+        self._waiters.clear()
+        if self._server is not None:
+            await self._server.wait_closed()
+            self._server = None
+        self.logs.close()
+        log.info("minibroker stopped")
+
+    async def _every(self, interval_s: float, action: Callable[[], object]) -> None:
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                result = action()
+                if asyncio.iscoroutine(result):
+                    await result
+            except Exception:
+                log.exception("background task %s failed", getattr(action, "__name__", action))
+
+    # topics and partitions
+
+    def topic(self, name: str) -> TopicInfo | None:
+        return self.logs.topics.get(name)
+
+    def partition(self, topic: str, index: int) -> PartitionLog | None:
+        info = self.logs.topics.get(topic)
+        if info is None or not 0 <= index < len(info.partitions):
+            return None
+        return info.partitions[index]
+
+    def create_topic(
+        self, name: str, num_partitions: int, overrides: dict[str, str], validate_only: bool = False
+    ) -> tuple[ErrorCode, str | None]:
+        """Create a topic the way CreateTopics and auto-creation both need: (error code, message)."""
+        problem = validate_topic_name(name)
+        if problem is not None:
+            return ErrorCode.INVALID_TOPIC_EXCEPTION, problem
+        if name in self.logs.topics:
+            return ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
+        if num_partitions < 1:
+            return ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0."
+        try:
+            self.logs.default_config.with_overrides(overrides)
+        except InvalidConfigError as exc:
+            return ErrorCode.INVALID_CONFIG, str(exc)
+        if not validate_only:
+            self.logs.create_topic(name, num_partitions, overrides)
+            log.info("created topic %s with %d partitions %s", name, num_partitions, overrides or "")
+        return ErrorCode.NONE, None
+
+    # fetch wake-ups
+
+    def notify_append(self, key: PartitionKey) -> None:
+        waiters = self._waiters.pop(key, None)
+        if waiters:
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(key)
+
+    async def wait_for_append(self, keys: list[PartitionKey], timeout_s: float) -> bool:
+        """Wait until one of ``keys`` gets new data or the timeout passes; True if woken by data."""
+        if timeout_s <= 0:
+            return False
+        waiter = asyncio.get_running_loop().create_future()
+        for key in keys:
+            self._waiters.setdefault(key, []).append(waiter)
+        try:
+            return await asyncio.wait_for(waiter, timeout_s) is not None
+        except asyncio.TimeoutError:
+            return False
+        finally:
+            for key in keys:
+                waiters = self._waiters.get(key)
+                if waiters and waiter in waiters:
+                    waiters.remove(waiter)
+                    if not waiters:
+                        del self._waiters[key]
+
+    # upkeep
+
+    async def flush_log(self, partition_log: PartitionLog) -> None:
+        """fsync in the default executor; the event loop only prepares and completes the ticket."""
+        ticket = partition_log.prepare_flush()
+        if ticket is None:
+            return
+        await asyncio.get_running_loop().run_in_executor(None, ticket.run)
+        partition_log.complete_flush(ticket)
+
+    async def flush_due(self) -> None:
+        now = self.clock()
+        for info in list(self.logs.topics.values()):
+            for partition_log in info.partitions:
+                if partition_log.needs_flush(now):
+                    await self.flush_log(partition_log)
+
+    def enforce_retention(self) -> None:
+        for info in list(self.logs.topics.values()):
+            for partition_log in info.partitions:
+                partition_log.enforce_retention()

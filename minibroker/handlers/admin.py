@@ -1,0 +1,277 @@
+"""Topic administration: CreateTopics, DeleteTopics, CreatePartitions, DeleteRecords and the config APIs."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from minibroker.context import RequestContext
+from minibroker.handlers.registry import api
+from protocol.errors import ErrorCode
+from storage.config import TOPIC_CONFIGS, LogConfig
+from storage.errors import InvalidConfigError, OffsetOutOfRangeError
+
+log = logging.getLogger(__name__)
+
+TOPIC_RESOURCE = 2
+BROKER_RESOURCE = 4
+
+SOURCE_DYNAMIC_TOPIC = 1
+SOURCE_STATIC_BROKER = 4
+SOURCE_DEFAULT = 5
+
+CONFIG_TYPES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7, "CLASS": 8, "PASSWORD": 9}
+OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
+
+
+def replication_problem(ctx: RequestContext, factor: int) -> str | None:
+    if factor in (-1, 1):
+        return None
+    return (
+        f"Unable to replicate the partition {factor} time(s): The target replication factor of {factor} "
+        "cannot be reached because only 1 broker(s) are registered."
+    )
+
+
+def config_entries(ctx: RequestContext, overrides: dict[str, str], names: list[str] | None, synonyms: bool) -> list[dict]:
+    """A topic's effective configs, each with the source Kafka would report."""
+    broker_defaults = ctx.broker.logs.default_config
+    effective = broker_defaults.with_overrides(overrides).to_kafka_configs()
+    broker_values = broker_defaults.to_kafka_configs()
+    kafka_defaults = LogConfig().to_kafka_configs()
+    entries = []
+    for name, value in effective.items():
+        if names is not None and name not in names:
+            continue
+        if name in overrides:
+            source = SOURCE_DYNAMIC_TOPIC
+        elif broker_values[name] != kafka_defaults[name]:
+            source = SOURCE_STATIC_BROKER
+        else:
+            source = SOURCE_DEFAULT
+        entry = {
+            "name": name,
+            "value": value,
+            "read_only": False,
+            "config_source": source,
+            "is_sensitive": False,
+            "synonyms": [{"name": name, "value": value, "source": source}] if synonyms else [],
+            "config_type": CONFIG_TYPES.get(TOPIC_CONFIGS[name].type, 0),
+            "documentation": None,
+        }
+        entries.append(entry)
+    return entries
+
+
+def create_one(ctx: RequestContext, request: dict[str, Any], validate_only: bool) -> dict[str, Any]:
+    broker = ctx.broker
+    name = request["name"]
+    result: dict[str, Any] = {"name": name, "error_code": ErrorCode.NONE, "error_message": None}
+    assignments = request["assignments"]
+    partitions = len(assignments) if assignments else request["num_partitions"]
+    if partitions == -1:
+        partitions = broker.config.num_partitions
+    problem = replication_problem(ctx, request["replication_factor"])
+    if problem is None and assignments and any(a["broker_ids"] != [broker.config.node_id] for a in assignments):
+        problem = f"Replica assignments must name broker {broker.config.node_id} only."
+    if problem is not None:
+        return {**result, "error_code": ErrorCode.INVALID_REPLICATION_FACTOR, "error_message": problem}
+    overrides = {c["name"]: c["value"] for c in request["configs"]}
+    error, message = broker.create_topic(name, partitions, overrides, validate_only)
+    if error != ErrorCode.NONE:
+        return {**result, "error_code": error, "error_message": message}
+    info = broker.topic(name)
+    result.update(
+        topic_id=info.topic_id if info else bytes(16),
+        num_partitions=partitions,
+        replication_factor=1,
+        configs=[
+            {k: e[k] for k in ("name", "value", "read_only", "config_source", "is_sensitive")}
+            for e in config_entries(ctx, overrides, None, False)
+        ],
+    )
+    return result
+
+
+@api(19, 2, 7)
+async def create_topics(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    return {"topics": [create_one(ctx, t, body["validate_only"]) for t in body["topics"]]}
+
+
+@api(20, 1, 6)
+async def delete_topics(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    broker = ctx.broker
+    by_id = {info.topic_id: name for name, info in broker.logs.topics.items()}
+    requests = body["topics"] or [{"name": n, "topic_id": bytes(16)} for n in body["topic_names"]]
+    responses = []
+    for request in requests:
+        name = request["name"] if request["name"] is not None else by_id.get(request["topic_id"])
+        info = broker.topic(name) if name is not None else None
+        response = {"name": name, "topic_id": info.topic_id if info else request["topic_id"], "error_code": ErrorCode.NONE}
+        if not broker.config.delete_topic_enable:
+            response["error_code"] = ErrorCode.TOPIC_DELETION_DISABLED
+        elif info is None:
+            response["error_code"] = ErrorCode.UNKNOWN_TOPIC_ID if request["name"] is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        else:
+            broker.logs.delete_topic(name)
+            log.info("deleted topic %s", name)
+        responses.append(response)
+    return {"responses": responses}
+
+
+@api(37, 0, 3)
+async def create_partitions(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    broker = ctx.broker
+    results = []
+    for request in body["topics"]:
+        name = request["name"]
+        info = broker.topic(name)
+        result = {"name": name, "error_code": ErrorCode.NONE, "error_message": None}
+        if info is None:
+            result.update(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message=f"The topic '{name}' does not exist.")
+        elif request["count"] <= len(info.partitions):
+            current = len(info.partitions)
+            relation = "equal to" if request["count"] == current else "higher than"
+            result.update(
+                error_code=ErrorCode.INVALID_PARTITIONS,
+                error_message=f"Topic currently has {current} partitions, which is {relation} the requested {request['count']}.",
+            )
+        elif not body["validate_only"]:
+            broker.logs.add_partitions(name, request["count"])
+            log.info("topic %s now has %d partitions", name, request["count"])
+        results.append(result)
+    return {"results": results}
+
+
+@api(21, 0, 2)
+async def delete_records(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    topics = []
+    for topic in body["topics"]:
+        partitions = []
+        for request in topic["partitions"]:
+            index = request["partition_index"]
+            partition_log = ctx.broker.partition(topic["name"], index)
+            answer = {"partition_index": index, "low_watermark": -1, "error_code": ErrorCode.NONE}
+            if partition_log is None:
+                answer["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                offset = partition_log.log_end_offset if request["offset"] == -1 else request["offset"]
+                try:
+                    answer["low_watermark"] = partition_log.delete_records_before(offset)
+                except OffsetOutOfRangeError:
+                    answer["error_code"] = ErrorCode.OFFSET_OUT_OF_RANGE
+            partitions.append(answer)
+        topics.append({"name": topic["name"], "partitions": partitions})
+    return {"topics": topics}
+
+
+def describe_broker(ctx: RequestContext, names: list[str] | None, synonyms: bool) -> list[dict]:
+    defaults = type(ctx.broker.config)().kafka_items()
+    entries = []
+    for name, value in ctx.broker.config.kafka_items().items():
+        if names is not None and name not in names:
+            continue
+        source = SOURCE_DEFAULT if defaults[name] == value else SOURCE_STATIC_BROKER
+        entries.append(
+            {
+                "name": name,
+                "value": value,
+                "read_only": True,
+                "config_source": source,
+                "is_sensitive": False,
+                "synonyms": [{"name": name, "value": value, "source": source}] if synonyms else [],
+            }
+        )
+    return entries
+
+
+@api(32, 1, 4)
+async def describe_configs(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    results = []
+    for resource in body["resources"]:
+        kind, name, names = resource["resource_type"], resource["resource_name"], resource["configuration_keys"]
+        result = {"error_code": ErrorCode.NONE, "error_message": None, "resource_type": kind, "resource_name": name, "configs": []}
+        if kind == TOPIC_RESOURCE:
+            info = ctx.broker.topic(name)
+            if info is None:
+                result.update(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message=f"Topic {name} does not exist.")
+            else:
+                result["configs"] = config_entries(ctx, info.overrides, names, body["include_synonyms"])
+        elif kind == BROKER_RESOURCE and name in ("", str(ctx.broker.config.node_id)):
+            result["configs"] = describe_broker(ctx, names, body["include_synonyms"])
+        else:
+            result.update(error_code=ErrorCode.INVALID_REQUEST, error_message=f"Unsupported resource {kind} {name!r}")
+        results.append(result)
+    return {"results": results}
+
+
+def apply_topic_configs(ctx: RequestContext, resource: dict[str, Any], new: dict[str, str], validate_only: bool) -> dict:
+    """Validate and (unless validating only) store a topic's complete new set of overrides."""
+    name = resource["resource_name"]
+    response = {"error_code": ErrorCode.NONE, "error_message": None, "resource_type": resource["resource_type"], "resource_name": name}
+    try:
+        ctx.broker.logs.default_config.with_overrides(new)
+    except InvalidConfigError as exc:
+        return {**response, "error_code": ErrorCode.INVALID_CONFIG, "error_message": str(exc)}
+    if not validate_only:
+        ctx.broker.logs.alter_config(name, new)
+        log.info("topic %s configs now %s", name, new)
+    return response
+
+
+def check_resource(ctx: RequestContext, resource: dict[str, Any]) -> dict | None:
+    """The error answer for a resource we cannot alter, or None when it is an existing topic."""
+    base = {"resource_type": resource["resource_type"], "resource_name": resource["resource_name"]}
+    if resource["resource_type"] != TOPIC_RESOURCE:
+        return {**base, "error_code": ErrorCode.INVALID_REQUEST, "error_message": "Only topic configs can be altered."}
+    if ctx.broker.topic(resource["resource_name"]) is None:
+        return {**base, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "error_message": "Topic does not exist."}
+    return None
+
+
+@api(33, 0, 2)
+async def alter_configs(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    responses = []
+    for resource in body["resources"]:
+        problem = check_resource(ctx, resource)
+        if problem is None:
+            new = {c["name"]: c["value"] for c in resource["configs"]}
+            problem = apply_topic_configs(ctx, resource, new, body["validate_only"])
+        responses.append(problem)
+    return {"responses": responses}
+
+
+def incremental_change(current: dict[str, str], op: dict[str, Any]) -> None:
+    name, value, kind = op["name"], op["value"], op["config_operation"]
+    if kind == OP_SET:
+        current[name] = value
+    elif kind == OP_DELETE:
+        current.pop(name, None)
+    elif kind in (OP_APPEND, OP_SUBTRACT):
+        items = [v for v in current.get(name, "").split(",") if v]
+        change = [v for v in (value or "").split(",") if v]
+        items = items + [v for v in change if v not in items] if kind == OP_APPEND else [v for v in items if v not in change]
+        current[name] = ",".join(items)
+    else:
+        raise InvalidConfigError(name, f"Unknown config operation {kind}")
+
+
+@api(44, 0, 1)
+async def incremental_alter_configs(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    responses = []
+    for resource in body["resources"]:
+        problem = check_resource(ctx, resource)
+        if problem is None:
+            new = dict(ctx.broker.topic(resource["resource_name"]).overrides)
+            try:
+                for op in resource["configs"]:
+                    incremental_change(new, op)
+            except InvalidConfigError as exc:
+                problem = {
+                    "resource_type": resource["resource_type"], "resource_name": resource["resource_name"],
+                    "error_code": ErrorCode.INVALID_CONFIG, "error_message": str(exc),
+                }
+            else:
+                problem = apply_topic_configs(ctx, resource, new, body["validate_only"])
+        responses.append(problem)
+    return {"responses": responses}

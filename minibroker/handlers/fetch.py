@@ -1,0 +1,134 @@
+"""Fetch, ListOffsets and OffsetForLeaderEpoch: reading the logs.
+
+Fetch serves segment bytes as they are on disk, whole batches, without decoding them. A fetch
+that finds fewer than ``min_bytes`` waits until an append to one of its partitions wakes it or
+``max_wait_ms`` passes. Incremental fetch sessions are declined (session id 0), which Kafka's
+protocol allows: clients then send full fetch requests.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from minibroker.context import RequestContext
+from minibroker.handlers.metadata import LEADER_EPOCH
+from minibroker.handlers.registry import api
+from protocol.errors import ErrorCode
+from storage.errors import OffsetOutOfRangeError
+
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+
+
+def read_partitions(ctx: RequestContext, body: dict[str, Any]) -> tuple[list[dict[str, Any]], int, bool]:
+    """One pass over the requested partitions: (topic responses, bytes found, whether any partition erred)."""
+    broker = ctx.broker
+    budget = body["max_bytes"]
+    total = 0
+    erred = False
+    responses = []
+    for topic in body["topics"]:
+        name = topic["topic"]
+        partitions = []
+        for request in topic["partitions"]:
+            index = request["partition"]
+            partition_log = broker.partition(name, index)
+            if partition_log is None:
+                erred = True
+                partitions.append({"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "high_watermark": -1})
+                continue
+            end = partition_log.log_end_offset
+            answer = {
+                "partition_index": index,
+                "error_code": ErrorCode.NONE,
+                "high_watermark": end,
+                "last_stable_offset": end,
+                "log_start_offset": partition_log.log_start_offset,
+                "aborted_transactions": [] if body["isolation_level"] == 1 else None,
+                "records": None,
+            }
+            limit = min(request["partition_max_bytes"], max(budget - total, 0))
+            try:
+                data = partition_log.read(request["fetch_offset"], limit) if limit > 0 or total == 0 else b""
+            except OffsetOutOfRangeError:
+                erred = True
+                answer["error_code"] = ErrorCode.OFFSET_OUT_OF_RANGE
+                partitions.append(answer)
+                continue
+            if data and total > 0 and len(data) > limit:
+                data = b""  # only the first partition with data may exceed the limits (KIP-74)
+            total += len(data)
+            answer["records"] = data
+            partitions.append(answer)
+        responses.append({"topic": name, "partitions": partitions})
+    return responses, total, erred
+
+
+@api(1, 4, 12)
+async def fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    deadline = time.monotonic() + max(body["max_wait_ms"], 0) / 1000
+    keys = [(t["topic"], p["partition"]) for t in body["topics"] for p in t["partitions"]]
+    while True:
+        responses, total, erred = read_partitions(ctx, body)
+        if total >= body["min_bytes"] or erred or not keys:
+            break
+        if not await ctx.broker.wait_for_append(keys, deadline - time.monotonic()):
+            break
+    return {"error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}
+
+
+def list_offset(ctx: RequestContext, topic: str, request: dict[str, Any]) -> dict[str, Any]:
+    index = request["partition_index"]
+    partition_log = ctx.broker.partition(topic, index)
+    if partition_log is None:
+        return {"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    timestamp = request["timestamp"]
+    found: tuple[int, int] | None
+    if timestamp == LATEST_TIMESTAMP:
+        found = (partition_log.log_end_offset, -1)
+    elif timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+        found = (partition_log.log_start_offset, -1)
+    elif timestamp == MAX_TIMESTAMP:
+        found = partition_log.max_timestamp_entry()
+    else:
+        found = partition_log.offset_for_timestamp(timestamp)
+    offset, found_timestamp = found if found is not None else (-1, -1)
+    return {
+        "partition_index": index,
+        "error_code": ErrorCode.NONE,
+        "timestamp": found_timestamp,
+        "offset": offset,
+        "leader_epoch": LEADER_EPOCH if offset >= 0 else -1,
+    }
+
+
+@api(2, 1, 7)
+async def list_offsets(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    topics = [
+        {"name": t["name"], "partitions": [list_offset(ctx, t["name"], p) for p in t["partitions"]]} for t in body["topics"]
+    ]
+    return {"topics": topics}
+
+
+@api(23, 2, 4)
+async def offset_for_leader_epoch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    """There is one leader epoch (0): it ends at the log end; later epochs are unknown."""
+    topics = []
+    for topic in body["topics"]:
+        partitions = []
+        for request in topic["partitions"]:
+            index = request["partition"]
+            partition_log = ctx.broker.partition(topic["topic"], index)
+            if partition_log is None:
+                partitions.append({"partition": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
+            elif request["leader_epoch"] > LEADER_EPOCH:
+                partitions.append({"partition": index, "error_code": ErrorCode.NONE})
+            else:
+                partitions.append(
+                    {"partition": index, "error_code": ErrorCode.NONE, "leader_epoch": LEADER_EPOCH, "end_offset": partition_log.log_end_offset}
+                )
+        topics.append({"topic": topic["topic"], "partitions": partitions})
+    return {"topics": topics}

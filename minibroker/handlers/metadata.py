@@ -1,0 +1,98 @@
+"""ApiVersions, Metadata and DescribeCluster: what the cluster (this one broker) looks like."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minibroker.context import RequestContext
+from minibroker.handlers.registry import HANDLERS, api
+from protocol.errors import ErrorCode
+from storage.log_manager import TopicInfo
+
+LEADER_EPOCH = 0
+
+
+@api(18, 0, 4)
+async def api_versions(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    keys = [
+        {"api_key": h.api_key, "min_version": h.min_version, "max_version": h.max_version}
+        for h in sorted(HANDLERS.values(), key=lambda h: h.api_key)
+    ]
+    return {"error_code": ErrorCode.NONE, "api_keys": keys}
+
+
+def broker_entry(ctx: RequestContext) -> dict[str, Any]:
+    broker = ctx.broker
+    return {"node_id": broker.config.node_id, "host": broker.advertised_host, "port": broker.advertised_port, "rack": None}
+
+
+def topic_metadata(ctx: RequestContext, info: TopicInfo) -> dict[str, Any]:
+    node = ctx.broker.config.node_id
+    partitions = [
+        {
+            "error_code": ErrorCode.NONE,
+            "partition_index": index,
+            "leader_id": node,
+            "leader_epoch": LEADER_EPOCH,
+            "replica_nodes": [node],
+            "isr_nodes": [node],
+            "offline_replicas": [],
+        }
+        for index in range(len(info.partitions))
+    ]
+    return {
+        "error_code": ErrorCode.NONE,
+        "name": info.name,
+        "topic_id": info.topic_id,
+        "is_internal": info.name.startswith("__"),
+        "partitions": partitions,
+    }
+
+
+def missing_topic(name: str | None, topic_id: bytes, error: ErrorCode) -> dict[str, Any]:
+    return {"error_code": error, "name": name, "topic_id": topic_id, "partitions": []}
+
+
+@api(3, 0, 12)
+async def metadata(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    broker = ctx.broker
+    requested = body["topics"]
+    if requested is None or (ctx.api_version == 0 and not requested):
+        topics = [topic_metadata(ctx, info) for info in broker.logs.topics.values()]
+    else:
+        by_id = {info.topic_id: info for info in broker.logs.topics.values()}
+        topics = []
+        for item in requested:
+            name = item.get("name")
+            if name is None:
+                info = by_id.get(item["topic_id"])
+                topics.append(
+                    topic_metadata(ctx, info) if info else missing_topic(None, item["topic_id"], ErrorCode.UNKNOWN_TOPIC_ID)
+                )
+                continue
+            info = broker.topic(name)
+            if info is None and body["allow_auto_topic_creation"] and broker.config.auto_create_topics_enable:
+                error, _ = broker.create_topic(name, broker.config.num_partitions, {})
+                if error != ErrorCode.NONE:
+                    topics.append(missing_topic(name, bytes(16), error))
+                    continue
+                info = broker.topic(name)
+            topics.append(topic_metadata(ctx, info) if info else missing_topic(name, bytes(16), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+    return {
+        "brokers": [broker_entry(ctx)],
+        "cluster_id": broker.logs.cluster_id,
+        "controller_id": broker.config.node_id,
+        "topics": topics,
+    }
+
+
+@api(60, 0, 1)
+async def describe_cluster(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "error_code": ErrorCode.NONE,
+        "error_message": None,
+        "endpoint_type": 1,
+        "cluster_id": ctx.broker.logs.cluster_id,
+        "controller_id": ctx.broker.config.node_id,
+        "brokers": [broker_entry(ctx)],
+    }

@@ -1,0 +1,69 @@
+"""Produce: validate each partition's batches (header and CRC only) and append them as they came."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from minibroker.context import RequestContext
+from minibroker.handlers.registry import api
+from protocol.errors import ErrorCode
+from protocol.records import InvalidRecordError, validate_batches
+
+log = logging.getLogger(__name__)
+
+
+def partition_error(index: int, error: ErrorCode, message: str | None = None) -> dict[str, Any]:
+    return {"index": index, "error_code": error, "base_offset": -1, "error_message": message}
+
+
+def append_partition(ctx: RequestContext, topic: str, index: int, records: memoryview | None, flush: list) -> dict[str, Any]:
+    broker = ctx.broker
+    partition_log = broker.partition(topic, index)
+    if partition_log is None:
+        return partition_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    try:
+        headers = validate_batches(records if records is not None else b"")
+    except InvalidRecordError as exc:
+        log.info("rejected batch for %s-%d from %s: %s", topic, index, ctx.peer, exc)
+        return partition_error(index, ErrorCode(exc.error_code), str(exc))
+    limit = partition_log.config.max_message_bytes
+    for header in headers:
+        if header.size > limit:
+            return partition_error(
+                index, ErrorCode.MESSAGE_TOO_LARGE, f"batch of {header.size} bytes exceeds max.message.bytes {limit}"
+            )
+    try:
+        info = partition_log.append(records, headers)
+    except OSError as exc:
+        log.error("append to %s-%d failed: %s", topic, index, exc)
+        return partition_error(index, ErrorCode.KAFKA_STORAGE_ERROR, str(exc))
+    broker.notify_append((topic, index))
+    if partition_log.needs_flush(broker.clock()):
+        flush.append(partition_log)
+    return {
+        "index": index,
+        "error_code": ErrorCode.NONE,
+        "base_offset": info.base_offset,
+        "log_append_time_ms": info.log_append_time_ms,
+        "log_start_offset": info.log_start_offset,
+    }
+
+
+@api(0, 3, 11)
+async def produce(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any] | None:
+    acks = body["acks"]
+    flush: list = []
+    responses = []
+    for topic in body["topic_data"]:
+        name = topic["name"]
+        if acks not in (-1, 0, 1):
+            results = [partition_error(p["index"], ErrorCode.INVALID_REQUIRED_ACKS) for p in topic["partition_data"]]
+        else:
+            results = [append_partition(ctx, name, p["index"], p["records"], flush) for p in topic["partition_data"]]
+        responses.append({"name": name, "partition_responses": results})
+    for partition_log in flush:
+        await ctx.broker.flush_log(partition_log)
+    if acks == 0:
+        return None
+    return {"responses": responses}

@@ -1,0 +1,70 @@
+"""Run minibroker as a child process for tests: ephemeral port, temp data dir, always stopped."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+READY = re.compile(r"minibroker ready on (\S+):(\d+)")
+
+
+class BrokerProcess:
+    """A broker child process; ``bootstrap`` is its ``host:port`` once ``start()`` returns."""
+
+    def __init__(self, data_dir: Path, *settings: str) -> None:
+        self.data_dir = data_dir
+        self.settings = list(settings)
+        self.log_path = data_dir.parent / f"{data_dir.name}-broker.log"
+        self.proc: subprocess.Popen | None = None
+        self.port = 0
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 20.0) -> BrokerProcess:
+        args = [sys.executable, "-m", "minibroker", "serve", "--port", str(self.port), "--data-dir", str(self.data_dir)]
+        for setting in self.settings:
+            args += ["-c", setting]
+        log = open(self.log_path, "a")
+        start_offset = log.tell()
+        self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = self.log_path.read_text()[start_offset:]
+            match = READY.search(text)
+            if match:
+                self.port = int(match.group(2))
+                return self
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"broker exited with {self.proc.returncode}:\n{text}")
+            time.sleep(0.02)
+        self.stop()
+        raise RuntimeError(f"broker not ready after {timeout}s:\n{self.log_path.read_text()}")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int | None:
+        if self.proc is None or self.proc.poll() is not None:
+            return None if self.proc is None else self.proc.returncode
+        self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+    def kill(self) -> None:
+        self.stop(signal.SIGKILL)
+
+    def restart(self) -> BrokerProcess:
+        """Stop and start again on the same data dir and the same port (clients keep their bootstrap)."""
+        self.stop()
+        return self.start()
+
+    def log_text(self) -> str:
+        return self.log_path.read_text() if self.log_path.exists() else ""

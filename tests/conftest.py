@@ -1,0 +1,42 @@
+"""Shared fixtures: a broker process per test session (and fresh ones where a test needs its own)."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from tests.brokerproc import BrokerProcess
+
+SPEC_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "kafka-protocol"
+
+
+@pytest.fixture(scope="session")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    proc = BrokerProcess(tmp_path_factory.mktemp("session") / "data").start()
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+@pytest.fixture
+def fresh_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+    """A broker of the test's own, for restarts and crash scenarios."""
+    proc = BrokerProcess(tmp_path / "data")
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+@pytest.fixture
+def bootstrap(broker: BrokerProcess) -> str:
+    return broker.bootstrap
+
+
+@pytest.fixture
+def topic_name() -> str:
+    return f"t-{uuid.uuid4().hex[:12]}"

@@ -1,0 +1,138 @@
+"""Unit tests of the primitives, the schema-driven codec and frame handling."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from protocol import frames
+from protocol.messages import BY_NAME, REQUESTS, RESPONSES
+from protocol.primitives import ProtocolError, Reader, Writer
+from protocol.schema import codec, snake_case
+
+
+@pytest.mark.parametrize("value", [0, 1, -1, 63, -64, 64, 2**31 - 1, -(2**31), 2**63 - 1, -(2**63)])
+def test_varint_round_trip(value: int) -> None:
+    w = Writer()
+    w.varint(value)
+    assert Reader(w.getvalue()).varint() == value
+
+
+def test_unsigned_varint_bytes() -> None:
+    w = Writer()
+    w.uvarint(300)
+    assert w.getvalue() == b"\xac\x02"
+
+
+def test_compact_and_classic_strings() -> None:
+    w = Writer()
+    w.string("héllo", compact=True)
+    w.string(None, compact=True)
+    w.string("abc", compact=False)
+    w.string(None, compact=False)
+    data = w.getvalue()
+    assert data == b"\x07h\xc3\xa9llo" + b"\x00" + b"\x00\x03abc" + b"\xff\xff"
+    r = Reader(data)
+    assert [r.compact_nullable_string(), r.compact_nullable_string(), r.nullable_string(), r.nullable_string()] == [
+        "héllo", None, "abc", None,
+    ]
+
+
+def test_snake_case_names() -> None:
+    assert snake_case("ThrottleTimeMs") == "throttle_time_ms"
+    assert snake_case("TopicId") == "topic_id"
+    assert snake_case("ZkMigrationReady") == "zk_migration_ready"
+
+
+def test_tagged_fields_round_trip_and_default_omitted() -> None:
+    message = RESPONSES[18]
+    body = {"api_keys": [{"api_key": 0, "min_version": 3, "max_version": 11}], "finalized_features_epoch": 7}
+    w = Writer()
+    codec(message, 3).encode(w, body)
+    decoded = codec(message, 3).decode(Reader(w.getvalue()))
+    assert decoded["finalized_features_epoch"] == 7
+    assert decoded["supported_features"] == []
+    w2 = Writer()
+    codec(message, 3).encode(w2, {"api_keys": []})
+    assert w2.getvalue().endswith(b"\x00")  # empty tag buffer: defaults are not written
+
+
+def test_unknown_tags_are_skipped() -> None:
+    message = REQUESTS[18]
+    w = Writer()
+    codec(message, 3).encode(w, {"client_software_name": "a", "client_software_version": "b"})
+    data = w.getvalue()[:-1] + b"\x01\x05\x02xy"  # one unknown tag (5) of two bytes
+    assert codec(message, 3).decode(Reader(data))["client_software_name"] == "a"
+
+
+@pytest.mark.parametrize("version", range(0, 13))
+def test_metadata_response_round_trip(version: int) -> None:
+    body = {
+        "brokers": [{"node_id": 1, "host": "h", "port": 9092, "rack": None}],
+        "cluster_id": "c",
+        "controller_id": 1,
+        "topics": [{"error_code": 0, "name": "t", "topic_id": bytes(range(16)), "is_internal": False,
+                    "partitions": [{"error_code": 0, "partition_index": 0, "leader_id": 1, "leader_epoch": 0,
+                                    "replica_nodes": [1], "isr_nodes": [1], "offline_replicas": []}]}],
+    }
+    w = Writer()
+    codec(RESPONSES[3], version).encode(w, body)
+    decoded = codec(RESPONSES[3], version).decode(Reader(w.getvalue()))
+    assert decoded["topics"][0]["name"] == "t"
+    assert decoded["brokers"][0]["port"] == 9092
+    assert decoded["topics"][0]["partitions"][0]["isr_nodes"] == [1]
+
+
+def test_large_records_stay_separate_parts() -> None:
+    payload = memoryview(bytearray(b"x" * 10_000))
+    body = {"responses": [{"topic": "t", "partitions": [{"partition_index": 0, "records": payload}]}]}
+    parts = frames.encode_response(1, 12, 5, body)
+    assert any(part is payload for part in parts)
+    size = struct.unpack(">i", parts[0])[0]
+    assert size == sum(len(p) for p in parts[1:])
+
+
+def test_frame_decoder_splits_and_joins() -> None:
+    decoder = frames.FrameDecoder(100)
+    stream = b"\x00\x00\x00\x02ab\x00\x00\x00\x01c"
+    got = [bytes(f) for i in range(len(stream)) for f in decoder.feed(stream[i : i + 1])]
+    assert got == [b"ab", b"c"]
+
+
+@pytest.mark.parametrize("prefix", [b"\x7f\xff\xff\xff", b"\xff\xff\xff\xff", b"\x00\x00\x00\x65"])
+def test_frame_decoder_refuses_bad_prefix_before_buffering(prefix: bytes) -> None:
+    with pytest.raises(frames.FrameTooLarge):
+        frames.FrameDecoder(100).feed(prefix)
+
+
+def test_request_round_trip_through_frames() -> None:
+    data = frames.encode_request(3, 12, 42, "client", {"topics": None, "allow_auto_topic_creation": True})
+    frame = frames.FrameDecoder(1 << 20).feed(data)[0]
+    header = frames.parse_request_header(frame)
+    assert (header.api_key, header.api_version, header.correlation_id, header.client_id) == (3, 12, 42, "client")
+    assert frames.decode_request_body(header, frame)["topics"] is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(sorted(REQUESTS)), st.integers(0, 13), st.binary(max_size=200))
+def test_random_bodies_only_raise_protocol_error(api_key: int, version: int, data: bytes) -> None:
+    message = REQUESTS[api_key]
+    if not message.valid[0] <= version <= message.valid[1]:
+        return
+    try:
+        codec(message, version).decode(Reader(data))
+    except ProtocolError:
+        pass
+
+
+def test_all_messages_build_codecs_for_every_version() -> None:
+    for message in BY_NAME.values():
+        if message.valid is None:
+            continue
+        for version in range(message.valid[0], message.valid[1] + 1):
+            w = Writer()
+            codec(message, version).encode(w, {})
+            assert isinstance(codec(message, version).decode(Reader(w.getvalue())), dict)

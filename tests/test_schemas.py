@@ -1,0 +1,67 @@
+"""Every generated message schema matches Apache Kafka's JSON definition, field by field."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from protocol.messages import BY_NAME
+from protocol.schema import MAX_VERSION, Field, Message
+from tests.conftest import SPEC_DIR
+
+MESSAGES_DIR = SPEC_DIR / "messages"
+
+
+def load(name: str) -> dict:
+    text = (MESSAGES_DIR / f"{name}.json").read_text()
+    return json.loads(re.sub(r"^\s*//.*$", "", text, flags=re.M))
+
+
+def versions(spec: str | None) -> tuple[int, int] | None:
+    if spec is None or spec == "none":
+        return None
+    if spec.endswith("+"):
+        return int(spec[:-1]), MAX_VERSION
+    low, _, high = spec.partition("-")
+    return int(low), int(high or low)
+
+
+def check_fields(ours: tuple[Field, ...], theirs: list[dict], structs: dict[str, dict], path: str) -> None:
+    assert [f.name for f in ours] == [t["name"] for t in theirs], path
+    for mine, spec in zip(ours, theirs):
+        where = f"{path}.{spec['name']}"
+        assert mine.type == spec["type"], where
+        assert mine.versions == versions(spec["versions"]), where
+        assert mine.nullable == versions(spec.get("nullableVersions")), where
+        assert mine.tagged == versions(spec.get("taggedVersions")), where
+        assert mine.tag == spec.get("tag"), where
+        assert (mine.flexible is False) == (spec.get("flexibleVersions") == "none"), where
+        if "default" in spec:
+            assert str(mine.default).lower() == str(spec["default"]).lower() or int(str(spec["default"]), 0) == mine.default, where
+        children = spec.get("fields")
+        element = spec["type"].removeprefix("[]")
+        if children is None and element in structs:
+            children = structs[element]["fields"]
+        check_fields(mine.fields, children or [], structs, where)
+
+
+@pytest.mark.parametrize("name", sorted(BY_NAME))
+def test_schema_matches_kafka_json(name: str) -> None:
+    message: Message = BY_NAME[name]
+    spec = load(name)
+    assert message.api_key == spec.get("apiKey")
+    assert message.kind == spec["type"]
+    assert message.valid == versions(spec["validVersions"])
+    assert message.flexible == versions(spec.get("flexibleVersions"))
+    structs = {s["name"]: s for s in spec.get("commonStructs", [])}
+    check_fields(message.fields, spec.get("fields", []), structs, name)
+
+
+def test_every_request_has_its_response() -> None:
+    requests = {m.api_key for m in BY_NAME.values() if m.kind == "request"}
+    responses = {m.api_key for m in BY_NAME.values() if m.kind == "response"}
+    assert requests == responses
+    assert Path(MESSAGES_DIR).is_dir()
