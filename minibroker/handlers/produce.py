@@ -7,10 +7,13 @@ from typing import Any
 
 from minibroker.context import RequestContext
 from minibroker.handlers.registry import api
+from protocol.compression import ZSTD
 from protocol.errors import ErrorCode
 from protocol.records import InvalidRecordError, validate_batches
 
 log = logging.getLogger(__name__)
+
+ZSTD_MIN_PRODUCE_VERSION = 7
 
 
 def partition_error(index: int, error: ErrorCode, message: str | None = None) -> dict[str, Any]:
@@ -27,12 +30,15 @@ def append_partition(ctx: RequestContext, topic: str, index: int, records: memor
     except InvalidRecordError as exc:
         log.info("rejected batch for %s-%d from %s: %s", topic, index, ctx.peer, exc)
         return partition_error(index, ErrorCode(exc.error_code), str(exc))
+    if len(headers) != 1:
+        return partition_error(index, ErrorCode.INVALID_RECORD, "a Produce request carries exactly one batch per partition")
+    if headers[0].compression == ZSTD and ctx.api_version < ZSTD_MIN_PRODUCE_VERSION:
+        return partition_error(index, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce v7 or later")
     limit = partition_log.config.max_message_bytes
-    for header in headers:
-        if header.size > limit:
-            return partition_error(
-                index, ErrorCode.MESSAGE_TOO_LARGE, f"batch of {header.size} bytes exceeds max.message.bytes {limit}"
-            )
+    if headers[0].size > limit:
+        return partition_error(
+            index, ErrorCode.MESSAGE_TOO_LARGE, f"batch of {headers[0].size} bytes exceeds max.message.bytes {limit}"
+        )
     try:
         info = partition_log.append(records, headers)
     except OSError as exc:
