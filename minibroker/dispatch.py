@@ -51,6 +51,7 @@ async def dispatch(broker: Broker, frame: memoryview, peer: str) -> Parts | None
         raise Disconnect
     if not handler.min_version <= header.api_version <= handler.max_version:
         if header.api_key == API_VERSIONS_KEY:
+            log.info("%s sent ApiVersions v%d: answering with the v0 fallback", peer, header.api_version)
             return unsupported_api_versions_answer(header.correlation_id)
         log.warning(
             "closing %s: API key %d version %d is outside the supported %d-%d (client %r)",

@@ -33,6 +33,7 @@ class KafkaConnection(asyncio.Protocol):
         self.peer = "?"
         self.worker: asyncio.Task | None = None
         self.reading_paused = False
+        self.closed_by_us = False
         self.writable = asyncio.Event()
         self.writable.set()
 
@@ -43,6 +44,8 @@ class KafkaConnection(asyncio.Protocol):
         self.broker.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self.decoder.buffered and not self.closed_by_us:
+            log.warning("%s disconnected in the middle of a request (%d bytes dropped)", self.peer, self.decoder.buffered)
         self.broker.connections.discard(self)
         self.queue.clear()
         self.writable.set()
@@ -90,6 +93,7 @@ class KafkaConnection(asyncio.Protocol):
                 self.transport.resume_reading()
 
     def close(self) -> None:
+        self.closed_by_us = True
         self.queue.clear()
         if self.transport is not None:
             self.transport.close()

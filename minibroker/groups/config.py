@@ -1,0 +1,24 @@
+"""The group coordinator's settings, with Kafka's names and defaults (GroupCoordinatorConfig, OffsetConfig).
+
+One deliberate difference: ``group.initial.rebalance.delay.ms`` defaults to 0 (Kafka: 3000), the value
+Kafka's own config/server.properties ships for development and testing, so a test's first consumer
+gets its partitions at once instead of three seconds later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MINUTE_MS = 60_000
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfig:
+    min_session_timeout_ms: int = 6000
+    max_session_timeout_ms: int = 1_800_000
+    initial_rebalance_delay_ms: int = 0
+    max_size: int = 2**31 - 1
+    new_member_join_timeout_ms: int = 5 * MINUTE_MS  # Kafka's classicGroupNewMemberJoinTimeoutMs
+    offsets_retention_ms: int = 7 * 24 * 60 * MINUTE_MS
+    offsets_retention_check_interval_ms: int = 10 * MINUTE_MS
+    offset_metadata_max_bytes: int = 4096

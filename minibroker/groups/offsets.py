@@ -1,0 +1,63 @@
+"""Committed offsets, by group, topic and partition (Kafka's OffsetMetadataManager store).
+
+The store only changes by replaying ``__consumer_offsets`` records (at load and after each successful
+write), so what is in memory is always what the log says.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from protocol.group_records import NO_TIMESTAMP, OffsetCommitValue
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetAndMetadata:
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp: int
+    expire_timestamp: int | None  # only from OffsetCommit v2-v4 with a retention time
+
+    @classmethod
+    def from_record(cls, value: OffsetCommitValue) -> OffsetAndMetadata:
+        expire = None if value.expire_timestamp == NO_TIMESTAMP else value.expire_timestamp
+        return cls(value.offset, value.leader_epoch, value.metadata, value.commit_timestamp, expire)
+
+    def to_record(self) -> OffsetCommitValue:
+        expire = NO_TIMESTAMP if self.expire_timestamp is None else self.expire_timestamp
+        return OffsetCommitValue(self.offset, self.metadata, self.commit_timestamp, self.leader_epoch, expire)
+
+
+class OffsetStore:
+    def __init__(self) -> None:
+        self._by_group: dict[str, dict[str, dict[int, OffsetAndMetadata]]] = {}
+
+    def get(self, group: str, topic: str, partition: int) -> OffsetAndMetadata | None:
+        return self._by_group.get(group, {}).get(topic, {}).get(partition)
+
+    def put(self, group: str, topic: str, partition: int, offset: OffsetAndMetadata) -> None:
+        self._by_group.setdefault(group, {}).setdefault(topic, {})[partition] = offset
+
+    def remove(self, group: str, topic: str, partition: int) -> None:
+        topics = self._by_group.get(group)
+        if topics is None:
+            return
+        partitions = topics.get(topic)
+        if partitions is None:
+            return
+        partitions.pop(partition, None)
+        if not partitions:
+            del topics[topic]
+        if not topics:
+            del self._by_group[group]
+
+    def group_offsets(self, group: str) -> dict[str, dict[int, OffsetAndMetadata]]:
+        """A group's offsets by topic and partition (a view: do not change it)."""
+        return self._by_group.get(group, {})
+
+    def has_offsets(self, group: str) -> bool:
+        return group in self._by_group
+
+    def groups(self) -> list[str]:
+        return list(self._by_group)

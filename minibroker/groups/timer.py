@@ -1,0 +1,65 @@
+"""Keyed timers for the group coordinator: the only source of time and delayed work it uses.
+
+Kafka's coordinator timer is keyed ("heartbeat-<group>-<member>", "join-<group>", "sync-<group>"):
+scheduling a key replaces whatever was pending under it, and cancelling an unknown key is a no-op.
+The coordinator is written against the ``Timer`` protocol so unit tests can drive it with a fake clock
+and no sleeping; the broker uses ``LoopTimer`` on its event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Callable, Protocol
+
+log = logging.getLogger(__name__)
+
+Action = Callable[[], None]
+
+
+class Timer(Protocol):
+    def now_ms(self) -> int:
+        """Wall-clock milliseconds (commit timestamps, state timestamps, expiry)."""
+
+    def schedule(self, key: str, delay_ms: int, action: Action) -> None:
+        """Run ``action`` after ``delay_ms``, replacing any action pending under ``key``."""
+
+    def cancel(self, key: str) -> None:
+        """Drop the action pending under ``key``, if any."""
+
+
+class LoopTimer:
+    """``Timer`` on an asyncio loop: each key is one ``loop.call_later`` handle."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, clock: Callable[[], int]) -> None:
+        self._loop = loop
+        self._clock = clock
+        self._handles: dict[str, asyncio.TimerHandle] = {}
+
+    def now_ms(self) -> int:
+        return self._clock()
+
+    def schedule(self, key: str, delay_ms: int, action: Action) -> None:
+        self.cancel(key)
+        handle: asyncio.TimerHandle
+
+        def fire() -> None:
+            if self._handles.get(key) is handle:
+                del self._handles[key]
+            try:
+                action()
+            except Exception:
+                log.exception("group coordinator timer %s failed", key)
+
+        handle = self._loop.call_later(max(delay_ms, 0) / 1000, fire)
+        self._handles[key] = handle
+
+    def cancel(self, key: str) -> None:
+        handle = self._handles.pop(key, None)
+        if handle is not None:
+            handle.cancel()
+
+    def close(self) -> None:
+        for handle in self._handles.values():
+            handle.cancel()
+        self._handles.clear()

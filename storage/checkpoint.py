@@ -1,0 +1,175 @@
+"""Kafka's small text files: offset checkpoints, meta.properties and partition.metadata.
+
+Every write is atomic the way Kafka does it: write ``<file>.tmp``, fsync it, rename it over the
+original, then fsync the directory so the rename itself survives a crash.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from storage.errors import CorruptFileError
+from storage.uuid import uuid_from_str, uuid_to_str
+
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
+META_PROPERTIES = "meta.properties"
+PARTITION_METADATA = "partition.metadata"
+
+OFFSET_CHECKPOINT_VERSION = 0
+META_PROPERTIES_VERSION = 1
+PARTITION_METADATA_VERSION = 0
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make renames and new files in ``directory`` durable."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so a crash leaves either the old or the new content."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def write_checkpoint_lines(path: Path, version: int, entries: list[str]) -> None:
+    """Kafka's CheckpointFile format: version line, entry count line, one line per entry."""
+    text = f"{version}\n{len(entries)}\n" + "".join(f"{entry}\n" for entry in entries)
+    write_atomically(path, text.encode("utf-8"))
+
+
+def read_checkpoint_lines(path: Path, version: int) -> list[str]:
+    """The entry lines of a checkpoint file; [] when the file does not exist."""
+    try:
+        lines = path.read_text("utf-8").split("\n")
+    except FileNotFoundError:
+        return []
+    if lines and lines[-1] == "":
+        lines.pop()
+    if len(lines) < 2 or lines[0].strip() != str(version):
+        raise CorruptFileError(f"{path}: unrecognised checkpoint version or missing header")
+    try:
+        count = int(lines[1].strip())
+    except ValueError as exc:
+        raise CorruptFileError(f"{path}: malformed entry count {lines[1]!r}") from exc
+    entries = lines[2:]
+    if count != len(entries):
+        raise CorruptFileError(f"{path}: expected {count} entries but found {len(entries)}")
+    return entries
+
+
+def write_offset_checkpoint(path: Path, offsets: dict[tuple[str, int], int]) -> None:
+    """Write ``topic partition offset`` lines (sorted, for stable files) in Kafka's format."""
+    entries = [f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(offsets.items())]
+    write_checkpoint_lines(path, OFFSET_CHECKPOINT_VERSION, entries)
+
+
+def read_offset_checkpoint(path: Path) -> dict[tuple[str, int], int]:
+    """Parse an offset checkpoint; a missing file is an empty map, a malformed one an error."""
+    offsets: dict[tuple[str, int], int] = {}
+    for line in read_checkpoint_lines(path, OFFSET_CHECKPOINT_VERSION):
+        parts = line.split(" ")
+        try:
+            if len(parts) != 3:
+                raise ValueError(line)
+            offsets[(parts[0], int(parts[1]))] = int(parts[2])
+        except ValueError as exc:
+            raise CorruptFileError(f"{path}: malformed line {line!r}") from exc
+    return offsets
+
+
+@dataclass(frozen=True)
+class MetaProperties:
+    """The identity of a KRaft data directory (meta.properties, version 1)."""
+
+    cluster_id: str
+    node_id: int
+    directory_id: bytes
+
+
+def _properties_text(pairs: list[tuple[str, str]], now: float) -> str:
+    """Java Properties.store output: an empty comment line, the date line, then key=value lines."""
+    stamp = time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime(now))
+    return "#\n#" + stamp + "\n" + "".join(f"{key}={value}\n" for key, value in pairs)
+
+
+def _parse_properties(text: str) -> dict[str, str]:
+    """Java properties subset: comments, blank lines and key=value / key:value (our values need no escapes)."""
+    props: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        if cut < 0:
+            props[line] = ""
+        else:
+            props[line[:cut].strip()] = line[cut + 1:].strip()
+    return props
+
+
+def write_meta_properties(path: Path, meta: MetaProperties) -> None:
+    pairs = [
+        ("node.id", str(meta.node_id)),
+        ("directory.id", uuid_to_str(meta.directory_id)),
+        ("version", str(META_PROPERTIES_VERSION)),
+        ("cluster.id", meta.cluster_id),
+    ]
+    write_atomically(path, _properties_text(pairs, time.time()).encode("utf-8"))
+
+
+def read_meta_properties(path: Path) -> MetaProperties | None:
+    """The directory's identity, or None if it has no meta.properties yet."""
+    try:
+        props = _parse_properties(path.read_text("utf-8"))
+    except FileNotFoundError:
+        return None
+    if props.get("version") != str(META_PROPERTIES_VERSION):
+        raise CorruptFileError(f"{path}: unsupported meta.properties version {props.get('version')!r}")
+    try:
+        return MetaProperties(
+            cluster_id=props["cluster.id"],
+            node_id=int(props["node.id"]),
+            directory_id=uuid_from_str(props["directory.id"]),
+        )
+    except (KeyError, ValueError) as exc:
+        raise CorruptFileError(f"{path}: {exc}") from exc
+
+
+def write_partition_metadata(directory: Path, topic_id: bytes) -> None:
+    """``version: 0\\ntopic_id: <uuid>`` with no trailing newline, exactly like PartitionMetadataFile."""
+    text = f"version: {PARTITION_METADATA_VERSION}\ntopic_id: {uuid_to_str(topic_id)}"
+    write_atomically(directory / PARTITION_METADATA, text.encode("utf-8"))
+
+
+def read_partition_metadata(directory: Path) -> bytes | None:
+    """The topic id stored in a partition directory, or None when there is no partition.metadata."""
+    path = directory / PARTITION_METADATA
+    try:
+        lines = path.read_text("utf-8").split("\n")
+    except FileNotFoundError:
+        return None
+    fields = dict(line.split(": ", 1) for line in lines if ": " in line)
+    if fields.get("version") != str(PARTITION_METADATA_VERSION) or "topic_id" not in fields:
+        raise CorruptFileError(f"{path}: malformed partition metadata")
+    try:
+        return uuid_from_str(fields["topic_id"].strip())
+    except ValueError as exc:
+        raise CorruptFileError(f"{path}: {exc}") from exc

@@ -1,0 +1,358 @@
+"""All partition logs of one data directory, with Kafka's directory-level files and topic metadata.
+
+The data directory is exclusively locked (``.lock``, like Kafka) while a LogManager has it open.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from storage.checkpoint import (
+    LOG_START_OFFSET_CHECKPOINT,
+    META_PROPERTIES,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    MetaProperties,
+    read_meta_properties,
+    read_offset_checkpoint,
+    write_meta_properties,
+    write_offset_checkpoint,
+)
+from storage.config import LogConfig
+from storage.errors import (
+    InconsistentTopicIdError,
+    InvalidConfigError,
+    InvalidPartitionsError,
+    InvalidTopicError,
+    LogDirLockedError,
+    StorageError,
+    TopicExistsError,
+    UnknownTopicError,
+)
+from storage.partition_log import Clock, PartitionLog, wall_clock_ms
+from storage.topic_names import collides, validate_topic_name
+from storage.topic_store import TOPIC_STORE_FILE, StoredTopic, read_topic_store, write_topic_store
+from storage.uuid import random_uuid, uuid_to_str
+
+log = logging.getLogger(__name__)
+
+LOCK_FILE = ".lock"
+DELETE_DIR_SUFFIX = "-delete"
+FUTURE_DIR_SUFFIX = "-future"
+STRAY_DIR_SUFFIX = "-stray"
+METADATA_TOPIC = "__cluster_metadata"
+_MAX_DIR_NAME = 255
+
+
+@dataclass
+class TopicInfo:
+    """A topic as the broker sees it: id, config overrides (by Kafka name), effective config and logs."""
+
+    name: str
+    topic_id: bytes
+    overrides: dict[str, str]
+    config: LogConfig
+    partitions: list[PartitionLog]
+
+
+def parse_partition_dir(name: str) -> tuple[str, int] | None:
+    """``<topic>-<partition>`` split on the last '-' (topic names may contain '-'), or None."""
+    topic, sep, partition = name.rpartition("-")
+    if not sep or not partition.isdigit() or validate_topic_name(topic) is not None:
+        return None
+    return topic, int(partition)
+
+
+def delete_dir_name(topic: str, partition: int) -> str:
+    """Kafka's LogFileUtils.logDeleteDirName: ``<topic>-<p>.<uuid hex>-delete``, topic cut to fit 255 chars."""
+    suffix = f"-{partition}.{random_uuid().hex()}{DELETE_DIR_SUFFIX}"
+    return topic[: min(len(topic), _MAX_DIR_NAME - len(suffix))] + suffix
+
+
+class LogManager:
+    """Owns the data directory: lock, meta.properties, checkpoints, topic metadata and every PartitionLog."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        default_config: LogConfig,
+        *,
+        node_id: int = 1,
+        cluster_id: str | None = None,
+        clock: Clock = wall_clock_ms,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.default_config = default_config
+        self.node_id = node_id
+        self._wanted_cluster_id = cluster_id
+        self._clock = clock
+        self._lock_fd = -1
+        self._meta: MetaProperties | None = None
+        self._stored: dict[str, StoredTopic] = {}
+        self.topics: dict[str, TopicInfo] = {}
+
+    # ---- opening ----
+
+    def open(self) -> None:
+        """Lock the directory, load its identity and checkpoints, and open every partition log."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._lock()
+        try:
+            self._meta = self._load_meta()
+            self._stored = read_topic_store(self.data_dir / TOPIC_STORE_FILE)
+            recovery_points = read_offset_checkpoint(self.data_dir / RECOVERY_POINT_CHECKPOINT)
+            start_offsets = read_offset_checkpoint(self.data_dir / LOG_START_OFFSET_CHECKPOINT)
+            found = self._scan_partition_dirs()
+            for name in sorted(set(found) | set(self._stored)):
+                self._open_topic(name, found.get(name, {}), recovery_points, start_offsets)
+        except BaseException:
+            self._close_logs()
+            self._unlock()
+            raise
+        log.info("Opened %s: cluster %s, %d topic(s)", self.data_dir, self.cluster_id, len(self.topics))
+
+    def _lock(self) -> None:
+        path = self.data_dir / LOCK_FILE
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise LogDirLockedError(
+                f"Failed to acquire lock on file {path}. Another broker (process or LogManager) is using {self.data_dir}."
+            ) from None
+        self._lock_fd = fd
+
+    def _unlock(self) -> None:
+        if self._lock_fd >= 0:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+
+    def _load_meta(self) -> MetaProperties:
+        path = self.data_dir / META_PROPERTIES
+        meta = read_meta_properties(path)
+        if meta is None:
+            cluster_id = self._wanted_cluster_id or uuid_to_str(random_uuid())
+            meta = MetaProperties(cluster_id=cluster_id, node_id=self.node_id, directory_id=random_uuid())
+            write_meta_properties(path, meta)
+            return meta
+        if meta.node_id != self.node_id:
+            raise StorageError(f"{path}: stored node.id {meta.node_id} doesn't match the configured {self.node_id}")
+        if self._wanted_cluster_id is not None and meta.cluster_id != self._wanted_cluster_id:
+            raise StorageError(f"{path}: stored cluster.id {meta.cluster_id} doesn't match {self._wanted_cluster_id}")
+        return meta
+
+    def _scan_partition_dirs(self) -> dict[str, dict[int, Path]]:
+        found: dict[str, dict[int, Path]] = {}
+        for path in sorted(self.data_dir.iterdir()):
+            if not path.is_dir():
+                continue
+            if path.name.endswith(DELETE_DIR_SUFFIX):
+                log.info("Removing %s, left over from a topic deletion", path)
+                shutil.rmtree(path, ignore_errors=True)
+                continue
+            if path.name.endswith((FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)):
+                log.info("Ignoring %s", path)
+                continue
+            parsed = parse_partition_dir(path.name)
+            if parsed is None or parsed[0] == METADATA_TOPIC:
+                log.warning("Ignoring %s: not a <topic>-<partition> directory", path)
+                continue
+            found.setdefault(parsed[0], {})[parsed[1]] = path
+        return found
+
+    def _open_topic(
+        self,
+        name: str,
+        dirs: dict[int, Path],
+        recovery_points: dict[tuple[str, int], int],
+        start_offsets: dict[tuple[str, int], int],
+    ) -> None:
+        stored = self._stored.get(name)
+        overrides = dict(stored.overrides) if stored else {}
+        try:
+            config = self.default_config.with_overrides(overrides)
+        except InvalidConfigError as exc:
+            log.error("Topic %s: ignoring its stored config overrides: %s", name, exc)
+            config = self.default_config
+        count = max(max(dirs, default=-1) + 1, stored.partitions if stored else 0)
+        logs = [
+            PartitionLog.open(
+                dirs.get(p, self.data_dir / f"{name}-{p}"), config,
+                recovery_point=recovery_points.get((name, p), 0),
+                log_start_offset=start_offsets.get((name, p), 0),
+                clock=self._clock,
+            )
+            for p in range(count)
+        ]
+        topic_id = self._topic_id_for(name, logs, stored)
+        for partition_log in logs:
+            try:
+                partition_log.assign_topic_id(topic_id)
+            except InconsistentTopicIdError:
+                log.error("%s has a different topic id than topic %s (%s)", partition_log.directory, name,
+                          uuid_to_str(topic_id))
+        self.topics[name] = TopicInfo(name, topic_id, overrides, config, logs)
+        if stored is None or stored.partitions != count or stored.topic_id != topic_id:
+            self._stored[name] = StoredTopic(topic_id, count, overrides)
+            self._save_store()
+
+    @staticmethod
+    def _topic_id_for(name: str, logs: list[PartitionLog], stored: StoredTopic | None) -> bytes:
+        """The id in partition.metadata wins (it is what clients saw); then the store; else a new one."""
+        ids = {partition_log.topic_id for partition_log in logs} - {None}
+        if len(ids) > 1:
+            log.error("Topic %s: partitions disagree on the topic id", name)
+        if logs and logs[0].topic_id is not None:
+            return logs[0].topic_id
+        if ids:
+            return ids.pop()
+        return stored.topic_id if stored else random_uuid()
+
+    # ---- queries ----
+
+    @property
+    def cluster_id(self) -> str:
+        if self._meta is None:
+            raise StorageError("LogManager is not open")
+        return self._meta.cluster_id
+
+    @property
+    def directory_id(self) -> bytes:
+        if self._meta is None:
+            raise StorageError("LogManager is not open")
+        return self._meta.directory_id
+
+    def get_log(self, topic: str, partition: int) -> PartitionLog | None:
+        info = self.topics.get(topic)
+        if info is None or not 0 <= partition < len(info.partitions):
+            return None
+        return info.partitions[partition]
+
+    def logs(self) -> Iterator[tuple[str, int, PartitionLog]]:
+        for name, info in self.topics.items():
+            for partition, partition_log in enumerate(info.partitions):
+                yield name, partition, partition_log
+
+    # ---- topic administration ----
+
+    def create_topic(self, name: str, num_partitions: int, overrides: dict[str, str] | None = None) -> TopicInfo:
+        """CreateTopics: validate, persist the metadata, then create each partition with a fresh topic id."""
+        reason = validate_topic_name(name)
+        if reason is not None:
+            raise InvalidTopicError(reason)
+        if name in self.topics:
+            raise TopicExistsError(f"Topic '{name}' already exists.")
+        for other in self.topics:
+            if collides(name, other):
+                raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {other}")
+        if num_partitions < 1:
+            raise InvalidPartitionsError("Number of partitions was set to an invalid non-positive value.")
+        overrides = dict(overrides or {})
+        config = self.default_config.with_overrides(overrides)
+        topic_id = random_uuid()
+        self._stored[name] = StoredTopic(topic_id, num_partitions, overrides)
+        self._save_store()
+        info = TopicInfo(name, topic_id, overrides, config, [])
+        self.topics[name] = info
+        self._grow(info, num_partitions)
+        log.info("Created topic %s (%s) with %d partition(s)", name, uuid_to_str(topic_id), num_partitions)
+        return info
+
+    def add_partitions(self, name: str, new_total: int) -> TopicInfo:
+        """CreatePartitions: grow a topic to ``new_total`` partitions."""
+        info = self._topic(name)
+        current = len(info.partitions)
+        if new_total == current:
+            raise InvalidPartitionsError(f"Topic already has {current} partition(s).")
+        if new_total < current:
+            raise InvalidPartitionsError(
+                f"The topic {name} currently has {current} partition(s); {new_total} would not be an increase."
+            )
+        self._stored[name].partitions = new_total
+        self._save_store()
+        self._grow(info, new_total)
+        return info
+
+    def _grow(self, info: TopicInfo, total: int) -> None:
+        for partition in range(len(info.partitions), total):
+            partition_log = PartitionLog.open(self.data_dir / f"{info.name}-{partition}", info.config,
+                                              clock=self._clock)
+            partition_log.assign_topic_id(info.topic_id)
+            info.partitions.append(partition_log)
+
+    def delete_topic(self, name: str) -> None:
+        """DeleteTopics: forget the topic, rename its directories to ``*-delete``, then remove them."""
+        info = self._topic(name)
+        del self.topics[name]
+        del self._stored[name]
+        self._save_store()
+        for partition, partition_log in enumerate(info.partitions):
+            partition_log.close()
+            doomed = self.data_dir / delete_dir_name(name, partition)
+            os.replace(partition_log.directory, doomed)
+            shutil.rmtree(doomed, ignore_errors=True)
+        log.info("Deleted topic %s", name)
+
+    def alter_config(self, name: str, overrides: dict[str, str]) -> TopicInfo:
+        """Replace a topic's config overrides (the full set) and apply them to its open logs."""
+        info = self._topic(name)
+        config = self.default_config.with_overrides(overrides)
+        info.overrides = dict(overrides)
+        info.config = config
+        self._stored[name].overrides = dict(overrides)
+        self._save_store()
+        for partition_log in info.partitions:
+            partition_log.update_config(config)
+        return info
+
+    def _topic(self, name: str) -> TopicInfo:
+        info = self.topics.get(name)
+        if info is None:
+            raise UnknownTopicError(f"Topic {name} does not exist")
+        return info
+
+    def _save_store(self) -> None:
+        write_topic_store(self.data_dir / TOPIC_STORE_FILE, self._stored)
+
+    # ---- checkpoints and shutdown ----
+
+    def checkpoint(self) -> None:
+        """Write the recovery-point, log-start-offset and replication-offset (high watermark) checkpoints."""
+        recovery_points: dict[tuple[str, int], int] = {}
+        start_offsets: dict[tuple[str, int], int] = {}
+        high_watermarks: dict[tuple[str, int], int] = {}
+        for name, partition, partition_log in self.logs():
+            key = (name, partition)
+            recovery_points[key] = partition_log.recovery_point
+            high_watermarks[key] = partition_log.log_end_offset
+            # Like Kafka, only starts that segment base offsets alone would not restore.
+            if partition_log.log_start_offset > partition_log.segment_base_offsets[0]:
+                start_offsets[key] = partition_log.log_start_offset
+        write_offset_checkpoint(self.data_dir / RECOVERY_POINT_CHECKPOINT, recovery_points)
+        write_offset_checkpoint(self.data_dir / LOG_START_OFFSET_CHECKPOINT, start_offsets)
+        write_offset_checkpoint(self.data_dir / REPLICATION_OFFSET_CHECKPOINT, high_watermarks)
+
+    def close(self) -> None:
+        """Flush every log, checkpoint, close the logs and release the directory lock."""
+        if self._lock_fd < 0:
+            return
+        try:
+            for _, _, partition_log in self.logs():
+                partition_log.flush_now()
+            self.checkpoint()
+        finally:
+            self._close_logs()
+            self._unlock()
+
+    def _close_logs(self) -> None:
+        for _, _, partition_log in self.logs():
+            partition_log.close()
+        self.topics = {}

@@ -1,0 +1,32 @@
+"""Kafka's topic naming rules (org.apache.kafka.common.internals.Topic), as pure functions."""
+
+from __future__ import annotations
+
+import re
+
+MAX_NAME_LENGTH = 249
+_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+def validate_topic_name(name: str) -> str | None:
+    """Kafka's error message for an illegal topic name, or None when the name is legal."""
+    if not name:
+        return "Topic name is illegal, it can't be empty"
+    if name in (".", ".."):
+        return 'Topic name cannot be "." or ".."'
+    if len(name) > MAX_NAME_LENGTH:
+        return (f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, "
+                f"topic name: {name}")
+    if not _LEGAL.fullmatch(name):
+        return (f'Topic name "{name}" is illegal, it contains a character other than ASCII alphanumerics, '
+                "'.', '_' and '-'")
+    return None
+
+
+def unify_collision_chars(name: str) -> str:
+    """'.' and '_' collide in metric names, so Kafka refuses topics that differ only by them."""
+    return name.replace(".", "_")
+
+
+def collides(first: str, second: str) -> bool:
+    return unify_collision_chars(first) == unify_collision_chars(second)
