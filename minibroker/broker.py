@@ -12,10 +12,12 @@ import time
 from typing import Callable
 
 from minibroker.config import BrokerConfig, parse_listener
+from minibroker.groups.service import GroupService
 from minibroker.producer_ids import ProducerIdAllocator
 from minibroker.server import KafkaConnection, start_server
+from minibroker.transactions.service import TransactionService
 from protocol.errors import ErrorCode
-from storage.errors import InvalidConfigError
+from storage.errors import InvalidConfigError, InvalidTopicError
 from storage.log_manager import LogManager, TopicInfo, validate_topic_name
 from storage.partition_log import PartitionLog
 
@@ -23,6 +25,7 @@ log = logging.getLogger(__name__)
 
 CHECKPOINT_INTERVAL_S = 30.0
 FLUSH_CHECK_INTERVAL_S = 1.0
+SHUTDOWN_GRACE_S = 5.0  # longest wait for in-flight requests and unsent answers when stopping
 
 PartitionKey = tuple[str, int]
 
@@ -39,12 +42,19 @@ class Broker:
         self._server: asyncio.base_events.Server | None = None
         self._tasks: list[asyncio.Task] = []
         self._waiters: dict[PartitionKey, list[asyncio.Future]] = {}
+        self.marker_listeners: list[Callable[[str, int, int, bool], None]] = []
+        self.transactions: TransactionService | None = None
+        self.groups: GroupService | None = None
 
     # lifecycle
 
     async def start(self) -> None:
         self.logs.open()
         self.producer_ids = ProducerIdAllocator(self.config.data_dir)
+        self.transactions = TransactionService(self)
+        self.transactions.start()
+        self.groups = GroupService(self)
+        self.groups.start()
         self._server = await start_server(self, self.host, self.port)
         bound = self._server.sockets[0].getsockname()
         self.port = bound[1]
@@ -58,6 +68,12 @@ class Broker:
             loop.create_task(self._every(self.config.log_retention_check_interval_ms / 1000, self.enforce_retention)),
             loop.create_task(self._every(CHECKPOINT_INTERVAL_S, self.logs.checkpoint)),
             loop.create_task(self._every(FLUSH_CHECK_INTERVAL_S, self.flush_due)),
+            loop.create_task(
+                self._every(
+                    self.config.transaction_abort_timed_out_transaction_cleanup_interval_ms / 1000,
+                    self.transactions.coordinator.abort_timed_out,
+                )
+            ),
         ]
         log.info(
             "minibroker ready on %s:%d (advertised %s:%d), cluster id %s, data dir %s",
@@ -69,18 +85,32 @@ class Broker:
             self._server.close()
         for task in self._tasks:
             task.cancel()
-        for connection in list(self.connections):
-            connection.close()
-        for waiters in self._waiters.values():
-            for waiter in waiters:
-                if not waiter.done():
-                    waiter.set_result(None)
-        self._waiters.clear()
+        if self.groups is not None:
+            self.groups.stop()
+        await self._finish_requests()
         if self._server is not None:
             await self._server.wait_closed()
             self._server = None
         self.logs.close()
         log.info("minibroker stopped")
+
+    async def _finish_requests(self) -> None:
+        """Graceful shutdown: answer the requests being served (long-poll fetches are woken), start no new
+        ones, then close each connection once its answers are written, all within SHUTDOWN_GRACE_S."""
+        deadline = asyncio.get_running_loop().time() + SHUTDOWN_GRACE_S
+        busy = [worker for connection in list(self.connections) if (worker := connection.stop_accepting()) is not None]
+        for waiters in self._waiters.values():
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+        self._waiters.clear()
+        if busy:
+            await asyncio.wait(busy, timeout=SHUTDOWN_GRACE_S)
+        closed = [connection.closed for connection in self.connections]
+        for connection in list(self.connections):
+            connection.close()
+        if closed:
+            await asyncio.wait(closed, timeout=max(deadline - asyncio.get_running_loop().time(), 0.1))
 
     async def _every(self, interval_s: float, action: Callable[[], object]) -> None:
         while True:
@@ -118,9 +148,13 @@ class Broker:
             self.logs.default_config.with_overrides(overrides)
         except InvalidConfigError as exc:
             return ErrorCode.INVALID_CONFIG, str(exc)
-        if not validate_only:
+        if validate_only:
+            return ErrorCode.NONE, None
+        try:
             self.logs.create_topic(name, num_partitions, overrides)
-            log.info("created topic %s with %d partitions %s", name, num_partitions, overrides or "")
+        except InvalidTopicError as exc:
+            return ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc)
+        log.info("created topic %s with %d partitions %s", name, num_partitions, overrides or "")
         return ErrorCode.NONE, None
 
     # fetch wake-ups

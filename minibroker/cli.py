@@ -1,47 +1,170 @@
-"""Command line: ``minibroker [serve] [--host H] [--port P] [--data-dir D] [-c key=value ...]``."""
+"""The ``minibroker`` command: ``serve`` (the default), ``probe``, ``dump`` and ``config-reference``.
+
+Each command imports what it needs when it runs, so ``probe`` and ``--help`` stay quick and ``serve``
+pays only for the broker.
+"""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
-import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from minibroker.config import BrokerConfig, ConfigError, load_config
+from minibroker import __version__
+
+if TYPE_CHECKING:
+    from minibroker.config import BrokerConfig
 
 log = logging.getLogger("minibroker")
 
+COMMANDS = ("serve", "probe", "dump", "config-reference")
+DESCRIPTION = """\
+A small, fast, Kafka wire-protocol compatible broker for test suites and throwaway containers.
+Real Kafka clients connect to it; it stores data in Kafka's own on-disk layout.
+Without a command, minibroker serves (options as for `minibroker serve`)."""
+EPILOG = """\
+examples:
+  minibroker                                       serve on 127.0.0.1:9092, data in ./minibroker-data
+  minibroker serve --port 0 --data-dir /tmp/mb -c num.partitions=3
+  minibroker probe 127.0.0.1:9092                  exit 0 once a broker answers
+  minibroker dump --print-data ./minibroker-data/orders-0
+  minibroker config-reference                      every setting, its default and environment variable
+
+Run `minibroker COMMAND --help` for the options of a command."""
+SERVE_EPILOG = """\
+Settings use Apache Kafka's names. Precedence, lowest first: defaults, --config file, environment
+variables (MINIBROKER_ + the name in upper case, dots as underscores, e.g. MINIBROKER_NUM_PARTITIONS=3),
+then flags. `minibroker config-reference` lists every setting.
+
+On SIGTERM or SIGINT the broker answers the requests in flight, flushes and closes every log, and exits 0.
+The line "minibroker ready on HOST:PORT ..." is logged once clients can connect."""
+DUMP_EPILOG = """\
+Like Kafka's kafka-dump-log: one line per batch with every header field and whether its CRC is valid;
+with --print-data one line per record too (control records show as endTxnMarker: COMMIT/ABORT).
+Directories of __consumer_offsets and __transaction_state partitions are decoded automatically.
+--json prints one JSON object per batch instead (records included with --print-data); keys, values and
+header values are UTF-8 text when valid, else {"base64": ...}."""
+
+
+class CommandParser(argparse.ArgumentParser):
+    """The top-level parser: arguments that do not start with a command are the ``serve`` command's."""
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        argv = sys.argv[1:] if args is None else list(args)
+        return super().parse_known_args(with_default_command(argv), namespace)
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="minibroker",
-        description="A small, fast, Kafka wire-protocol compatible broker. Without a command it serves with defaults.",
+    parser = CommandParser(
+        prog="minibroker", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    commands = parser.add_subparsers(dest="command")
-    serve = commands.add_parser("serve", help="run the broker (the default)")
+    parser.add_argument("--version", action="version", version=f"minibroker {__version__}")
+    commands = parser.add_subparsers(
+        dest="command", title="commands", metavar="COMMAND", parser_class=argparse.ArgumentParser
+    )
+
+    serve = commands.add_parser(
+        "serve", help="run the broker (the default command)", description="Run the broker until SIGTERM or SIGINT.",
+        epilog=SERVE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_serve_arguments(serve)
-    add_serve_arguments(parser)
+
+    probe = commands.add_parser(
+        "probe", help="exit 0 if a broker answers ApiVersions, 1 if not",
+        description="Send one ApiVersions request and wait for the answer: exit 0 if it comes, 1 otherwise. "
+        "Used by the container's HEALTHCHECK and handy in scripts waiting for a broker.",
+    )
+    probe.add_argument(
+        "address", nargs="?", metavar="HOST:PORT",
+        help="broker to probe (default: the listener configured by MINIBROKER_LISTENERS, 0.0.0.0 meaning 127.0.0.1)",
+    )
+    probe.add_argument("--timeout", type=float, default=5.0, metavar="S", help="give up after S seconds (default 5)")
+    probe.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+
+    dump = commands.add_parser(
+        "dump", help="print segments and partitions like kafka-dump-log",
+        description="Decode .log segment files, or every segment of partition directories.",
+        epilog=DUMP_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    dump.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="a .log file or a partition directory")
+    dump.add_argument(
+        "--print-data", "--print-data-log", action="store_true", help="also print every record (offset, timestamp, key, value...)"
+    )
+    decoders = dump.add_mutually_exclusive_group()
+    decoders.add_argument(
+        "--offsets-decoder", dest="decoder", action="store_const", const="offsets",
+        help="decode records as __consumer_offsets commits and group metadata (implies --print-data)",
+    )
+    decoders.add_argument(
+        "--transaction-log-decoder", dest="decoder", action="store_const", const="transaction-log",
+        help="decode records as __transaction_state entries (implies --print-data)",
+    )
+    dump.add_argument("--json", action="store_true", help="one JSON object per batch, for scripts")
+
+    commands.add_parser(
+        "config-reference", help="print every setting as a Markdown table",
+        description="Print every setting with its default, environment variable and meaning, as a Markdown table.",
+    )
     return parser
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--host", help="address to bind (default 127.0.0.1; 0.0.0.0 for every interface)")
     parser.add_argument("--port", type=int, help="port to bind (default 9092; 0 picks a free port)")
     parser.add_argument("--data-dir", help="data directory (default ./minibroker-data)")
-    parser.add_argument("--advertised-host", help="host given to clients (for containers and port mapping)")
+    parser.add_argument("--advertised-host", help="host given to clients (behind NAT, in containers, port mapping)")
     parser.add_argument("--advertised-port", type=int, help="port given to clients")
-    parser.add_argument("--config", type=Path, help="a Kafka-style server.properties file")
+    parser.add_argument("--config", type=Path, metavar="FILE", help="a Kafka-style server.properties file")
     parser.add_argument(
-        "-c", dest="settings", action="append", default=[], metavar="KEY=VALUE", help="any setting by its Kafka name"
+        "-c", dest="settings", action="append", default=[], metavar="NAME=VALUE",
+        help="any setting by its Kafka name (repeatable)",
     )
-    parser.add_argument("--log-level", default=os.environ.get("MINIBROKER_LOG_LEVEL", "INFO"), help="logging level")
+    parser.add_argument(
+        "--log-level", default=os.environ.get("MINIBROKER_LOG_LEVEL", "INFO"), metavar="LEVEL",
+        help="DEBUG, INFO, WARNING or ERROR (default INFO, or MINIBROKER_LOG_LEVEL)",
+    )
+
+
+def with_default_command(argv: list[str]) -> list[str]:
+    """``minibroker --port 0`` means ``minibroker serve --port 0``; help and version stay top-level."""
+    if argv and (argv[0] in COMMANDS or argv[0] in ("-h", "--help", "--version")):
+        return argv
+    return ["serve", *argv]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "probe":
+        return run_probe(args.address, args.timeout, args.quiet)
+    if args.command == "dump":
+        from minibroker.dump import dump_paths
+
+        try:
+            return dump_paths(
+                args.paths, print_data=args.print_data, decoder_name=args.decoder, as_json=args.json,
+                out=sys.stdout, err=sys.stderr,
+            )
+        except BrokenPipeError:  # `minibroker dump ... | head`: stop quietly, as other tools do
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
+    if args.command == "config-reference":
+        from minibroker.config_reference import markdown_table
+
+        sys.stdout.write(markdown_table())
+        return 0
+    return run_serve(args)
+
+
+# ---- serve ----
 
 
 def flag_settings(args: argparse.Namespace) -> dict[str, str]:
     """Turn the convenience flags and ``-c`` pairs into Kafka-named settings."""
+    from minibroker.config import ConfigError
+
     items: dict[str, str] = {}
     for pair in args.settings:
         key, sep, value = pair.partition("=")
@@ -55,27 +178,16 @@ def flag_settings(args: argparse.Namespace) -> dict[str, str]:
     if args.data_dir is not None:
         items["log.dirs"] = args.data_dir
     if args.advertised_host is not None or args.advertised_port is not None:
-        items["advertised.listeners"] = f"PLAINTEXT://{args.advertised_host or '127.0.0.1'}:{args.advertised_port or 9092}"
+        host, port = args.advertised_host or "127.0.0.1", args.advertised_port or 9092
+        items["advertised.listeners"] = f"PLAINTEXT://{host}:{port}"
     return items
 
 
-async def serve(config: BrokerConfig) -> None:
-    from minibroker.broker import Broker
+def run_serve(args: argparse.Namespace) -> int:
+    import asyncio
 
-    broker = Broker(config)
-    await broker.start()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    try:
-        await stop.wait()
-    finally:
-        await broker.stop()
+    from minibroker.config import ConfigError, load_config
 
-
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         config = load_config(args.config, os.environ, flag_settings(args))
@@ -88,3 +200,51 @@ def main(argv: list[str] | None = None) -> int:
         log.error("cannot start: %s", exc)
         return 1
     return 0
+
+
+async def serve(config: BrokerConfig) -> None:
+    """Run until SIGTERM or SIGINT, then stop gracefully (``Broker.stop`` finishes in-flight requests)."""
+    import asyncio
+    import signal
+
+    from minibroker.broker import Broker
+
+    broker = Broker(config)
+    await broker.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await stop.wait()
+        log.info("stopping: signal received")
+    finally:
+        await broker.stop()
+
+
+# ---- probe ----
+
+
+def run_probe(address: str | None, timeout_s: float, quiet: bool) -> int:
+    from minibroker.probe import ProbeError, probe
+
+    try:
+        target = address or configured_address()
+        result = probe(target, timeout_s)
+    except (ProbeError, ValueError) as exc:
+        print(f"minibroker probe: {exc}", file=sys.stderr)
+        return 1
+    if not quiet:
+        elapsed_ms = result.elapsed_s * 1000
+        print(f"{result.address} is up: ApiVersions answered in {elapsed_ms:.1f} ms ({result.api_count} APIs)")
+    return 0
+
+
+def configured_address() -> str:
+    """The listener the environment configures (as the container sets it), reachable from this host."""
+    from minibroker.config import build_config, env_settings
+
+    host, port = build_config(env_settings(os.environ)).listener
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

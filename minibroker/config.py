@@ -17,6 +17,7 @@ from storage.config import LogConfig
 from storage.errors import InvalidConfigError
 
 ENV_PREFIX = "MINIBROKER_"
+NON_SETTING_VARIABLES = ("MINIBROKER_LOG_LEVEL", "MINIBROKER_TEST_CRASH_POINT")
 
 
 class ConfigError(ValueError):
@@ -63,8 +64,30 @@ class BrokerConfig:
     )
     log_cleanup_policy: str = setting("log.cleanup.policy", "delete", "Default cleanup.policy of topics.")
     offsets_topic_num_partitions: int = setting("offsets.topic.num.partitions", 50, "Partitions of __consumer_offsets.", 1)
+    offsets_retention_minutes: int = setting(
+        "offsets.retention.minutes", 10080, "Committed offsets of an empty group (or a simple consumer) expire after this.", 1
+    )
+    offsets_retention_check_interval_ms: int = setting(
+        "offsets.retention.check.interval.ms", 600000, "How often expired offsets and empty groups are removed.", 1
+    )
+    offset_metadata_max_bytes: int = setting("offset.metadata.max.bytes", 4096, "Largest metadata string of a commit.", 0)
+    group_initial_rebalance_delay_ms: int = setting(
+        "group.initial.rebalance.delay.ms", 100,
+        "How long a new group waits for more members before its first rebalance (Kafka's default is 3000).", 0,
+    )
+    group_min_session_timeout_ms: int = setting("group.min.session.timeout.ms", 6000, "Smallest session timeout a member may ask for.", 0)
+    group_max_session_timeout_ms: int = setting(
+        "group.max.session.timeout.ms", 1800000, "Largest session timeout a member may ask for.", 0
+    )
+    group_max_size: int = setting("group.max.size", 2147483647, "Most members a group may have.", 1)
     transaction_state_log_num_partitions: int = setting(
         "transaction.state.log.num.partitions", 50, "Partitions of __transaction_state.", 1
+    )
+    transaction_max_timeout_ms: int = setting(
+        "transaction.max.timeout.ms", 900000, "Largest transaction.timeout.ms a producer may ask for.", 1
+    )
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = setting(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms", 10000, "How often open transactions are checked against their timeout.", 1
     )
 
     def log_config(self) -> LogConfig:
@@ -157,7 +180,7 @@ def env_settings(environ: Mapping[str, str]) -> dict[str, str]:
     for key, value in environ.items():
         if key in by_env:
             items[by_env[key]] = value
-        elif key.startswith(ENV_PREFIX) and key not in ("MINIBROKER_LOG_LEVEL",):
+        elif key.startswith(ENV_PREFIX) and key not in NON_SETTING_VARIABLES:
             raise ConfigError(f"unknown setting in environment variable {key}")
     return items
 

@@ -34,8 +34,10 @@ class KafkaConnection(asyncio.Protocol):
         self.worker: asyncio.Task | None = None
         self.reading_paused = False
         self.closed_by_us = False
+        self.accepting = True  # False once shutdown began: the request being served is the last one
         self.writable = asyncio.Event()
         self.writable.set()
+        self.closed = asyncio.get_running_loop().create_future()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -48,6 +50,8 @@ class KafkaConnection(asyncio.Protocol):
             log.warning("%s disconnected in the middle of a request (%d bytes dropped)", self.peer, self.decoder.buffered)
         self.broker.connections.discard(self)
         self.queue.clear()
+        if not self.closed.done():
+            self.closed.set_result(None)
         self.writable.set()
         if self.worker is not None and not self.worker.done():
             self.worker.cancel()
@@ -59,6 +63,8 @@ class KafkaConnection(asyncio.Protocol):
         self.writable.set()
 
     def data_received(self, data: bytes) -> None:
+        if not self.accepting:
+            return
         try:
             frames = self.decoder.feed(data)
         except FrameTooLarge as exc:
@@ -88,9 +94,18 @@ class KafkaConnection(asyncio.Protocol):
                 self.transport.writelines(parts)
                 if not self.writable.is_set():
                     await self.writable.wait()
-            if self.reading_paused and len(self.queue) < MAX_QUEUED_FRAMES // 2:
+            if self.reading_paused and self.accepting and len(self.queue) < MAX_QUEUED_FRAMES // 2:
                 self.reading_paused = False
                 self.transport.resume_reading()
+
+    def stop_accepting(self) -> asyncio.Task | None:
+        """Shutdown, step one: read and start no more requests; returns the worker still answering one, if any."""
+        self.accepting = False
+        self.queue.clear()
+        if self.transport is not None and not self.transport.is_closing():
+            self.reading_paused = True
+            self.transport.pause_reading()
+        return self.worker if self.worker is not None and not self.worker.done() else None
 
     def close(self) -> None:
         self.closed_by_us = True

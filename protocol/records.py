@@ -15,9 +15,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-import crc32c
-
 from .compression import CODEC_NAMES, CompressionError, compress, decompress
+from .crc import crc32c
 from .varint import decode_varint, decode_varlong, encode_varint, encode_varlong
 
 BATCH_HEADER_SIZE = 61
@@ -252,7 +251,7 @@ def _check_codec(header: BatchHeader) -> None:
 
 def _compute_crc(buf: Buffer, header: BatchHeader) -> int:
     start = header.position + CRC_START
-    return crc32c.crc32c(memoryview(buf)[start : header.position + header.size])
+    return crc32c(memoryview(buf)[start : header.position + header.size])
 
 
 # ---- in-place rewrites done by the broker on append ----
@@ -434,7 +433,7 @@ def build_batch(
         base_sequence,
         len(inputs),
     )
-    _UINT32.pack_into(batch, CRC_OFFSET, crc32c.crc32c(memoryview(batch)[CRC_START:]))
+    _UINT32.pack_into(batch, CRC_OFFSET, crc32c(memoryview(batch)[CRC_START:]))
     return bytes(batch)
 
 

@@ -54,3 +54,50 @@ class CorruptFileError(StorageError):
 
 class InconsistentTopicIdError(StorageError):
     """partition.metadata names a different topic id than the one assigned (INCONSISTENT_TOPIC_ID)."""
+
+
+# ---- producer state (idempotent and transactional producers) ----
+
+
+class ProducerStateError(StorageError):
+    """A batch or marker that the partition's producer state refuses; nothing was written.
+
+    ``error_code`` is the Kafka error code to answer with, so callers need no storage internals.
+    """
+
+    error_code = -1  # UNKNOWN_SERVER_ERROR; every subclass sets its own
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class OutOfOrderSequenceError(ProducerStateError):
+    """A sequence number that does not follow the producer's last one (OUT_OF_ORDER_SEQUENCE_NUMBER)."""
+
+    error_code = 45
+
+
+class InvalidProducerEpochError(ProducerStateError):
+    """A batch or marker from an older producer epoch than the partition knows (INVALID_PRODUCER_EPOCH)."""
+
+    error_code = 47
+
+
+class InvalidTxnStateError(ProducerStateError):
+    """A non-transactional batch while the producer has a transaction open here (INVALID_TXN_STATE)."""
+
+    error_code = 48
+
+
+class TransactionCoordinatorFencedError(ProducerStateError):
+    """A marker from an older coordinator epoch than the last one seen (TRANSACTION_COORDINATOR_FENCED)."""
+
+    error_code = 52
+
+
+class InvalidProducerBatchError(ProducerStateError):
+    """A client batch Kafka refuses before looking at producer state: a control batch, or a producer id without
+    a sequence number (INVALID_RECORD)."""
+
+    error_code = 87

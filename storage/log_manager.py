@@ -295,7 +295,7 @@ class LogManager:
         del self._stored[name]
         self._save_store()
         for partition, partition_log in enumerate(info.partitions):
-            partition_log.close()
+            partition_log.close(snapshot=False)
             doomed = self.data_dir / delete_dir_name(name, partition)
             os.replace(partition_log.directory, doomed)
             shutil.rmtree(doomed, ignore_errors=True)

@@ -1,4 +1,5 @@
-"""The log of one partition (``<topic>-<partition>`` directory): append, read, recovery, retention, flushing.
+"""The log of one partition (``<topic>-<partition>`` directory): append, read, recovery, retention, flushing,
+and the producer state of idempotent and transactional producers (see storage.producer_state).
 
 Everything here runs synchronously on the broker's event loop; writes only reach the page cache. The
 single blocking step, fsync, is split out: ``prepare_flush`` (loop) → ``FlushTicket.run`` (executor
@@ -12,7 +13,7 @@ import os
 import random
 import shutil
 import time
-from bisect import bisect_right
+from bisect import bisect_right, insort
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,15 +21,29 @@ from pathlib import Path
 from protocol.records import (
     BATCH_HEADER_SIZE,
     BatchHeader,
+    ControlRecordType,
     Record,
     assign_offsets,
+    build_control_batch,
     decode_batch,
+    parse_control_record,
     parse_header,
     set_log_append_time,
 )
-from storage.checkpoint import fsync_dir, read_partition_metadata, write_partition_metadata
+from storage.checkpoint import fsync_dir, read_partition_metadata, write_atomically, write_partition_metadata
 from storage.config import LogConfig
-from storage.errors import InconsistentTopicIdError, OffsetOutOfRangeError
+from storage.errors import InconsistentTopicIdError, InvalidProducerBatchError, OffsetOutOfRangeError
+from storage.producer_state import (
+    SNAPSHOT_SUFFIX,
+    ActiveProducer,
+    AppendOrigin,
+    CorruptSnapshotError,
+    ProducerAppend,
+    ProducerStateManager,
+    decode_snapshot,
+    last_sequence_of,
+    snapshot_path,
+)
 from storage.segment import (
     INT32_MAX,
     LOG_SUFFIX,
@@ -36,12 +51,14 @@ from storage.segment import (
     LogSegment,
     remove_segment_files,
 )
+from storage.transaction_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], int]
 HIGH_WATERMARK = -1  # DeleteRecords' "up to the high watermark" marker
 _LEFTOVER_SUFFIXES = (".cleaned", ".swap", ".deleted")
+_SNAPSHOT_TMP_SUFFIX = SNAPSHOT_SUFFIX + ".tmp"
 
 
 def wall_clock_ms() -> int:
@@ -50,12 +67,17 @@ def wall_clock_ms() -> int:
 
 @dataclass(frozen=True, slots=True)
 class AppendInfo:
-    """What Produce needs back: assigned offsets, the LogAppendTime used (-1 for CreateTime), log start."""
+    """What Produce needs back: assigned offsets, the LogAppendTime used (-1 for CreateTime), log start.
+
+    ``duplicate``: the batch repeated one of its producer's last five, so nothing was written; the offsets are those
+    of the original, and ``log_append_time_ms`` is the original's max timestamp, as Kafka answers a retry.
+    """
 
     base_offset: int
     last_offset: int
     log_append_time_ms: int
     log_start_offset: int
+    duplicate: bool = False
 
 
 @dataclass
@@ -68,6 +90,7 @@ class FlushTicket:
     offset: int
     dir_generation: int
     fds: list[int] = field(default_factory=list)
+    snapshot_offsets: list[int] = field(default_factory=list)
 
     def run(self) -> None:
         """fsync every descriptor, then close them all (also when an fsync fails)."""
@@ -81,7 +104,7 @@ class FlushTicket:
 
 
 class PartitionLog:
-    """Kafka's UnifiedLog for a single local replica, minus replication and producer state."""
+    """Kafka's UnifiedLog for a single local replica, minus replication."""
 
     def __init__(self, directory: Path, config: LogConfig, clock: Clock) -> None:
         self.directory = directory
@@ -95,6 +118,10 @@ class PartitionLog:
         self._dir_generation = 0
         self._dir_synced_generation = 0
         self._topic_id: bytes | None = None
+        self._producers = ProducerStateManager()
+        self._producers_loaded = False
+        self._snapshot_offsets: list[int] = []  # sorted offsets of the <offset>.snapshot files
+        self._unsynced_snapshots: set[int] = set()  # written at roll, fsynced by the next flush
 
     # ---- opening and recovery ----
 
@@ -145,6 +172,9 @@ class PartitionLog:
                         directory, self._log_start_offset, self.log_end_offset)
             self._truncate_fully_and_start_at(self._log_start_offset)
         self._recovery_point = min(max(recovery_point, self._log_start_offset), self.log_end_offset)
+        for segment in self._segments:
+            segment.txn_index.truncate_to(segment.next_offset)
+        self._load_producer_state()
         self._topic_id = read_partition_metadata(directory)
 
     def _clean_directory(self) -> list[int]:
@@ -153,7 +183,7 @@ class PartitionLog:
         index_files: list[Path] = []
         for path in self.directory.iterdir():
             name = path.name
-            if name.endswith(_LEFTOVER_SUFFIXES):
+            if name.endswith(_LEFTOVER_SUFFIXES + (_SNAPSHOT_TMP_SUFFIX,)):
                 log.info("Removing leftover file %s", path)
                 path.unlink()
                 continue
@@ -162,6 +192,8 @@ class PartitionLog:
                 continue
             if "." + suffix == LOG_SUFFIX:
                 bases.append(int(stem))
+            elif "." + suffix == SNAPSHOT_SUFFIX:
+                self._snapshot_offsets.append(int(stem))
             elif "." + suffix in SEGMENT_SUFFIXES:
                 index_files.append(path)
         known = set(bases)
@@ -169,6 +201,7 @@ class PartitionLog:
             if int(path.name.partition(".")[0]) not in known:
                 log.info("Removing orphan index file %s", path)
                 path.unlink()
+        self._snapshot_offsets.sort()
         return sorted(bases)
 
     def _load_segment(self, segment: LogSegment, recovery_point: int) -> tuple[int, str | None]:
@@ -180,6 +213,79 @@ class PartitionLog:
             level = logging.INFO if not segment.indexes_existed else logging.WARNING
             log.log(level, "Rebuilding the indexes of %s: %s", segment.log_path, problem.reason)
         return segment.recover(self._config.index_interval_bytes)
+
+    def _load_producer_state(self) -> None:
+        """Kafka's loadProducerState: the newest valid snapshot not beyond the log end, then the batches after it.
+
+        Snapshots beyond the log end (its tail was lost) and corrupt ones are deleted. Without a snapshot the state
+        is replayed from the first segment.
+        """
+        end = self.log_end_offset
+        for offset in [offset for offset in self._snapshot_offsets if offset > end]:
+            log.info("%s: deleting producer snapshot %d beyond the log end %d", self.directory, offset, end)
+            self._delete_snapshot(offset)
+        start = self._segments[0].base_offset
+        while self._snapshot_offsets:
+            offset = self._snapshot_offsets[-1]
+            path = snapshot_path(self.directory, offset)
+            try:
+                self._producers.load(decode_snapshot(path.read_bytes()))
+            except (FileNotFoundError, CorruptSnapshotError) as exc:
+                log.warning("%s: deleting unusable producer snapshot %s: %s", self.directory, path.name, exc)
+                self._delete_snapshot(offset)
+                continue
+            start = max(offset, start)
+            break
+        self._replay_producer_state(start)
+        self._producers_loaded = True
+
+    def _replay_producer_state(self, start: int) -> None:
+        """Apply the headers of every batch from ``start`` to the log end, without validation (Kafka's origin
+        REPLICATION). Aborts re-create their .txnindex entry if it is missing."""
+        replayed = 0
+        for segment in self._segments[self._segment_slot(start):]:
+            position = segment.index.lookup(start) if segment.base_offset <= start else 0
+            for header in segment.headers_from(position):
+                if header.last_offset < start:
+                    continue
+                replayed += 1
+                if header.producer_id < 0:
+                    continue
+                update = self._producers.begin(AppendOrigin.REPLICATION)
+                if header.is_control:
+                    marker = self._marker_of(segment.read(header.position, header.size), 0)
+                    if marker is None:
+                        continue
+                    completed = update.append_marker(
+                        header.producer_id, header.producer_epoch, marker[0], marker[1], header.base_offset,
+                        header.max_timestamp,
+                    )
+                    if completed is not None and completed.is_aborted:
+                        entry = AbortedTxn(completed.producer_id, completed.first_offset, completed.last_offset,
+                                           self._producers.stable_offset_after(completed))
+                        if segment.txn_index.ensure(entry):
+                            self._dir_generation += 1
+                else:
+                    update.append_data_batch(
+                        header.producer_id, header.producer_epoch, header.base_sequence,
+                        last_sequence_of(header.base_sequence, header.last_offset_delta), header.base_offset,
+                        header.last_offset, header.max_timestamp, header.is_transactional,
+                    )
+                self._producers.commit(update)
+        if replayed:
+            log.info("%s: rebuilt producer state from offset %d (%d batches)", self.directory, start, replayed)
+
+    @staticmethod
+    def _marker_of(data: bytes | bytearray, position: int) -> tuple[bool, int] | None:
+        """(commit, coordinator epoch) of a control batch at ``position`` of ``data``; None if not COMMIT/ABORT."""
+        batch = parse_header(data, position)
+        records = decode_batch(data, batch)
+        if not records:
+            return None
+        record_type, coordinator_epoch = parse_control_record(records[0])
+        if record_type not in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
+            return None
+        return record_type == ControlRecordType.COMMIT, coordinator_epoch
 
     # ---- properties ----
 
@@ -213,6 +319,29 @@ class PartitionLog:
     def segment_base_offsets(self) -> list[int]:
         return list(self._base_offsets)
 
+    @property
+    def last_stable_offset(self) -> int:
+        """Kafka's LSO: the first offset of the oldest open transaction (not below the log start), or the high
+        watermark (here the log end offset) when none is open. read_committed fetches stop there."""
+        first_unstable = self._producers.first_unstable_offset
+        end = self.log_end_offset
+        if first_unstable is None:
+            return end
+        return min(max(first_unstable, self._log_start_offset), end)
+
+    @property
+    def snapshot_offsets(self) -> list[int]:
+        """Offsets of the producer-state snapshot files (sorted)."""
+        return list(self._snapshot_offsets)
+
+    def active_producers(self) -> list[ActiveProducer]:
+        """DescribeProducers: every producer this partition knows, by producer id."""
+        return self._producers.active_producers()
+
+    def ongoing_transactions(self) -> dict[int, int]:
+        """producer id -> first offset of each transaction open in this partition."""
+        return self._producers.ongoing_transactions
+
     def update_config(self, config: LogConfig) -> None:
         """Apply a new topic config; like Kafka, index size changes only affect new segments."""
         self._config = config
@@ -228,27 +357,142 @@ class PartitionLog:
 
     # ---- appending ----
 
-    def append(self, buf: bytearray, headers: list[BatchHeader], *, leader_epoch: int = 0) -> AppendInfo:
-        """Assign offsets (and LogAppendTime) in place, roll if needed, write ``buf`` with one pwrite.
+    def append(
+        self,
+        buf: bytearray,
+        headers: list[BatchHeader],
+        *,
+        leader_epoch: int = 0,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
+    ) -> AppendInfo:
+        """Check producer state, assign offsets (and LogAppendTime) in place, roll if needed, write ``buf`` with one
+        pwrite.
 
-        ``headers`` are the parsed batches of ``buf`` (positions relative to it), covering it exactly.
+        ``headers`` are the parsed batches of ``buf`` (positions relative to it), covering it exactly. Every batch
+        with a producer id is checked first (ProducerStateError and nothing written if one fails). A CLIENT batch
+        repeating one of its producer's last five is not written again: the AppendInfo then has ``duplicate`` set
+        and the original offsets. ``origin=COORDINATOR`` (broker-written batches) skips the sequence checks.
         """
+        return self._append(buf, headers, leader_epoch, origin, None)
+
+    def append_control(
+        self,
+        *,
+        commit: bool,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        timestamp_ms: int | None = None,
+        leader_epoch: int = 0,
+    ) -> AppendInfo:
+        """Write a COMMIT or ABORT marker for ``producer_id`` and end its transaction in this partition.
+
+        An abort adds an entry to the active segment's .txnindex. A marker for a producer with no open transaction
+        here is written all the same (as Kafka does). A marker from an older producer epoch raises
+        InvalidProducerEpochError, one from an older coordinator epoch TransactionCoordinatorFencedError.
+        """
+        if producer_id < 0:
+            raise ValueError(f"a transaction marker needs a producer id, not {producer_id}")
+        timestamp = self._clock() if timestamp_ms is None else timestamp_ms
+        buf = bytearray(build_control_batch(
+            commit=commit, producer_id=producer_id, producer_epoch=producer_epoch,
+            coordinator_epoch=coordinator_epoch, timestamp=timestamp,
+        ))
+        return self._append(buf, [parse_header(buf)], leader_epoch, AppendOrigin.COORDINATOR,
+                            (commit, coordinator_epoch))
+
+    def _append(
+        self,
+        buf: bytearray,
+        headers: list[BatchHeader],
+        leader_epoch: int,
+        origin: AppendOrigin,
+        marker: tuple[bool, int] | None,
+    ) -> AppendInfo:
         if not headers or sum(header.size for header in headers) != len(buf):
             raise ValueError("headers must describe every batch of the buffer")
         now = self._clock()
+        append_time = now if self._config.log_append_time else -1
+        update = self._producers.begin(origin)
+        next_offset = self.log_end_offset
+        for header in headers:
+            first_offset = next_offset
+            next_offset = first_offset + header.last_offset_delta + 1
+            duplicate = self._check_producer_batch(buf, header, first_offset, append_time, update, marker)
+            if duplicate is not None:
+                return duplicate
         next_offset = self.log_end_offset
         for header in headers:
             assign_offsets(buf, header, next_offset, leader_epoch)
             next_offset = header.last_offset + 1
-        append_time = -1
         if self._config.log_append_time:
-            append_time = now
             for header in headers:
                 set_log_append_time(buf, header, now)
         max_timestamp = max(header.max_timestamp for header in headers)
         segment = self._maybe_roll(len(buf), max_timestamp, headers[-1].last_offset, now)
         segment.append(buf, headers, self._config.index_interval_bytes)
+        if update.completed:
+            self._complete_transactions(segment, update)
+        elif update.staged:
+            self._producers.commit(update)
         return AppendInfo(headers[0].base_offset, headers[-1].last_offset, append_time, self._log_start_offset)
+
+    def _complete_transactions(self, segment: LogSegment, update: ProducerAppend) -> None:
+        """Commit the state of an append holding markers; aborts go to the segment's .txnindex, with the LSO as
+        it is once they complete (computed before the state changes)."""
+        aborted = [
+            AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, self._producers.stable_offset_after(txn))
+            for txn in update.completed
+            if txn.is_aborted
+        ]
+        self._producers.commit(update)
+        for entry in aborted:
+            if segment.txn_index.append(entry):
+                self._dir_generation += 1
+
+    def _check_producer_batch(
+        self,
+        buf: bytearray,
+        header: BatchHeader,
+        first_offset: int,
+        append_time: int,
+        update: ProducerAppend,
+        marker: tuple[bool, int] | None,
+    ) -> AppendInfo | None:
+        """Validate one batch against producer state and stage its change; an AppendInfo if it is a duplicate."""
+        client = update.origin is AppendOrigin.CLIENT
+        if client and header.is_control:
+            raise InvalidProducerBatchError("Clients are not allowed to write control records")
+        producer_id = header.producer_id
+        if producer_id < 0:
+            return None
+        last_sequence = last_sequence_of(header.base_sequence, header.last_offset_delta)
+        if client:
+            if header.base_sequence < 0:
+                raise InvalidProducerBatchError(
+                    f"Invalid sequence number {header.base_sequence} in record batch with producerId {producer_id}"
+                )
+            original = self._producers.find_duplicate(
+                producer_id, header.producer_epoch, header.base_sequence, last_sequence
+            )
+            if original is not None:
+                log.debug("%s: duplicate batch of producer %d (sequence %d..%d) stored at offset %d",
+                          self.directory, producer_id, header.base_sequence, last_sequence, original.first_offset)
+                return AppendInfo(original.first_offset, original.last_offset, original.timestamp,
+                                  self._log_start_offset, duplicate=True)
+        timestamp = append_time if self._config.log_append_time else header.max_timestamp
+        if header.is_control:
+            if marker is None:
+                marker = self._marker_of(buf, header.position)
+                if marker is None:
+                    return None
+            update.append_marker(producer_id, header.producer_epoch, marker[0], marker[1], first_offset, timestamp)
+        else:
+            update.append_data_batch(
+                producer_id, header.producer_epoch, header.base_sequence, last_sequence, first_offset,
+                first_offset + header.last_offset_delta, timestamp, header.is_transactional,
+            )
+        return None
 
     def _maybe_roll(self, size: int, max_timestamp: int, last_offset: int, now: int) -> LogSegment:
         """Kafka's LogSegment.shouldRoll; an empty segment never rolls."""
@@ -279,6 +523,12 @@ class PartitionLog:
         active.on_become_inactive()
         segment = self._create_segment(self.log_end_offset)
         log.info("Rolled %s to a new segment at offset %d", self.directory, segment.base_offset)
+        # Kafka snapshots the producer state at every roll, so recovery replays at most the newer segments.
+        try:
+            self._take_snapshot(sync=False)
+        except OSError as exc:  # only makes a later recovery replay more
+            log.error("%s: could not write the producer state snapshot: %s", self.directory, exc)
+        self._delete_old_snapshots()
         return segment
 
     def _new_segment_object(self, base_offset: int) -> LogSegment:
@@ -327,6 +577,21 @@ class PartitionLog:
 
     def _segment_slot(self, offset: int) -> int:
         return max(bisect_right(self._base_offsets, offset) - 1, 0)
+
+    def aborted_transactions(self, fetch_offset: int, upper_offset: int) -> list[tuple[int, int]]:
+        """(producer id, first offset) of the aborted transactions overlapping [fetch_offset, upper_offset).
+
+        Kafka's collectAbortedTransactions: the .txnindex of the segment holding ``fetch_offset`` and of the later
+        ones, until an entry's LSO reaches ``upper_offset``. For a fetch, ``upper_offset`` is the offset after the
+        last returned batch.
+        """
+        found: list[tuple[int, int]] = []
+        for segment in self._segments[self._segment_slot(fetch_offset):]:
+            entries, complete = segment.txn_index.collect(fetch_offset, upper_offset)
+            found.extend((entry.producer_id, entry.first_offset) for entry in entries)
+            if complete:
+                break
+        return found
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """ListOffsets by timestamp: (offset, timestamp) of the first record with timestamp >= ``timestamp_ms``."""
@@ -404,19 +669,63 @@ class PartitionLog:
         return deleted
 
     def _delete_oldest_segment(self, reason: str) -> None:
+        """Delete the segment's files (.txnindex included) and the producer snapshots taken inside it; the
+        producer state itself is kept."""
         segment = self._segments.pop(0)
         self._base_offsets.pop(0)
         segment.delete()
+        for offset in [o for o in self._snapshot_offsets if o < self._segments[0].base_offset]:
+            self._delete_snapshot(offset)
         self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
         log.info("Deleted segment %s (%s); log start offset is now %d", segment.log_path, reason,
                  self._log_start_offset)
 
     def _truncate_fully_and_start_at(self, offset: int) -> None:
+        """Kafka's truncateFullyAndStartAt: no data, no producer state, no snapshots."""
         for segment in self._segments:
             segment.delete()
         self._segments.clear()
         self._base_offsets.clear()
         self._create_segment(offset)
+        self._producers.clear()
+        for snapshot in list(self._snapshot_offsets):
+            self._delete_snapshot(snapshot)
+
+    # ---- producer-state snapshots ----
+
+    def _take_snapshot(self, *, sync: bool) -> None:
+        """Write ``<log end>.snapshot`` unless the newest snapshot is already there.
+
+        ``sync`` (clean close) fsyncs it at once; otherwise (roll, on the event loop) the next flush does.
+        """
+        offset = self.log_end_offset
+        if self._snapshot_offsets and self._snapshot_offsets[-1] >= offset:
+            return
+        path = snapshot_path(self.directory, offset)
+        data = self._producers.snapshot()
+        if sync:
+            write_atomically(path, data)
+        else:
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+            self._unsynced_snapshots.add(offset)
+            self._dir_generation += 1
+        insort(self._snapshot_offsets, offset)
+
+    def _delete_snapshot(self, offset: int) -> None:
+        snapshot_path(self.directory, offset).unlink(missing_ok=True)
+        self._snapshot_offsets.remove(offset)
+        self._unsynced_snapshots.discard(offset)
+
+    def _delete_old_snapshots(self) -> None:
+        """Kafka's deleteSnapshotsAfterRecoveryPointCheckpoint: keep the snapshots from the start of the segment
+        before the active one, and from the segment holding the recovery point if that is older."""
+        previous = self._segments[-2] if len(self._segments) > 1 else self._segments[-1]
+        recovery_segment = self._segments[self._segment_slot(self._recovery_point)]
+        keep_from = min(previous.base_offset, recovery_segment.base_offset)
+        for offset in [o for o in self._snapshot_offsets if o < keep_from]:
+            self._delete_snapshot(offset)
 
     # ---- flushing ----
 
@@ -438,6 +747,9 @@ class PartitionLog:
             for segment in self._segments:
                 if segment.next_offset > self._recovery_point:
                     ticket.fds.extend(os.dup(fd) for fd in segment.fds())
+            for offset in sorted(self._unsynced_snapshots):
+                ticket.fds.append(os.open(snapshot_path(self.directory, offset), os.O_RDONLY))
+                ticket.snapshot_offsets.append(offset)
             if dir_dirty:
                 ticket.fds.append(os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY))
         except OSError:
@@ -450,7 +762,9 @@ class PartitionLog:
         """After ``ticket.run()``: everything below ``ticket.offset`` is durable."""
         self._recovery_point = max(self._recovery_point, min(ticket.offset, self.log_end_offset))
         self._dir_synced_generation = max(self._dir_synced_generation, ticket.dir_generation)
+        self._unsynced_snapshots.difference_update(ticket.snapshot_offsets)
         self._last_flush_ms = self._clock()
+        self._delete_old_snapshots()
 
     def flush_now(self) -> None:
         """The three flush steps synchronously (shutdown, tests)."""
@@ -461,14 +775,24 @@ class PartitionLog:
 
     # ---- lifecycle ----
 
-    def close(self) -> None:
-        """Finish the time indexes, trim and close every file (no fsync: flush first if needed)."""
+    def close(self, *, snapshot: bool = True) -> None:
+        """Snapshot the producer state at the log end (fsynced; not when ``snapshot`` is False, e.g. before
+        deleting the log), finish the time indexes, trim and close every file (no fsync of the log: flush first
+        if needed)."""
+        if snapshot and self._producers_loaded and self._segments and self._segments[-1].fd >= 0:
+            try:
+                self._take_snapshot(sync=True)
+            except OSError as exc:
+                log.error("%s: could not write the producer state snapshot: %s", self.directory, exc)
+        self._close_segments()
+
+    def _close_segments(self) -> None:
         for segment in self._segments:
             segment.close()
 
     def delete(self) -> None:
         """Close and remove the whole partition directory."""
-        self.close()
+        self._close_segments()
         shutil.rmtree(self.directory, ignore_errors=True)
 
 

@@ -1,4 +1,5 @@
-"""One log segment: a ``.log`` of concatenated V2 batches plus its sparse ``.index`` and ``.timeindex``.
+"""One log segment: a ``.log`` of concatenated V2 batches, its sparse ``.index`` and ``.timeindex``, and the
+``.txnindex`` of the transactions aborted in it (created on the first abort).
 
 The ``.log`` is written with ``os.pwrite`` at its known size and read with ``os.pread``, so no file
 position is shared between the event loop and the thread that fsyncs duplicated descriptors.
@@ -14,6 +15,7 @@ from typing import NamedTuple
 
 from protocol.records import BATCH_HEADER_SIZE, BatchHeader, batch_crc_ok, parse_header
 from storage.index import OffsetIndex, TimeIndex
+from storage.transaction_index import TransactionIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -165,6 +167,7 @@ class LogSegment:
         self.size = os.fstat(self.fd).st_size
         self.index = OffsetIndex(index_path, base_offset, max_index_bytes)
         self.time_index = TimeIndex(time_index_path, base_offset, max_index_bytes)
+        self.txn_index = TransactionIndex(segment_file(directory, base_offset, TXN_INDEX_SUFFIX))
         self.next_offset = base_offset
         self.max_timestamp = -1
         self.offset_of_max_timestamp = base_offset
@@ -299,7 +302,10 @@ class LogSegment:
         return os.fstat(self.fd).st_mtime_ns // 1_000_000
 
     def fds(self) -> list[int]:
-        return [self.fd, self.index.fd, self.time_index.fd]
+        fds = [self.fd, self.index.fd, self.time_index.fd]
+        if self.txn_index.exists:
+            fds.append(self.txn_index.fd)
+        return fds
 
     # ---- lifecycle ----
 
@@ -309,6 +315,7 @@ class LogSegment:
         self.on_become_inactive()
         self.index.close()
         self.time_index.close()
+        self.txn_index.close()
         os.close(self.fd)
         self.fd = -1
 
@@ -317,6 +324,7 @@ class LogSegment:
         if self.fd >= 0:
             self.index.close()
             self.time_index.close()
+            self.txn_index.close()
             os.close(self.fd)
             self.fd = -1
         remove_segment_files(self.directory, self.base_offset)

@@ -13,12 +13,26 @@ from pathlib import Path
 READY = re.compile(r"minibroker ready on (\S+):(\d+)")
 
 
+def wait_for_ready(log_path: Path, proc: subprocess.Popen, timeout: float = 20.0) -> int:
+    """The port from the readiness line a broker started as ``proc`` writes to ``log_path``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        match = READY.search(log_path.read_text())
+        if match:
+            return int(match.group(2))
+        if proc.poll() is not None:
+            raise RuntimeError(f"broker exited with {proc.returncode}:\n{log_path.read_text()}")
+        time.sleep(0.02)
+    raise RuntimeError(f"broker not ready after {timeout}s:\n{log_path.read_text()}")
+
+
 class BrokerProcess:
     """A broker child process; ``bootstrap`` is its ``host:port`` once ``start()`` returns."""
 
-    def __init__(self, data_dir: Path, *settings: str) -> None:
+    def __init__(self, data_dir: Path, *settings: str, env: dict[str, str] | None = None) -> None:
         self.data_dir = data_dir
         self.settings = list(settings)
+        self.env = dict(env or {})  # extra environment variables for the child, on top of os.environ; may be changed between starts
         self.log_path = data_dir.parent / f"{data_dir.name}-broker.log"
         self.proc: subprocess.Popen | None = None
         self.port = 0
@@ -33,7 +47,7 @@ class BrokerProcess:
             args += ["-c", setting]
         log = open(self.log_path, "a")
         start_offset = log.tell()
-        self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env})
         log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -127,7 +127,8 @@ async def test_round_trip(bootstrap: str, topic_name: str, settings: dict) -> No
     counts = counts_by_partition(placements)
     assert sorted(counts) == list(range(PARTITIONS)), f"the default partitioner should use every partition: {counts}"
     check_round_trip(messages, placements, await consume(bootstrap, topic_name, counts))
-    check_wire_format(bootstrap, topic_name, PARTITIONS, settings.get("compression_type"), settings.get("enable_idempotence", False))
+    idempotent = settings.get("enable_idempotence", False)
+    check_wire_format(bootstrap, topic_name, PARTITIONS, settings.get("compression_type"), idempotent)
 
 
 async def test_one_mib_message(bootstrap: str, topic_name: str) -> None:

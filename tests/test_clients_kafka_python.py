@@ -45,7 +45,9 @@ ROUND_TRIPS = [
 
 @pytest.fixture(scope="module")
 def admin(broker) -> Iterator[KafkaAdminClient]:
-    client = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=TIMEOUT_MS, bootstrap_timeout_ms=TIMEOUT_MS)
+    client = KafkaAdminClient(
+        bootstrap_servers=broker.bootstrap, request_timeout_ms=TIMEOUT_MS, bootstrap_timeout_ms=TIMEOUT_MS
+    )
     try:
         yield client
     finally:
@@ -114,7 +116,8 @@ def test_round_trip(admin: KafkaAdminClient, bootstrap: str, topic_name: str, se
     counts = counts_by_partition(placements)
     assert sorted(counts) == list(range(PARTITIONS)), f"the default partitioner should use every partition: {counts}"
     check_round_trip(messages, placements, consume(bootstrap, topic_name, counts))
-    check_wire_format(bootstrap, topic_name, PARTITIONS, settings.get("compression_type"), settings.get("enable_idempotence", True))
+    idempotent = settings.get("enable_idempotence", True)
+    check_wire_format(bootstrap, topic_name, PARTITIONS, settings.get("compression_type"), idempotent)
 
 
 def test_one_mib_message(admin: KafkaAdminClient, bootstrap: str, topic_name: str) -> None:

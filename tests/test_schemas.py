@@ -13,11 +13,16 @@ from protocol.schema import MAX_VERSION, Field, Message
 from tests.conftest import SPEC_DIR
 
 MESSAGES_DIR = SPEC_DIR / "messages"
+INTERNAL_DIRS = (SPEC_DIR / "internal" / "group-coordinator", SPEC_DIR / "internal" / "transaction-coordinator")
+INTERNAL_RECORDS = {
+    "LegacyOffsetCommitKey", "LegacyOffsetCommitValue", "OffsetCommitKey", "OffsetCommitValue",
+    "GroupMetadataKey", "GroupMetadataValue", "TransactionLogKey", "TransactionLogValue",
+}
 
 
 def load(name: str) -> dict:
-    text = (MESSAGES_DIR / f"{name}.json").read_text()
-    return json.loads(re.sub(r"^\s*//.*$", "", text, flags=re.M))
+    path = next(p for p in (d / f"{name}.json" for d in (MESSAGES_DIR, *INTERNAL_DIRS)) if p.exists())
+    return json.loads(re.sub(r"^\s*//.*$", "", path.read_text(), flags=re.M))
 
 
 def versions(spec: str | None) -> tuple[int, int] | None:
@@ -34,7 +39,7 @@ def check_fields(ours: tuple[Field, ...], theirs: list[dict], structs: dict[str,
     for mine, spec in zip(ours, theirs):
         where = f"{path}.{spec['name']}"
         assert mine.type == spec["type"], where
-        assert mine.versions == versions(spec["versions"]), where
+        assert mine.versions == versions(spec.get("versions", spec.get("taggedVersions"))), where
         assert mine.nullable == versions(spec.get("nullableVersions")), where
         assert mine.tagged == versions(spec.get("taggedVersions")), where
         assert mine.tag == spec.get("tag"), where
@@ -65,3 +70,11 @@ def test_every_request_has_its_response() -> None:
     responses = {m.api_key for m in BY_NAME.values() if m.kind == "response"}
     assert requests == responses
     assert Path(MESSAGES_DIR).is_dir()
+
+
+def test_internal_records_are_generated() -> None:
+    """The __consumer_offsets and __transaction_state record schemas are generated with their record types."""
+    internal = {m.name: m for m in BY_NAME.values() if m.kind in ("coordinator-key", "coordinator-value")}
+    assert set(internal) == INTERNAL_RECORDS
+    for name, message in internal.items():
+        assert message.api_key == load(name)["apiKey"], name

@@ -1,8 +1,10 @@
 """The group coordinator's settings, with Kafka's names and defaults (GroupCoordinatorConfig, OffsetConfig).
 
-One deliberate difference: ``group.initial.rebalance.delay.ms`` defaults to 0 (Kafka: 3000), the value
-Kafka's own config/server.properties ships for development and testing, so a test's first consumer
-gets its partitions at once instead of three seconds later.
+One deliberate difference: ``group.initial.rebalance.delay.ms`` defaults to 100 ms (Kafka: 3000), so a
+test's first consumer gets its partitions at once rather than three seconds later, while consumers
+started together still land in one generation and a consumer that joins before its topic metadata
+arrives (kafka-python does) assigns real partitions instead of nothing. 0 makes such a leader assign
+nothing and rejoin, which kafka-python 3.0.12 can lose track of (its consumer then never gets partitions).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ MINUTE_MS = 60_000
 class GroupConfig:
     min_session_timeout_ms: int = 6000
     max_session_timeout_ms: int = 1_800_000
-    initial_rebalance_delay_ms: int = 0
+    initial_rebalance_delay_ms: int = 100
     max_size: int = 2**31 - 1
     new_member_join_timeout_ms: int = 5 * MINUTE_MS  # Kafka's classicGroupNewMemberJoinTimeoutMs
     offsets_retention_ms: int = 7 * 24 * 60 * MINUTE_MS

@@ -24,10 +24,6 @@ class OffsetAndMetadata:
         expire = None if value.expire_timestamp == NO_TIMESTAMP else value.expire_timestamp
         return cls(value.offset, value.leader_epoch, value.metadata, value.commit_timestamp, expire)
 
-    def to_record(self) -> OffsetCommitValue:
-        expire = NO_TIMESTAMP if self.expire_timestamp is None else self.expire_timestamp
-        return OffsetCommitValue(self.offset, self.metadata, self.commit_timestamp, self.leader_epoch, expire)
-
 
 class OffsetStore:
     def __init__(self) -> None:
@@ -55,9 +51,3 @@ class OffsetStore:
     def group_offsets(self, group: str) -> dict[str, dict[int, OffsetAndMetadata]]:
         """A group's offsets by topic and partition (a view: do not change it)."""
         return self._by_group.get(group, {})
-
-    def has_offsets(self, group: str) -> bool:
-        return group in self._by_group
-
-    def groups(self) -> list[str]:
-        return list(self._by_group)

@@ -15,12 +15,26 @@ from minibroker.context import RequestContext
 from minibroker.handlers.metadata import LEADER_EPOCH
 from minibroker.handlers.registry import api
 from protocol.errors import ErrorCode
+from protocol.records import iter_batches
 from storage.errors import OffsetOutOfRangeError
+from storage.partition_log import PartitionLog
 
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
+READ_COMMITTED = 1
+
+
+def aborted_in(partition_log: PartitionLog, offset: int, data: bytes) -> list[dict[str, int]]:
+    """The aborted transactions a read_committed client needs to filter the returned batches."""
+    if not data:
+        return []
+    end = max(header.last_offset for header in iter_batches(data)) + 1
+    return [
+        {"producer_id": producer_id, "first_offset": first_offset}
+        for producer_id, first_offset in partition_log.aborted_transactions(offset, end)
+    ]
 
 
 def read_partitions(ctx: RequestContext, body: dict[str, Any]) -> tuple[list[dict[str, Any]], int, bool]:
@@ -40,19 +54,23 @@ def read_partitions(ctx: RequestContext, body: dict[str, Any]) -> tuple[list[dic
                 erred = True
                 partitions.append({"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "high_watermark": -1})
                 continue
-            end = partition_log.log_end_offset
+            read_committed = body["isolation_level"] == READ_COMMITTED
+            stable = partition_log.last_stable_offset
             answer = {
                 "partition_index": index,
                 "error_code": ErrorCode.NONE,
-                "high_watermark": end,
-                "last_stable_offset": end,
+                "high_watermark": partition_log.log_end_offset,
+                "last_stable_offset": stable,
                 "log_start_offset": partition_log.log_start_offset,
-                "aborted_transactions": [] if body["isolation_level"] == 1 else None,
+                "aborted_transactions": None,
                 "records": None,
             }
             limit = min(request["partition_max_bytes"], max(budget - total, 0))
+            offset = request["fetch_offset"]
             try:
-                data = partition_log.read(request["fetch_offset"], limit) if limit > 0 or total == 0 else b""
+                data = b""
+                if limit > 0 or total == 0:
+                    data = partition_log.read(offset, limit, upper_offset=stable if read_committed else None)
             except OffsetOutOfRangeError:
                 erred = True
                 answer["error_code"] = ErrorCode.OFFSET_OUT_OF_RANGE
@@ -60,6 +78,8 @@ def read_partitions(ctx: RequestContext, body: dict[str, Any]) -> tuple[list[dic
                 continue
             if data and total > 0 and len(data) > limit:
                 data = b""  # only the first partition with data may exceed the limits (KIP-74)
+            if read_committed:
+                answer["aborted_transactions"] = aborted_in(partition_log, offset, data)
             total += len(data)
             answer["records"] = data
             partitions.append(answer)
@@ -80,7 +100,7 @@ async def fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     return {"error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}
 
 
-def list_offset(ctx: RequestContext, topic: str, request: dict[str, Any]) -> dict[str, Any]:
+def list_offset(ctx: RequestContext, topic: str, request: dict[str, Any], isolation_level: int) -> dict[str, Any]:
     index = request["partition_index"]
     partition_log = ctx.broker.partition(topic, index)
     if partition_log is None:
@@ -88,7 +108,8 @@ def list_offset(ctx: RequestContext, topic: str, request: dict[str, Any]) -> dic
     timestamp = request["timestamp"]
     found: tuple[int, int] | None
     if timestamp == LATEST_TIMESTAMP:
-        found = (partition_log.log_end_offset, -1)
+        latest = partition_log.last_stable_offset if isolation_level == READ_COMMITTED else partition_log.log_end_offset
+        found = (latest, -1)
     elif timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
         found = (partition_log.log_start_offset, -1)
     elif timestamp == MAX_TIMESTAMP:
@@ -108,7 +129,7 @@ def list_offset(ctx: RequestContext, topic: str, request: dict[str, Any]) -> dic
 @api(2, 1, 7)
 async def list_offsets(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     topics = [
-        {"name": t["name"], "partitions": [list_offset(ctx, t["name"], p) for p in t["partitions"]]} for t in body["topics"]
+        {"name": t["name"], "partitions": [list_offset(ctx, t["name"], p, body["isolation_level"]) for p in t["partitions"]]} for t in body["topics"]
     ]
     return {"topics": topics}
 

@@ -10,6 +10,7 @@ from minibroker.handlers.registry import api
 from protocol.compression import ZSTD
 from protocol.errors import ErrorCode
 from protocol.records import InvalidRecordError, validate_batches
+from storage.errors import ProducerStateError
 
 log = logging.getLogger(__name__)
 
@@ -41,10 +42,14 @@ def append_partition(ctx: RequestContext, topic: str, index: int, records: memor
         )
     try:
         info = partition_log.append(records, headers)
+    except ProducerStateError as exc:
+        log.info("refused batch for %s-%d from %s: %s", topic, index, ctx.peer, exc)
+        return partition_error(index, ErrorCode(exc.error_code), str(exc))
     except OSError as exc:
         log.error("append to %s-%d failed: %s", topic, index, exc)
         return partition_error(index, ErrorCode.KAFKA_STORAGE_ERROR, str(exc))
-    broker.notify_append((topic, index))
+    if not info.duplicate:
+        broker.notify_append((topic, index))
     if partition_log.needs_flush(broker.clock()):
         flush.append(partition_log)
     return {

@@ -1,4 +1,5 @@
-"""InitProducerId for idempotent producers (transactional ids come with the transaction coordinator)."""
+"""Producer ids and transactions: InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
+WriteTxnMarkers, and the admin views DescribeTransactions, ListTransactions, DescribeProducers."""
 
 from __future__ import annotations
 
@@ -6,11 +7,172 @@ from typing import Any
 
 from minibroker.context import RequestContext
 from minibroker.handlers.registry import api
+from minibroker.internal_topics import ensure_internal_topic
+from minibroker.transactions.markers import write_markers
+from minibroker.transactions.metadata import TxnState
 from protocol.errors import ErrorCode
+from protocol.group_records import partition_for
+
+CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
+
+
+def fenced_error(error: ErrorCode, version: int, first_version_with_fenced: int) -> ErrorCode:
+    """Older clients know PRODUCER_FENCED as INVALID_PRODUCER_EPOCH (Kafka maps it the same way)."""
+    if error == ErrorCode.PRODUCER_FENCED and version < first_version_with_fenced:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return error
 
 
 @api(22, 0, 4)
 async def init_producer_id(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
-    if body["transactional_id"] is not None:
-        return {"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "producer_id": -1, "producer_epoch": -1}
-    return {"error_code": ErrorCode.NONE, "producer_id": ctx.broker.producer_ids.allocate(), "producer_epoch": 0}
+    transactional_id = body["transactional_id"]
+    if transactional_id is None:
+        return {"error_code": ErrorCode.NONE, "producer_id": ctx.broker.producer_ids.allocate(), "producer_epoch": 0}
+    result = ctx.broker.transactions.coordinator.init_producer_id(
+        transactional_id, body["transaction_timeout_ms"], body["producer_id"], body["producer_epoch"]
+    )
+    return {
+        "error_code": fenced_error(result.error, ctx.api_version, 4),
+        "producer_id": result.producer_id,
+        "producer_epoch": result.producer_epoch,
+    }
+
+
+def partition_exists(ctx: RequestContext, tp: tuple[str, int]) -> bool:
+    return ctx.broker.partition(*tp) is not None
+
+
+@api(24, 0, 3)
+async def add_partitions_to_txn(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    partitions = [(t["name"], p) for t in body["v3_and_below_topics"] for p in t["partitions"]]
+    results = ctx.broker.transactions.coordinator.add_partitions(
+        body["v3_and_below_transactional_id"], body["v3_and_below_producer_id"], body["v3_and_below_producer_epoch"],
+        partitions, lambda tp: partition_exists(ctx, tp),
+    )
+    by_topic: dict[str, list[dict[str, int]]] = {}
+    for (topic, partition), error in results.items():
+        by_topic.setdefault(topic, []).append(
+            {"partition_index": partition, "partition_error_code": fenced_error(error, ctx.api_version, 2)}
+        )
+    return {
+        "results_by_topic_v3_and_below": [
+            {"name": topic, "results_by_partition": items} for topic, items in by_topic.items()
+        ]
+    }
+
+
+@api(25, 0, 3)
+async def add_offsets_to_txn(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    broker = ctx.broker
+    partitions = broker.config.offsets_topic_num_partitions
+    ensure_internal_topic(broker, CONSUMER_OFFSETS_TOPIC, partitions)
+    tp = (CONSUMER_OFFSETS_TOPIC, partition_for(body["group_id"], partitions))
+    results = broker.transactions.coordinator.add_partitions(
+        body["transactional_id"], body["producer_id"], body["producer_epoch"], [tp], lambda tp: partition_exists(ctx, tp)
+    )
+    return {"error_code": fenced_error(results[tp], ctx.api_version, 2)}
+
+
+@api(26, 0, 4)
+async def end_txn(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    error = ctx.broker.transactions.coordinator.end_transaction(
+        body["transactional_id"], body["producer_id"], body["producer_epoch"], body["committed"]
+    )
+    return {"error_code": fenced_error(error, ctx.api_version, 2)}
+
+
+@api(27, 1, 2)
+async def write_txn_markers(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    markers = []
+    for marker in body["markers"]:
+        partitions = [(t["name"], p) for t in marker["topics"] for p in t["partition_indexes"]]
+        results = write_markers(
+            ctx.broker, marker["producer_id"], marker["producer_epoch"], marker["coordinator_epoch"],
+            marker["transaction_result"], partitions,
+        )
+        by_topic: dict[str, list[dict[str, int]]] = {}
+        for (topic, partition), error in results.items():
+            by_topic.setdefault(topic, []).append({"partition_index": partition, "error_code": error})
+        markers.append(
+            {"producer_id": marker["producer_id"], "topics": [{"name": t, "partitions": p} for t, p in by_topic.items()]}
+        )
+    return {"markers": markers}
+
+
+def transaction_topics(partitions: set[tuple[str, int]]) -> list[dict[str, Any]]:
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(partitions):
+        by_topic.setdefault(topic, []).append(partition)
+    return [{"topic": topic, "partitions": ids} for topic, ids in by_topic.items()]
+
+
+@api(65, 0, 0)
+async def describe_transactions(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    known = ctx.broker.transactions.coordinator.transactions
+    states = []
+    for transactional_id in body["transactional_ids"]:
+        txn = known.get(transactional_id)
+        if txn is None:
+            states.append({"error_code": ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, "transactional_id": transactional_id})
+            continue
+        states.append(
+            {
+                "error_code": ErrorCode.NONE,
+                "transactional_id": transactional_id,
+                "transaction_state": txn.state.kafka_name,
+                "transaction_timeout_ms": txn.timeout_ms,
+                "transaction_start_time_ms": txn.start_ms,
+                "producer_id": txn.producer_id,
+                "producer_epoch": txn.producer_epoch,
+                "topics": transaction_topics(txn.partitions),
+            }
+        )
+    return {"transaction_states": states}
+
+
+@api(66, 0, 1)
+async def list_transactions(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    by_name = {state.kafka_name: state for state in TxnState}
+    wanted = {by_name[name] for name in body["state_filters"] if name in by_name}
+    unknown = [name for name in body["state_filters"] if name not in by_name]
+    producers = set(body["producer_id_filters"])
+    now = ctx.broker.clock()
+    min_duration = body["duration_filter"]
+    states = []
+    for txn in ctx.broker.transactions.coordinator.transactions.values():
+        if body["state_filters"] and txn.state not in wanted:
+            continue
+        if producers and txn.producer_id not in producers:
+            continue
+        if min_duration >= 0 and (txn.start_ms < 0 or now - txn.start_ms < min_duration):
+            continue
+        states.append(
+            {"transactional_id": txn.transactional_id, "producer_id": txn.producer_id, "transaction_state": txn.state.kafka_name}
+        )
+    return {"error_code": ErrorCode.NONE, "unknown_state_filters": unknown, "transaction_states": states}
+
+
+@api(61, 0, 0)
+async def describe_producers(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    topics = []
+    for topic in body["topics"]:
+        partitions = []
+        for index in topic["partition_indexes"]:
+            partition_log = ctx.broker.partition(topic["name"], index)
+            if partition_log is None:
+                partitions.append({"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
+                continue
+            producers = [
+                {
+                    "producer_id": p.producer_id,
+                    "producer_epoch": p.producer_epoch,
+                    "last_sequence": p.last_sequence,
+                    "last_timestamp": p.last_timestamp,
+                    "coordinator_epoch": p.coordinator_epoch,
+                    "current_txn_start_offset": p.current_txn_start_offset,
+                }
+                for p in partition_log.active_producers()
+            ]
+            partitions.append({"partition_index": index, "error_code": ErrorCode.NONE, "active_producers": producers})
+        topics.append({"name": topic["name"], "partitions": partitions})
+    return {"topics": topics}

@@ -1,0 +1,153 @@
+"""Start-up figures: a fresh ``minibroker`` process and the in-process ``minibroker.testing.Broker``, each timed
+until its first ApiVersions answer.
+
+The fresh process gets a free port chosen up front and is probed every 5 ms (a refused connection is retried),
+so the figure is what a harness waiting for the port sees: interpreter start, imports, opening the data
+directory, binding. It is measured twice: with a bytecode cache (as an installed package, whose .pyc files
+pip writes, or a normal checkout has) and without one (PYTHONDONTWRITEBYTECODE=1 and no cache: every module
+is compiled on each start). Run from the repository root: ``python benchmarks/startup.py [--runs N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from minibroker.probe import ProbeError, probe  # noqa: E402
+
+PROBE_INTERVAL_S = 0.005
+PROBE_TIMEOUT_S = 0.5
+GIVE_UP_S = 20.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_api_versions(address: str, started: float, proc: subprocess.Popen | None = None) -> float:
+    """Seconds from ``started`` until ``address`` answers ApiVersions, probing every 5 ms."""
+    while time.perf_counter() - started < GIVE_UP_S:
+        try:
+            probe(address, PROBE_TIMEOUT_S)
+            return time.perf_counter() - started
+        except ProbeError:
+            if proc is not None and proc.poll() is not None:
+                raise RuntimeError(f"broker exited with {proc.returncode}") from None
+            time.sleep(PROBE_INTERVAL_S)
+    raise RuntimeError(f"no ApiVersions answer from {address} within {GIVE_UP_S}s")
+
+
+def fresh_process_once(env: dict[str, str]) -> float:
+    port = free_port()
+    with tempfile.TemporaryDirectory() as data_dir:
+        args = [sys.executable, "-m", "minibroker", "serve", "--port", str(port), "--data-dir", data_dir]
+        started = time.perf_counter()
+        proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            return wait_for_api_versions(f"127.0.0.1:{port}", started, proc)
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
+
+def import_time(env: dict[str, str]) -> float:
+    """Seconds a fresh interpreter spends importing the broker and the CLI (without starting anything)."""
+    code = "import time; t = time.perf_counter(); import minibroker.broker, minibroker.cli; print(time.perf_counter() - t)"
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True, capture_output=True, text=True)
+    return float(result.stdout)
+
+
+def interpreter_floor(env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], env=env, check=True)
+    return time.perf_counter() - started
+
+
+FIRST_BROKER_CODE = """
+import asyncio, time
+from minibroker.probe import probe
+started = time.perf_counter()
+from minibroker.testing import Broker
+with Broker() as broker:
+    probe(broker.bootstrap_servers)
+    print(time.perf_counter() - started)
+"""
+
+
+def first_in_process_broker(env: dict[str, str]) -> float:
+    """The first ``with Broker()`` of a process that already has asyncio (as a test session does): imports included."""
+    args = [sys.executable, "-c", FIRST_BROKER_CODE]
+    return float(subprocess.run(args, cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout)
+
+
+def in_process_sync_once() -> float:
+    from minibroker.testing import Broker
+
+    started = time.perf_counter()
+    with Broker() as broker:
+        return wait_for_api_versions(broker.bootstrap_servers, started)
+
+
+async def in_process_async_once() -> float:
+    """``async with Broker()`` and one ApiVersions round trip on the same loop."""
+    from minibroker.probe import API_VERSIONS_KEY, PROBE_API_VERSION
+    from minibroker.testing import Broker
+    from protocol.frames import decode_response, encode_request
+
+    body = {"client_software_name": "startup-benchmark", "client_software_version": "1"}
+    started = time.perf_counter()
+    async with Broker() as broker:
+        reader, writer = await asyncio.open_connection(*broker.address)
+        try:
+            writer.write(encode_request(API_VERSIONS_KEY, PROBE_API_VERSION, 1, "startup-benchmark", body))
+            size = int.from_bytes(await reader.readexactly(4), "big")
+            decode_response(API_VERSIONS_KEY, PROBE_API_VERSION, await reader.readexactly(size))
+            return time.perf_counter() - started
+        finally:
+            writer.close()
+            await writer.wait_closed()
+
+
+def report(name: str, samples: list[float]) -> None:
+    ms = sorted(s * 1000 for s in samples)
+    print(f"{name:<56} median {statistics.median(ms):7.1f} ms  min {ms[0]:7.1f}  max {ms[-1]:7.1f}  (n={len(ms)})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Time minibroker start-up to the first ApiVersions answer.")
+    parser.add_argument("--runs", type=int, default=10, help="samples per figure (default 10)")
+    args = parser.parse_args()
+    runs = args.runs
+    base = {**os.environ, "MINIBROKER_LOG_LEVEL": "WARNING"}
+    with tempfile.TemporaryDirectory() as cache:
+        cached = {**base, "PYTHONPYCACHEPREFIX": cache}
+        cached.pop("PYTHONDONTWRITEBYTECODE", None)
+        uncached = {**base, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": tempfile.mkdtemp(dir=cache)}
+        fresh_process_once(cached)  # fills the bytecode cache
+        report("python -c pass (interpreter floor)", [interpreter_floor(cached) for _ in range(runs)])
+        report("import broker + CLI, bytecode cache", [import_time(cached) for _ in range(runs)])
+        report("fresh process -> first ApiVersions, bytecode cache", [fresh_process_once(cached) for _ in range(runs)])
+        report("import broker + CLI, no bytecode cache", [import_time(uncached) for _ in range(runs)])
+        report("fresh process -> first ApiVersions, no bytecode cache", [fresh_process_once(uncached) for _ in range(runs)])
+        report("first in-process Broker incl. imports, bytecode cache", [first_in_process_broker(cached) for _ in range(runs)])
+    in_process_sync_once()  # the one-off imports, so the figures below are what each further broker costs
+    report("in-process `with Broker()` -> first ApiVersions", [in_process_sync_once() for _ in range(runs)])
+    async_samples = [asyncio.run(in_process_async_once()) for _ in range(runs)]
+    report("in-process `async with Broker()` -> first ApiVersions", async_samples)
+
+
+if __name__ == "__main__":
+    main()

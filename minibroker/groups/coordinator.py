@@ -1,0 +1,487 @@
+"""The classic group coordinator: the one entry point the request handlers use.
+
+It owns the groups and the committed offsets, checks what Kafka's GroupCoordinatorService checks
+before a request reaches a group (group id, session timeout, partition still loading), writes every
+change to ``__consumer_offsets`` before answering, and rebuilds its state by replaying that log.
+Offsets change only by replaying records (at load, or right after a successful write), so memory
+never runs ahead of the log; group membership is the rebalancer's live state and is written as
+GroupMetadata records at the points Kafka writes them.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Iterable, Protocol, Sequence
+
+from minibroker.groups.config import GroupConfig
+from minibroker.groups.group import ClassicGroup, GroupState, Member, Responder
+from minibroker.groups.offsets import OffsetAndMetadata, OffsetStore
+from minibroker.groups.rebalance import JoinRequest, LeavingMember, Rebalancer, join_error, sync_error
+from minibroker.groups.timer import Timer
+from protocol.errors import ErrorCode
+from protocol.group_records import (
+    NO_LEADER_EPOCH,
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadata,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    RecordKey,
+    decode_group_value,
+    decode_key,
+    decode_offset_value,
+    encode_group_value,
+    encode_key,
+    encode_offset_value,
+    partition_for,
+)
+
+log = logging.getLogger(__name__)
+
+INVALID_OFFSET = -1
+NO_RETENTION = -1
+CLASSIC_TYPE = "classic"
+# AclOperation bits a group supports (READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS): all allowed without ACLs.
+GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11)
+NO_AUTHORIZED_OPERATIONS = -(1 << 31)
+
+Record = tuple[RecordKey, OffsetCommitValue | GroupMetadataValue | None]
+
+# How a failed __consumer_offsets write is reported to clients (Kafka's appendGroupMetadataErrorToResponseError).
+WRITE_ERROR_ANSWERS = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.UNKNOWN_SERVER_ERROR,
+}
+
+
+class CoordinatorWriteError(Exception):
+    """Appending to __consumer_offsets failed; ``error`` is the Kafka error of the failed append."""
+
+    def __init__(self, error: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+class RecordLog(Protocol):
+    """Where the coordinator's records go: the ``__consumer_offsets`` partitions."""
+
+    @property
+    def num_partitions(self) -> int: ...
+
+    def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]]) -> None:
+        """Append the (key, value) records as one batch, durably enough to answer clients; raises CoordinatorWriteError."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionCommit:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+
+
+class GroupCoordinator:
+    def __init__(self, config: GroupConfig, timer: Timer, records: RecordLog) -> None:
+        self.config = config
+        self.timer = timer
+        self.records = records
+        self.groups: dict[str, ClassicGroup] = {}
+        self.offsets = OffsetStore()
+        self.loading: set[int] = set()
+        self.rebalancer = Rebalancer(self.groups, timer, config, self._persist_group)
+
+    # ---- partitions, loading and replay ----
+
+    def partition_of(self, group_id: str) -> int:
+        return partition_for(group_id, self.records.num_partitions)
+
+    def is_loading(self, group_id: str) -> bool:
+        return bool(self.loading) and self.partition_of(group_id) in self.loading
+
+    def begin_loading(self, partitions: Iterable[int]) -> None:
+        self.loading.update(partitions)
+
+    def replay(self, key: bytes, value: bytes | None) -> None:
+        """Apply one record read back from the log (raises ProtocolError for bytes that do not decode)."""
+        decoded = decode_key(key)
+        if isinstance(decoded, OffsetCommitKey):
+            self._apply(decoded, decode_offset_value(value))
+        else:
+            self._load_group(decoded.group, decode_group_value(value))
+
+    def finish_loading(self, partition: int) -> None:
+        """The partition's records are all replayed: its groups go live (members get a session to heartbeat in)."""
+        for group in list(self.groups.values()):
+            if self.partition_of(group.group_id) == partition:
+                self.rebalancer.on_loaded(group)
+        self.loading.discard(partition)
+
+    def _load_group(self, group_id: str, value: GroupMetadataValue | None) -> None:
+        old = self.groups.pop(group_id, None)
+        if old is not None:
+            self.rebalancer.cancel_timers(old)
+        if value is None:
+            return
+        group = ClassicGroup(
+            group_id,
+            created_ms=self.timer.now_ms(),
+            state=GroupState.STABLE if value.members else GroupState.EMPTY,
+            generation_id=value.generation,
+            protocol_type=value.protocol_type or None,
+            protocol_name=value.protocol,
+            current_state_timestamp=None if value.current_state_timestamp < 0 else value.current_state_timestamp,
+        )
+        for m in value.members:
+            rebalance_timeout = m.session_timeout if m.rebalance_timeout == -1 else m.rebalance_timeout
+            group.add(Member(
+                m.member_id, m.group_instance_id, m.client_id, m.client_host, rebalance_timeout, m.session_timeout,
+                value.protocol_type, ((value.protocol or "", m.subscription),), m.assignment,
+            ))
+        group.leader_id = value.leader
+        group.subscribed_topics = group.compute_subscribed_topics()
+        self.groups[group_id] = group
+
+    def _apply(self, key: RecordKey, value: OffsetCommitValue | GroupMetadataValue | None) -> None:
+        """The in-memory effect of a record we wrote (group metadata values are already live state)."""
+        if isinstance(key, OffsetCommitKey):
+            if value is None:
+                self.offsets.remove(key.group, key.topic, key.partition)
+                return
+            if key.group not in self.groups:
+                log.info("group %s is a simple group (offsets committed without membership)", key.group)
+                self.groups[key.group] = ClassicGroup(key.group, created_ms=self.timer.now_ms())
+            self.offsets.put(key.group, key.topic, key.partition, OffsetAndMetadata.from_record(value))
+        elif value is None:
+            group = self.groups.pop(key.group, None)
+            if group is not None:
+                self.rebalancer.cancel_timers(group)
+                group.transition_to(GroupState.DEAD, self.timer.now_ms())
+                log.info("group %s deleted", key.group)
+
+    def _write(self, group_id: str, records: list[Record]) -> ErrorCode:
+        """Append records for one group's partition, then apply them; the error to answer with."""
+        encoded = [(encode_key(key), _encode_value(value)) for key, value in records]
+        try:
+            self.records.append(self.partition_of(group_id), encoded)
+        except CoordinatorWriteError as exc:
+            log.warning("writing %d record(s) of group %s to __consumer_offsets failed: %s", len(records), group_id, exc)
+            return WRITE_ERROR_ANSWERS.get(exc.error, exc.error)
+        for key, value in records:
+            self._apply(key, value)
+        return ErrorCode.NONE
+
+    def _persist_group(self, group: ClassicGroup, assignment: dict[str, bytes]) -> ErrorCode:
+        members = tuple(
+            MemberMetadata(
+                m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
+                m.session_timeout_ms, m.metadata(group.protocol_name), assignment.get(m.member_id, b""),
+            )
+            for m in group.members.values()
+        )
+        value = GroupMetadataValue(
+            protocol_type=group.protocol_type or "",
+            generation=group.generation_id,
+            protocol=group.protocol_name,
+            leader=group.leader_id,
+            current_state_timestamp=-1 if group.current_state_timestamp is None else group.current_state_timestamp,
+            members=members,
+        )
+        return self._write(group.group_id, [(GroupMetadataKey(group.group_id), value)])
+
+    # ---- membership ----
+
+    def join_group(self, request: JoinRequest, respond: Responder) -> None:
+        if not request.group_id:
+            respond(join_error(request.member_id, ErrorCode.INVALID_GROUP_ID))
+        elif not self.config.min_session_timeout_ms <= request.session_timeout_ms <= self.config.max_session_timeout_ms:
+            respond(join_error(request.member_id, ErrorCode.INVALID_SESSION_TIMEOUT))
+        elif self.is_loading(request.group_id):
+            respond(join_error(request.member_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+        else:
+            self.rebalancer.join(request, respond)
+
+    def sync_group(
+        self, group_id: str, member_id: str, instance_id: str | None, generation_id: int,
+        protocol_type: str | None, protocol_name: str | None, assignments: dict[str, bytes], respond: Responder,
+    ) -> None:
+        if not group_id:
+            respond(sync_error(ErrorCode.INVALID_GROUP_ID))
+        elif self.is_loading(group_id):
+            respond(sync_error(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+        else:
+            self.rebalancer.sync(group_id, member_id, instance_id, generation_id, protocol_type, protocol_name, assignments, respond)
+
+    def heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int) -> ErrorCode:
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID
+        if self.is_loading(group_id):
+            return ErrorCode.NONE  # as Kafka: the group is still loading, so blindly answer
+        return self.rebalancer.heartbeat(group_id, member_id, instance_id, generation_id)
+
+    def leave_group(self, group_id: str, leaving: list[LeavingMember]) -> tuple[ErrorCode, list[dict[str, Any]]]:
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID, []
+        if self.is_loading(group_id):
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
+        return self.rebalancer.leave(group_id, leaving)
+
+    # ---- offsets ----
+
+    def commit_offsets(
+        self, group_id: str, member_id: str, instance_id: str | None, generation_id: int, retention_ms: int,
+        commits: list[PartitionCommit], api_version: int,
+    ) -> list[ErrorCode]:
+        """OffsetCommit: one error per commit, in order."""
+        if self.is_loading(group_id):
+            return [ErrorCode.COORDINATOR_LOAD_IN_PROGRESS] * len(commits)
+        group = self.groups.get(group_id)
+        created = group is None
+        if group is None:
+            if generation_id >= 0:
+                error = ErrorCode.GROUP_ID_NOT_FOUND if api_version >= 9 else ErrorCode.ILLEGAL_GENERATION
+                return [error] * len(commits)
+            log.info("creating simple group %s on a manual offset commit", group_id)
+            group = self.groups[group_id] = ClassicGroup(group_id, created_ms=self.timer.now_ms())
+        error = self._validate_commit(group, member_id, instance_id, generation_id)
+        if error != ErrorCode.NONE:
+            return [error] * len(commits)
+        if group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE):
+            self.rebalancer.reschedule_heartbeat(group, member_id)  # a commit keeps a classic member's session alive
+        now = self.timer.now_ms()
+        expire = -1 if retention_ms == NO_RETENTION else now + retention_ms
+        results = []
+        records: list[Record] = []
+        for commit in commits:
+            metadata = commit.metadata or ""
+            if len(metadata) > self.config.offset_metadata_max_bytes:
+                results.append(ErrorCode.OFFSET_METADATA_TOO_LARGE)
+                continue
+            results.append(ErrorCode.NONE)
+            value = OffsetCommitValue(commit.offset, metadata, now, commit.leader_epoch, expire)
+            records.append((OffsetCommitKey(group_id, commit.topic, commit.partition), value))
+        if records:
+            error = self._write(group_id, records)
+            if error != ErrorCode.NONE:
+                if created:
+                    del self.groups[group_id]  # as Kafka's reverted snapshot: a failed commit creates no group
+                return [error] * len(commits)
+        return results
+
+    @staticmethod
+    def _validate_commit(group: ClassicGroup, member_id: str, instance_id: str | None, generation_id: int) -> ErrorCode:
+        """Kafka's ClassicGroup.validateOffsetCommit: generation -1 commits need an empty group."""
+        if group.is_in(GroupState.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if generation_id < 0 and group.is_empty:
+            return ErrorCode.NONE
+        if generation_id >= 0 or member_id or instance_id is not None:
+            error = group.validate_member(member_id, instance_id)
+            if error != ErrorCode.NONE:
+                return error
+            if generation_id != group.generation_id:
+                return ErrorCode.ILLEGAL_GENERATION
+        elif not group.is_empty:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if group.is_in(GroupState.COMPLETING_REBALANCE):
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return ErrorCode.NONE
+
+    def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None) -> dict[str, Any]:
+        """OffsetFetch for one group (``topics`` None: every committed offset), as a v8 response group.
+
+        RequireStable needs no waiting here: without transactional offset commits no offset is ever pending.
+        """
+        if self.is_loading(group_id):
+            return {"group_id": group_id, "error_code": ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "topics": []}
+        group = self.groups.get(group_id)
+        known = group is not None and not group.is_in(GroupState.DEAD)
+        stored = self.offsets.group_offsets(group_id) if known else {}
+        if topics is None:
+            topics = [(topic, sorted(partitions)) for topic, partitions in stored.items()]
+        answers = []
+        for topic, partitions in topics:
+            found = stored.get(topic, {})
+            answers.append({"name": topic, "partitions": [_offset_answer(index, found.get(index)) for index in partitions]})
+        return {"group_id": group_id, "error_code": ErrorCode.NONE, "topics": answers}
+
+    def delete_offsets(self, group_id: str, topics: list[tuple[str, list[int]]]) -> tuple[ErrorCode, list[dict[str, Any]]]:
+        """OffsetDelete: (group-level error, per-topic answers)."""
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID, []
+        if self.is_loading(group_id):
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
+        group = self.groups.get(group_id)
+        if group is None or group.is_in(GroupState.DEAD):
+            return ErrorCode.GROUP_ID_NOT_FOUND, []
+        if not group.is_empty and not group.uses_consumer_protocol:
+            return ErrorCode.NON_EMPTY_GROUP, []
+        answers = []
+        records: list[Record] = []
+        for topic, partitions in topics:
+            error = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if group.is_subscribed_to_topic(topic) else ErrorCode.NONE
+            answers.append({"name": topic, "partitions": [{"partition_index": p, "error_code": error} for p in partitions]})
+            if error == ErrorCode.NONE:
+                records += [
+                    (OffsetCommitKey(group_id, topic, p), None) for p in partitions if self.offsets.get(group_id, topic, p)
+                ]
+        if records:
+            error = self._write(group_id, records)
+            if error != ErrorCode.NONE:
+                return error, []
+        return ErrorCode.NONE, answers
+
+    # ---- administration ----
+
+    def list_groups(self, states: list[str], types: list[str]) -> tuple[ErrorCode, list[dict[str, Any]]]:
+        if self.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
+        wanted_states = {state.strip().lower() for state in states}
+        if types and CLASSIC_TYPE not in {kind.strip().lower() for kind in types}:
+            return ErrorCode.NONE, []
+        return ErrorCode.NONE, [
+            {
+                "group_id": group.group_id,
+                "protocol_type": group.protocol_type or "",
+                "group_state": group.state.value,
+                "group_type": CLASSIC_TYPE,
+            }
+            for group in self.groups.values()
+            if not wanted_states or group.state.value.lower() in wanted_states
+        ]
+
+    def describe_group(self, group_id: str, include_operations: bool) -> dict[str, Any]:
+        operations = GROUP_OPERATIONS if include_operations else NO_AUTHORIZED_OPERATIONS
+        answer = {
+            "error_code": ErrorCode.NONE, "group_id": group_id, "group_state": GroupState.DEAD.value,
+            "protocol_type": "", "protocol_data": "", "members": [], "authorized_operations": operations,
+        }
+        if self.is_loading(group_id):
+            return {**answer, "error_code": ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "group_state": ""}
+        group = self.groups.get(group_id)
+        if group is None:
+            return answer
+        stable = group.is_in(GroupState.STABLE)
+        members = [
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.group_instance_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "member_metadata": m.metadata(group.protocol_name) if stable else b"",
+                "member_assignment": m.assignment,
+            }
+            for m in group.members.values()
+        ]
+        return {
+            **answer,
+            "group_state": group.state.value,
+            "protocol_type": group.protocol_type or "",
+            "protocol_data": (group.protocol_name or "") if stable else "",
+            "members": members,
+        }
+
+    def delete_groups(self, group_ids: list[str]) -> list[dict[str, Any]]:
+        """DeleteGroups: an empty group loses its offsets and its metadata (tombstones), others get an error."""
+        results = []
+        for group_id in group_ids:
+            results.append({"group_id": group_id, "error_code": self._delete_group(group_id)})
+        return results
+
+    def _delete_group(self, group_id: str) -> ErrorCode:
+        if self.is_loading(group_id):
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        group = self.groups.get(group_id)
+        if group is None or group.is_in(GroupState.DEAD):
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        if not group.is_empty:
+            return ErrorCode.NON_EMPTY_GROUP
+        records: list[Record] = [
+            (OffsetCommitKey(group_id, topic, partition), None)
+            for topic, partitions in self.offsets.group_offsets(group_id).items()
+            for partition in partitions
+        ]
+        records.append((GroupMetadataKey(group_id), None))
+        return self._write(group_id, records)
+
+    # ---- offset expiration ----
+
+    def expire_offsets(self) -> int:
+        """Kafka's cleanupGroupMetadata: expire old offsets, delete empty groups left with none; returns tombstones written."""
+        now = self.timer.now_ms()
+        written = 0
+        for group_id in list(self.groups):
+            group = self.groups.get(group_id)
+            if group is None or self.is_loading(group_id):
+                continue
+            records, all_expired = self._expired_offsets(group, now)
+            if records:
+                log.info("group %s: %d offset(s) expired", group_id, len(records))
+            if all_expired and group.is_empty:
+                log.info("group %s is empty and has no offsets left: deleting it", group_id)
+                records.append((GroupMetadataKey(group_id), None))
+            if records and self._write(group_id, records) == ErrorCode.NONE:
+                written += len(records)
+        return written
+
+    def _expired_offsets(self, group: ClassicGroup, now: int) -> tuple[list[Record], bool]:
+        """(tombstones for expired offsets, whether every offset of the group expired)."""
+        offsets = self.offsets.group_offsets(group.group_id)
+        if not offsets:
+            return [], True
+        if group.protocol_type is None:
+            base = _commit_time
+        elif group.is_empty:
+            state_time = group.current_state_timestamp
+            base = _commit_time if state_time is None else (lambda _: state_time)
+        elif group.uses_consumer_protocol and group.subscribed_topics is not None and group.is_in(GroupState.STABLE):
+            base = _commit_time
+        else:
+            return [], False
+        records: list[Record] = []
+        all_expired = True
+        retention = self.config.offsets_retention_ms
+        for topic, partitions in offsets.items():
+            if group.is_subscribed_to_topic(topic):
+                all_expired = False
+                continue
+            for partition, offset in partitions.items():
+                if offset.expire_timestamp is not None:
+                    expired = now >= offset.expire_timestamp
+                else:
+                    expired = now - base(offset) >= retention
+                if expired:
+                    records.append((OffsetCommitKey(group.group_id, topic, partition), None))
+                else:
+                    all_expired = False
+        return records, all_expired
+
+
+def _commit_time(offset: OffsetAndMetadata) -> int:
+    return offset.commit_timestamp
+
+
+def _encode_value(value: OffsetCommitValue | GroupMetadataValue | None) -> bytes | None:
+    if value is None:
+        return None
+    if isinstance(value, OffsetCommitValue):
+        return encode_offset_value(value)
+    return encode_group_value(value)
+
+
+def _offset_answer(partition: int, offset: OffsetAndMetadata | None) -> dict[str, Any]:
+    if offset is None:
+        return {
+            "partition_index": partition, "committed_offset": INVALID_OFFSET, "committed_leader_epoch": NO_LEADER_EPOCH,
+            "metadata": "", "error_code": ErrorCode.NONE,
+        }
+    return {
+        "partition_index": partition, "committed_offset": offset.offset, "committed_leader_epoch": offset.leader_epoch,
+        "metadata": offset.metadata, "error_code": ErrorCode.NONE,
+    }

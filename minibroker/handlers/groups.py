@@ -1,0 +1,236 @@
+"""Consumer group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
+ListGroups, DescribeGroups, DeleteGroups and OffsetDelete.
+
+These handlers only translate between API versions and the coordinator (``minibroker.groups``), which
+holds every rule. JoinGroup and SyncGroup answers may come later (when the rebalance gets there), so
+those handlers wait on a future the coordinator completes. This broker is the coordinator of every group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from minibroker.context import RequestContext
+from minibroker.groups.coordinator import GroupCoordinator, PartitionCommit
+from minibroker.groups.group import Responder
+from minibroker.groups.rebalance import JoinRequest, LeavingMember
+from minibroker.handlers.registry import api
+from protocol.errors import ErrorCode
+from storage.errors import StorageError
+
+GROUP_KEY = 0
+TRANSACTION_KEY = 1
+NO_NODE = {"node_id": -1, "host": "", "port": -1}
+
+
+def coordinator(ctx: RequestContext) -> GroupCoordinator:
+    return ctx.broker.groups.coordinator
+
+
+def answer_later() -> tuple[asyncio.Future, Responder]:
+    """A future and the responder that completes it (a no-op once the client has gone and the future is cancelled)."""
+    future = asyncio.get_running_loop().create_future()
+
+    def respond(response: dict[str, Any]) -> None:
+        if not future.done():
+            future.set_result(response)
+
+    return future, respond
+
+
+def client_host(ctx: RequestContext) -> str:
+    """Kafka reports a member's host as Java's InetAddress.toString(): "/127.0.0.1"."""
+    return "/" + ctx.peer.rpartition(":")[0]
+
+
+# ---- FindCoordinator ----
+
+
+def find_one(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
+    broker = ctx.broker
+    if key_type not in (GROUP_KEY, TRANSACTION_KEY):
+        return {"key": key, **NO_NODE, "error_code": ErrorCode.INVALID_REQUEST, "error_message": f"Unknown key type {key_type}"}
+    if key_type == GROUP_KEY:
+        try:
+            broker.groups.topic.ensure()
+        except (OSError, StorageError) as exc:
+            return {"key": key, **NO_NODE, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "error_message": str(exc)}
+    return {
+        "key": key, "node_id": broker.config.node_id, "host": broker.advertised_host, "port": broker.advertised_port,
+        "error_code": ErrorCode.NONE, "error_message": None,
+    }
+
+
+@api(10, 0, 4)
+async def find_coordinator(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    if ctx.api_version >= 4:
+        return {"coordinators": [find_one(ctx, key, body["key_type"]) for key in body["coordinator_keys"]]}
+    found = find_one(ctx, body["key"], body["key_type"])
+    return {k: found[k] for k in ("error_code", "error_message", "node_id", "host", "port")}
+
+
+# ---- membership ----
+
+
+@api(11, 0, 9)
+async def join_group(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    version = ctx.api_version
+    request = JoinRequest(
+        group_id=body["group_id"],
+        member_id=body["member_id"],
+        group_instance_id=body["group_instance_id"],
+        client_id=ctx.client_id or "",
+        client_host=client_host(ctx),
+        session_timeout_ms=body["session_timeout_ms"],
+        rebalance_timeout_ms=body["rebalance_timeout_ms"] if version >= 1 else body["session_timeout_ms"],
+        protocol_type=body["protocol_type"],
+        protocols=tuple((p["name"], p["metadata"]) for p in body["protocols"]),
+        require_known_member_id=version >= 4,
+        supports_skip_assignment=version >= 9,
+        reason=body["reason"],
+    )
+    future, respond = answer_later()
+    coordinator(ctx).join_group(request, respond)
+    response = await future
+    await ctx.broker.groups.flush()
+    protocol_name = response.get("protocol_name")
+    if version < 7 and protocol_name is None:
+        response["protocol_name"] = ""  # a non-nullable string before v7, as in Kafka's JoinGroupResponse
+    elif version >= 7 and protocol_name == "":
+        response["protocol_name"] = None
+    return response
+
+
+@api(14, 0, 5)
+async def sync_group(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    future, respond = answer_later()
+    coordinator(ctx).sync_group(
+        body["group_id"], body["member_id"], body["group_instance_id"], body["generation_id"],
+        body["protocol_type"], body["protocol_name"], {a["member_id"]: a["assignment"] for a in body["assignments"]}, respond,
+    )
+    response = await future
+    await ctx.broker.groups.flush()
+    return response
+
+
+@api(12, 0, 4)
+async def heartbeat(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    error = coordinator(ctx).heartbeat(body["group_id"], body["member_id"], body["group_instance_id"], body["generation_id"])
+    return {"error_code": error}
+
+
+@api(13, 0, 5)
+async def leave_group(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    if ctx.api_version >= 3:
+        leaving = [LeavingMember(m["member_id"], m["group_instance_id"], m["reason"]) for m in body["members"]]
+    else:
+        leaving = [LeavingMember(body["member_id"], None)]
+    error, members = coordinator(ctx).leave_group(body["group_id"], leaving)
+    await ctx.broker.groups.flush()
+    if ctx.api_version >= 3:
+        return {"error_code": error, "members": members}
+    if error == ErrorCode.NONE:
+        error = next((m["error_code"] for m in members if m["error_code"] != ErrorCode.NONE), ErrorCode.NONE)
+    return {"error_code": error}
+
+
+# ---- offsets ----
+
+
+@api(8, 2, 9)
+async def offset_commit(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    """Partitions of unknown topics are refused here, before the coordinator, as in Kafka's KafkaApis."""
+    answers: dict[str, dict[int, ErrorCode]] = {}
+    commits = []
+    for topic in body["topics"]:
+        answers[topic["name"]] = {}
+        for p in topic["partitions"]:
+            if ctx.broker.partition(topic["name"], p["partition_index"]) is None:
+                answers[topic["name"]][p["partition_index"]] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            commits.append(PartitionCommit(
+                topic["name"], p["partition_index"], p["committed_offset"], p["committed_leader_epoch"], p["committed_metadata"]
+            ))
+    if commits:
+        errors = coordinator(ctx).commit_offsets(
+            body["group_id"], body["member_id"], body["group_instance_id"], body["generation_id_or_member_epoch"],
+            body["retention_time_ms"], commits, ctx.api_version,
+        )
+        for commit, error in zip(commits, errors):
+            answers[commit.topic][commit.partition] = error
+        await ctx.broker.groups.flush()
+    return {
+        "topics": [
+            {"name": name, "partitions": [{"partition_index": p, "error_code": e} for p, e in partitions.items()]}
+            for name, partitions in answers.items()
+        ]
+    }
+
+
+def requested_topics(topics: list[dict[str, Any]] | None) -> list[tuple[str, list[int]]] | None:
+    return None if topics is None else [(t["name"], t["partition_indexes"]) for t in topics]
+
+
+@api(9, 1, 8)
+async def offset_fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    if ctx.api_version >= 8:
+        groups = [coordinator(ctx).fetch_offsets(g["group_id"], requested_topics(g["topics"])) for g in body["groups"]]
+        return {"groups": groups}
+    topics = requested_topics(body["topics"])
+    group = coordinator(ctx).fetch_offsets(body["group_id"], topics)
+    error = group["error_code"]
+    if error != ErrorCode.NONE and ctx.api_version < 2:
+        # v0-1 have no group-level error: every requested partition carries it.
+        return {
+            "topics": [
+                {"name": name, "partitions": [
+                    {"partition_index": p, "committed_offset": -1, "metadata": "", "error_code": error} for p in partitions
+                ]}
+                for name, partitions in topics or []
+            ]
+        }
+    return {"topics": group["topics"], "error_code": error}
+
+
+@api(47, 0, 0)
+async def offset_delete(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    unknown: list[dict[str, Any]] = []
+    topics: list[tuple[str, list[int]]] = []
+    for topic in body["topics"]:
+        indexes = [p["partition_index"] for p in topic["partitions"]]
+        known = [p for p in indexes if ctx.broker.partition(topic["name"], p) is not None]
+        if known:
+            topics.append((topic["name"], known))
+        missing = [p for p in indexes if p not in known]
+        if missing:
+            unknown.append({"name": topic["name"], "partitions": [
+                {"partition_index": p, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION} for p in missing
+            ]})
+    error, answers = coordinator(ctx).delete_offsets(body["group_id"], topics)
+    await ctx.broker.groups.flush()
+    if error != ErrorCode.NONE:
+        return {"error_code": error, "topics": []}
+    return {"error_code": ErrorCode.NONE, "topics": answers + unknown}
+
+
+# ---- administration ----
+
+
+@api(16, 0, 5)
+async def list_groups(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    error, groups = coordinator(ctx).list_groups(body["states_filter"], body["types_filter"])
+    return {"error_code": error, "groups": groups}
+
+
+@api(15, 0, 5)
+async def describe_groups(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    include = body["include_authorized_operations"]
+    return {"groups": [coordinator(ctx).describe_group(group_id, include) for group_id in body["groups"]]}
+
+
+@api(42, 0, 2)
+async def delete_groups(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    results = coordinator(ctx).delete_groups(body["groups_names"])
+    await ctx.broker.groups.flush()
+    return {"results": results}

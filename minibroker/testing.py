@@ -1,0 +1,283 @@
+"""In-process brokers for test suites: ``with Broker() as b:`` or ``async with Broker() as b:``.
+
+The synchronous form runs the asyncio broker on its own event loop in a background thread, so blocking
+clients (confluent-kafka, kafka-python) can use it from plain test code; the asynchronous form runs it
+on the caller's loop, next to aiokafka. Either way the broker binds an ephemeral port and, unless a
+``data_dir`` is given, a temporary directory that is removed on exit. Settings are Kafka's names, either
+with underscores as keyword arguments (``Broker(num_partitions=3)``) or as a mapping
+(``Broker({"num.partitions": 3})``). The environment (``MINIBROKER_*``) is ignored, so tests are hermetic.
+
+Imports of the broker itself are deferred to ``start``, so importing this module costs next to nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import shutil
+import tempfile
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from minibroker.broker import Broker as BrokerCore
+    from minibroker.config import BrokerConfig
+
+__all__ = ["Broker"]
+
+STOP_TIMEOUT_S = 30.0
+
+
+class Broker:
+    """A minibroker for one test, one module or one session; see the module docstring for the two modes."""
+
+    def __init__(
+        self,
+        settings: Mapping[str, Any] | None = None,
+        /,
+        *,
+        data_dir: str | Path | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        **kwargs: Any,
+    ) -> None:
+        self._settings = kafka_settings(settings or {}, kwargs)
+        log_dirs = self._settings.pop("log.dirs", None)
+        listeners = self._settings.pop("listeners", None)
+        if listeners is not None:
+            from minibroker.config import parse_listener
+
+            host, port = parse_listener(listeners)
+        data_dir = data_dir if data_dir is not None else log_dirs
+        self._given_data_dir = Path(data_dir) if data_dir is not None else None
+        self._temp_dir: Path | None = None
+        self._host = host
+        self._port = port  # 0 until the first start, then the bound port, so restarts keep the address
+        self._core: BrokerCore | None = None
+        self._config: BrokerConfig | None = None
+        self._mode: str | None = None  # "thread" or "async" while running
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop_requested: asyncio.Event | None = None
+        self._stopped: concurrent.futures.Future[None] | None = None
+
+    # ---- what tests use ----
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``host:port`` as clients should be given it (the advertised address)."""
+        core = self._running_core()
+        return f"{core.advertised_host}:{core.advertised_port}"
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """The bound (host, port)."""
+        core = self._running_core()
+        return core.host, core.port
+
+    @property
+    def data_dir(self) -> Path:
+        return self._running_config().data_dir
+
+    @property
+    def config(self) -> BrokerConfig:
+        return self._running_config()
+
+    @property
+    def core(self) -> BrokerCore:
+        """The underlying ``minibroker.broker.Broker`` (only touch it from the broker's own loop)."""
+        return self._running_core()
+
+    @property
+    def running(self) -> bool:
+        return self._mode is not None
+
+    # ---- synchronous mode: a thread with its own loop ----
+
+    def __enter__(self) -> Broker:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> Broker:
+        """Start in a background thread; returns once the broker accepts connections."""
+        config = self._prepare()
+        ready: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._stopped = concurrent.futures.Future()
+        self._thread = threading.Thread(target=self._thread_main, args=(config, ready), name="minibroker", daemon=True)
+        self._mode = "thread"
+        self._thread.start()
+        try:
+            ready.result()
+        except BaseException:
+            self._thread.join()
+            self._forget()
+            self._remove_temp_dir()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop (flushing every log) and remove the temporary data directory, if one was made."""
+        try:
+            if self._mode == "thread":
+                self._stop_thread()
+            elif self._mode == "async":
+                raise RuntimeError("this Broker runs on an asyncio loop: use `await broker.astop()`")
+        finally:
+            if self._mode is None:
+                self._remove_temp_dir()
+
+    def restart(self) -> Broker:
+        """Stop and start again on the same port and data, so clients can reconnect to the same address."""
+        if self._mode != "thread":
+            raise RuntimeError("restart() needs a running `with Broker()`; use `await broker.arestart()` in async code")
+        self._stop_thread()
+        return self.start()
+
+    def _thread_main(self, config: BrokerConfig, ready: concurrent.futures.Future[None]) -> None:
+        try:
+            asyncio.run(self._serve_until_stopped(config, ready))
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+            elif self._stopped is not None and not self._stopped.done():
+                self._stopped.set_exception(exc)
+        else:
+            if self._stopped is not None and not self._stopped.done():
+                self._stopped.set_result(None)
+
+    async def _serve_until_stopped(self, config: BrokerConfig, ready: concurrent.futures.Future[None]) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop_requested = asyncio.Event()
+        core = await self._start_core(config)
+        ready.set_result(None)
+        await self._stop_requested.wait()
+        await core.stop()
+
+    def _stop_thread(self) -> None:
+        assert self._loop is not None and self._stop_requested is not None and self._thread is not None
+        self._loop.call_soon_threadsafe(self._stop_requested.set)
+        self._thread.join(STOP_TIMEOUT_S)
+        stopped = self._stopped
+        self._forget()
+        if stopped is not None:
+            stopped.result(timeout=0)
+
+    # ---- asynchronous mode: the caller's loop ----
+
+    async def __aenter__(self) -> Broker:
+        return await self.astart()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.astop()
+
+    async def astart(self) -> Broker:
+        """Start on the running loop; returns once the broker accepts connections."""
+        config = self._prepare()
+        self._mode = "async"
+        try:
+            await self._start_core(config)
+        except BaseException:
+            self._forget()
+            self._remove_temp_dir()
+            raise
+        return self
+
+    async def astop(self) -> None:
+        try:
+            if self._mode == "async":
+                core = self._core
+                self._forget()
+                assert core is not None
+                await core.stop()
+            elif self._mode == "thread":
+                raise RuntimeError("this Broker runs in its own thread: use `broker.stop()`")
+        finally:
+            if self._mode is None:
+                self._remove_temp_dir()
+
+    async def arestart(self) -> Broker:
+        """The async form of ``restart``: same port, same data."""
+        if self._mode != "async":
+            raise RuntimeError("arestart() needs a running `async with Broker()`; use `broker.restart()` otherwise")
+        core = self._core
+        self._forget()
+        assert core is not None
+        await core.stop()
+        return await self.astart()
+
+    # ---- shared ----
+
+    def _prepare(self) -> BrokerConfig:
+        """The configuration of the next start: same port and data directory as the previous run."""
+        if self._mode is not None:
+            raise RuntimeError("this Broker is already running")
+        from minibroker.config import build_config
+
+        data_dir = self._given_data_dir
+        if data_dir is None:
+            if self._temp_dir is None:
+                self._temp_dir = Path(tempfile.mkdtemp(prefix="minibroker-"))
+            data_dir = self._temp_dir
+        base = {"listeners": f"PLAINTEXT://{self._host}:{self._port}", "log.dirs": str(data_dir)}
+        return build_config(base, self._settings)
+
+    async def _start_core(self, config: BrokerConfig) -> BrokerCore:
+        from minibroker.broker import Broker as BrokerCore
+
+        core = BrokerCore(config)
+        await core.start()
+        self._core, self._config = core, config
+        self._port = core.port
+        return core
+
+    def _forget(self) -> None:
+        self._mode = None
+        self._core = None
+        self._thread = None
+        self._loop = None
+        self._stop_requested = None
+        self._stopped = None
+
+    def _remove_temp_dir(self) -> None:
+        if self._temp_dir is not None:
+            shutil.rmtree(self._temp_dir, ignore_errors=True)
+            self._temp_dir = None
+
+    def _running_core(self) -> BrokerCore:
+        if self._core is None:
+            raise RuntimeError("the broker is not running: use `with Broker() as b` or `async with Broker() as b`")
+        return self._core
+
+    def _running_config(self) -> BrokerConfig:
+        self._running_core()
+        assert self._config is not None
+        return self._config
+
+    def __repr__(self) -> str:
+        state = f"{self.bootstrap_servers} ({self._mode})" if self._core is not None else "stopped"
+        return f"<minibroker.testing.Broker {state}>"
+
+
+def kafka_settings(settings: Mapping[str, Any], kwargs: Mapping[str, Any]) -> dict[str, str]:
+    """Settings as Kafka-named strings: ``num_partitions=3`` and ``{"num.partitions": 3}`` both become
+    ``{"num.partitions": "3"}``. Unknown names are left for ``build_config`` to refuse with its message."""
+    from dataclasses import fields
+
+    from minibroker.config import BrokerConfig
+
+    by_field = {f.name: f.metadata["kafka"] for f in fields(BrokerConfig)}
+    out: dict[str, str] = {}
+    for source in (settings, kwargs):
+        for name, value in source.items():
+            out[by_field.get(name, name)] = _as_text(value)
+    return out
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

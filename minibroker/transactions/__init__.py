@@ -1,0 +1,1 @@
+"""The transaction coordinator: transactional ids, producer epochs, two-phase commit with markers."""

@@ -1,0 +1,211 @@
+"""The transaction coordinator's state machine (Kafka's TransactionCoordinator, transactions V1).
+
+Every state change is written to ``__transaction_state`` through ``TxnLogWriter`` before the
+client is answered; commit and abort are two-phase: PrepareCommit/PrepareAbort is written, then
+the markers go to every partition of the transaction (``MarkerWriter``), then
+CompleteCommit/CompleteAbort. After a crash between the phases, ``complete_pending`` finishes the
+job at start-up. Time comes from an injected clock, so tests drive timeouts without sleeping.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Callable, Iterable, Protocol
+
+from minibroker.transactions.metadata import MAX_EPOCH, TopicPartition, TransactionMetadata, TxnState
+from protocol.errors import ErrorCode
+from protocol.txn_log_records import TransactionLogValue
+
+log = logging.getLogger(__name__)
+
+COORDINATOR_EPOCH = 0
+
+
+class TxnLogWriter(Protocol):
+    def write(self, transactional_id: str, value: TransactionLogValue | None) -> None:
+        """Persist the new state of ``transactional_id`` (None: a tombstone)."""
+
+
+class MarkerWriter(Protocol):
+    def write_markers(
+        self, producer_id: int, producer_epoch: int, committed: bool, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, ErrorCode]:
+        """Append a COMMIT or ABORT control batch to each partition."""
+
+
+class CrashHook(Protocol):
+    def __call__(self, point: str) -> None:
+        """Called at named points of the two-phase commit (tests simulate a crash there)."""
+
+
+@dataclass(frozen=True, slots=True)
+class InitResult:
+    error: ErrorCode
+    producer_id: int = -1
+    producer_epoch: int = -1
+
+
+class TransactionCoordinator:
+    def __init__(
+        self,
+        log_writer: TxnLogWriter,
+        markers: MarkerWriter,
+        allocate_producer_id: Callable[[], int],
+        clock: Callable[[], int],
+        max_timeout_ms: int,
+        crash_hook: CrashHook | None = None,
+    ) -> None:
+        self.log_writer = log_writer
+        self.markers = markers
+        self.allocate_producer_id = allocate_producer_id
+        self.clock = clock
+        self.max_timeout_ms = max_timeout_ms
+        self.crash_hook = crash_hook or (lambda point: None)
+        self.transactions: dict[str, TransactionMetadata] = {}
+
+    # loading
+
+    def load(self, records: Iterable[tuple[str, TransactionLogValue | None]]) -> None:
+        """Replay ``__transaction_state`` in offset order: the last value per id wins."""
+        for transactional_id, value in records:
+            if value is None:
+                self.transactions.pop(transactional_id, None)
+            else:
+                self.transactions[transactional_id] = TransactionMetadata.from_log_value(transactional_id, value)
+
+    def complete_pending(self) -> list[str]:
+        """Finish transactions whose commit or abort was decided but whose markers may be missing."""
+        finished = []
+        for txn in list(self.transactions.values()):
+            if txn.completing:
+                log.info("completing %s of transactional id %s found at start-up", txn.state.kafka_name, txn.transactional_id)
+                self._write_markers_and_complete(txn)
+                finished.append(txn.transactional_id)
+        return finished
+
+    # helpers
+
+    def _persist(self, txn: TransactionMetadata) -> None:
+        txn.last_update_ms = self.clock()
+        self.log_writer.write(txn.transactional_id, txn.to_log_value())
+
+    def _bump_epoch(self, txn: TransactionMetadata) -> None:
+        if txn.producer_epoch >= MAX_EPOCH:
+            txn.producer_id = self.allocate_producer_id()
+            txn.producer_epoch = 0
+        else:
+            txn.producer_epoch += 1
+
+    def _check_producer(self, txn: TransactionMetadata | None, producer_id: int, producer_epoch: int) -> ErrorCode:
+        if txn is None or txn.producer_id != producer_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        if txn.producer_epoch != producer_epoch:
+            return ErrorCode.PRODUCER_FENCED
+        return ErrorCode.NONE
+
+    def _write_markers_and_complete(self, txn: TransactionMetadata) -> None:
+        committed = txn.state == TxnState.PREPARE_COMMIT
+        self.crash_hook("before-markers")
+        errors = self.markers.write_markers(txn.producer_id, txn.producer_epoch, committed, txn.partitions)
+        failed = {tp: e for tp, e in errors.items() if e != ErrorCode.NONE}
+        if failed:
+            log.warning("markers for %s not written to %s; partitions gone or unwritable", txn.transactional_id, failed)
+        txn.state = TxnState.COMPLETE_COMMIT if committed else TxnState.COMPLETE_ABORT
+        txn.partitions = set()
+        self._persist(txn)
+
+    def _prepare_and_complete(self, txn: TransactionMetadata, commit: bool) -> None:
+        txn.state = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+        self._persist(txn)
+        self.crash_hook("after-prepare")
+        self._write_markers_and_complete(txn)
+
+    # requests
+
+    def init_producer_id(
+        self, transactional_id: str, timeout_ms: int, producer_id: int = -1, producer_epoch: int = -1
+    ) -> InitResult:
+        if not 0 < timeout_ms <= self.max_timeout_ms:
+            return InitResult(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
+        txn = self.transactions.get(transactional_id)
+        if txn is None:
+            txn = TransactionMetadata(transactional_id, self.allocate_producer_id(), 0, timeout_ms)
+            self.transactions[transactional_id] = txn
+            self._persist(txn)
+            return InitResult(ErrorCode.NONE, txn.producer_id, txn.producer_epoch)
+        if producer_id >= 0 and (producer_id, producer_epoch) != (txn.producer_id, txn.producer_epoch):
+            return InitResult(ErrorCode.PRODUCER_FENCED)
+        if txn.completing:
+            return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
+        if txn.state == TxnState.ONGOING:
+            # Fence the old producer: abort its transaction under a bumped epoch; the client retries.
+            log.info("fencing producer %d epoch %d of %s: aborting its open transaction",
+                     txn.producer_id, txn.producer_epoch, transactional_id)
+            self._bump_epoch(txn)
+            self._prepare_and_complete(txn, commit=False)
+            return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
+        self._bump_epoch(txn)
+        txn.timeout_ms = timeout_ms
+        txn.state = TxnState.EMPTY
+        txn.partitions = set()
+        txn.start_ms = -1
+        self._persist(txn)
+        return InitResult(ErrorCode.NONE, txn.producer_id, txn.producer_epoch)
+
+    def add_partitions(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: list[TopicPartition],
+        exists: Callable[[TopicPartition], bool],
+    ) -> dict[TopicPartition, ErrorCode]:
+        txn = self.transactions.get(transactional_id)
+        error = self._check_producer(txn, producer_id, producer_epoch)
+        if error == ErrorCode.NONE and txn.completing:
+            error = ErrorCode.CONCURRENT_TRANSACTIONS
+        if error == ErrorCode.NONE and txn.state == TxnState.PREPARE_EPOCH_FENCE:
+            error = ErrorCode.PRODUCER_FENCED
+        if error != ErrorCode.NONE:
+            return {tp: error for tp in partitions}
+        unknown = [tp for tp in partitions if not exists(tp)]
+        if unknown:
+            return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
+                    for tp in partitions}
+        new = set(partitions) - txn.partitions
+        if new or txn.state != TxnState.ONGOING:
+            if txn.state != TxnState.ONGOING:
+                txn.start_ms = self.clock()
+                txn.state = TxnState.ONGOING
+            txn.partitions |= new
+            self._persist(txn)
+        return {tp: ErrorCode.NONE for tp in partitions}
+
+    def end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> ErrorCode:
+        txn = self.transactions.get(transactional_id)
+        error = self._check_producer(txn, producer_id, producer_epoch)
+        if error != ErrorCode.NONE:
+            return error
+        state = txn.state
+        if state == TxnState.ONGOING:
+            self._prepare_and_complete(txn, commit)
+            return ErrorCode.NONE
+        if state == TxnState.COMPLETE_COMMIT:
+            return ErrorCode.NONE if commit else ErrorCode.INVALID_TXN_STATE
+        if state == TxnState.COMPLETE_ABORT:
+            return ErrorCode.NONE if not commit else ErrorCode.INVALID_TXN_STATE
+        if state == TxnState.PREPARE_COMMIT:
+            return ErrorCode.CONCURRENT_TRANSACTIONS if commit else ErrorCode.INVALID_TXN_STATE
+        if state == TxnState.PREPARE_ABORT:
+            return ErrorCode.CONCURRENT_TRANSACTIONS if not commit else ErrorCode.INVALID_TXN_STATE
+        return ErrorCode.INVALID_TXN_STATE
+
+    def abort_timed_out(self) -> list[str]:
+        """Abort Ongoing transactions older than their timeout, fencing their producer (bumped epoch)."""
+        now = self.clock()
+        aborted = []
+        for txn in list(self.transactions.values()):
+            if txn.state == TxnState.ONGOING and txn.start_ms >= 0 and now > txn.start_ms + txn.timeout_ms:
+                log.info("aborting transaction of %s: open for %d ms, timeout %d ms",
+                         txn.transactional_id, now - txn.start_ms, txn.timeout_ms)
+                self._bump_epoch(txn)
+                self._prepare_and_complete(txn, commit=False)
+                aborted.append(txn.transactional_id)
+        return aborted

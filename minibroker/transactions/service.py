@@ -1,0 +1,74 @@
+"""The transaction coordinator wired to the broker: ``__transaction_state``, markers, timeouts, recovery."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+from typing import TYPE_CHECKING, Iterable
+
+from minibroker.internal_topics import append_records, ensure_internal_topic, replay
+from minibroker.transactions.coordinator import COORDINATOR_EPOCH, TransactionCoordinator
+from minibroker.transactions.markers import TopicPartition, write_markers
+from protocol.errors import ErrorCode
+from protocol.group_records import partition_for
+from protocol.txn_log_records import TransactionLogValue, decode_key, decode_value, encode_key, encode_value
+
+if TYPE_CHECKING:
+    from minibroker.broker import Broker
+
+log = logging.getLogger(__name__)
+
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+CRASH_POINT_ENV = "MINIBROKER_TEST_CRASH_POINT"
+
+
+class TransactionService:
+    """Implements the coordinator's storage and marker interfaces on top of the broker."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.partitions = broker.config.transaction_state_log_num_partitions
+        self.coordinator = TransactionCoordinator(
+            log_writer=self,
+            markers=self,
+            allocate_producer_id=broker.producer_ids.allocate,
+            clock=broker.clock,
+            max_timeout_ms=broker.config.transaction_max_timeout_ms,
+            crash_hook=self.crash_hook,
+        )
+
+    def start(self) -> None:
+        """Load every transactional id from ``__transaction_state`` and finish half-completed commits/aborts."""
+        info = self.broker.topic(TRANSACTION_STATE_TOPIC)
+        if info is None:
+            return
+        for partition_log in info.partitions:
+            records = []
+            for header, record in replay(partition_log):
+                if header.is_control or record.key is None:
+                    continue
+                records.append((decode_key(record.key), decode_value(record.value)))
+            self.coordinator.load(records)
+        log.info("loaded %d transactional ids", len(self.coordinator.transactions))
+        self.coordinator.complete_pending()
+
+    def partition_for(self, transactional_id: str) -> int:
+        return partition_for(transactional_id, self.partitions)
+
+    def write(self, transactional_id: str, value: TransactionLogValue | None) -> None:
+        ensure_internal_topic(self.broker, TRANSACTION_STATE_TOPIC, self.partitions)
+        record = (encode_key(transactional_id), None if value is None else encode_value(value))
+        append_records(self.broker, TRANSACTION_STATE_TOPIC, self.partition_for(transactional_id), [record])
+
+    def write_markers(
+        self, producer_id: int, producer_epoch: int, committed: bool, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, ErrorCode]:
+        return write_markers(self.broker, producer_id, producer_epoch, COORDINATOR_EPOCH, committed, partitions)
+
+    @staticmethod
+    def crash_hook(point: str) -> None:
+        """Fault injection for recovery tests: die like ``kill -9`` at the named point."""
+        if os.environ.get(CRASH_POINT_ENV) == point:
+            log.warning("test crash point %s reached: killing the broker", point)
+            os.kill(os.getpid(), signal.SIGKILL)

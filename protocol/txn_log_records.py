@@ -1,0 +1,80 @@
+"""Keys and values of the ``__transaction_state`` records (ONDISK.md §5), sans-IO.
+
+Key: ``int16 0`` then TransactionLogKey v0 (the transactional id). Value: ``int16 version`` then
+TransactionLogValue; this broker finalizes no ``transaction.version`` feature, so it writes
+version 0, as Kafka does then, and reads 0 and 1. A ``None`` value is a tombstone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from protocol.messages import TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE
+from protocol.primitives import ProtocolError, Reader, Writer
+from protocol.schema import codec, in_range
+
+KEY_TYPE = 0
+VALUE_VERSION = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionLogValue:
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int
+    status: int
+    partitions: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    last_update_ms: int = -1
+    start_ms: int = -1
+
+
+def encode_key(transactional_id: str) -> bytes:
+    writer = Writer()
+    writer.int16(KEY_TYPE)
+    codec(TRANSACTION_LOG_KEY, 0).encode(writer, {"transactional_id": transactional_id})
+    return writer.getvalue()
+
+
+def decode_key(data: bytes | bytearray | memoryview) -> str:
+    reader = Reader(data)
+    key_type = reader.int16()
+    if key_type != KEY_TYPE:
+        raise ProtocolError(f"unknown __transaction_state key type {key_type}")
+    return codec(TRANSACTION_LOG_KEY, 0).decode(reader)["transactional_id"]
+
+
+def encode_value(value: TransactionLogValue) -> bytes:
+    writer = Writer()
+    writer.int16(VALUE_VERSION)
+    body = {
+        "producer_id": value.producer_id,
+        "producer_epoch": value.producer_epoch,
+        "transaction_timeout_ms": value.timeout_ms,
+        "transaction_status": value.status,
+        "transaction_partitions": [
+            {"topic": topic, "partition_ids": list(ids)} for topic, ids in sorted(value.partitions.items())
+        ],
+        "transaction_last_update_timestamp_ms": value.last_update_ms,
+        "transaction_start_timestamp_ms": value.start_ms,
+    }
+    codec(TRANSACTION_LOG_VALUE, VALUE_VERSION).encode(writer, body)
+    return writer.getvalue()
+
+
+def decode_value(data: bytes | bytearray | memoryview | None) -> TransactionLogValue | None:
+    if data is None:
+        return None
+    reader = Reader(data)
+    version = reader.int16()
+    if not in_range(version, TRANSACTION_LOG_VALUE.valid):
+        raise ProtocolError(f"TransactionLogValue has no version {version}")
+    body = codec(TRANSACTION_LOG_VALUE, version).decode(reader)
+    return TransactionLogValue(
+        producer_id=body["producer_id"],
+        producer_epoch=body["producer_epoch"],
+        timeout_ms=body["transaction_timeout_ms"],
+        status=body["transaction_status"],
+        partitions={p["topic"]: tuple(p["partition_ids"]) for p in body["transaction_partitions"] or []},
+        last_update_ms=body["transaction_last_update_timestamp_ms"],
+        start_ms=body["transaction_start_timestamp_ms"],
+    )

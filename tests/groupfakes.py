@@ -1,0 +1,100 @@
+"""Test doubles for the group coordinator: a manual clock with keyed timers, and an in-memory __consumer_offsets."""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from typing import Any, Callable, Sequence
+
+from minibroker.groups.coordinator import CoordinatorWriteError, GroupCoordinator
+from protocol.errors import ErrorCode
+from protocol.messages import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION
+from protocol.primitives import Writer
+from protocol.schema import codec
+
+
+class FakeTimer:
+    """A ``Timer`` whose time moves only in ``advance``; due actions run in time order, as a real loop would."""
+
+    def __init__(self, now_ms: int = 1_700_000_000_000) -> None:
+        self.now = now_ms
+        self.pending: dict[str, tuple[int, int, Callable[[], None]]] = {}
+        self._sequence = itertools.count()
+
+    def now_ms(self) -> int:
+        return self.now
+
+    def schedule(self, key: str, delay_ms: int, action: Callable[[], None]) -> None:
+        self.pending[key] = (self.now + max(delay_ms, 0), next(self._sequence), action)
+
+    def cancel(self, key: str) -> None:
+        self.pending.pop(key, None)
+
+    def advance(self, ms: int = 0) -> None:
+        target = self.now + ms
+        while True:
+            due = [(when, seq, key) for key, (when, seq, _) in self.pending.items() if when <= target]
+            if not due:
+                break
+            when, _, key = min(due)
+            action = self.pending.pop(key)[2]
+            self.now = when
+            action()
+        self.now = target
+
+
+class FakeRecordLog:
+    """``RecordLog`` kept in memory per partition; ``fail_with`` makes the next appends fail."""
+
+    def __init__(self, num_partitions: int = 50) -> None:
+        self.num_partitions = num_partitions
+        self.partitions: dict[int, list[tuple[bytes, bytes | None]]] = defaultdict(list)
+        self.fail_with: ErrorCode | None = None
+
+    def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]]) -> None:
+        if self.fail_with is not None:
+            raise CoordinatorWriteError(self.fail_with, "injected failure")
+        self.partitions[partition].extend(records)
+
+    def all_records(self) -> list[tuple[bytes, bytes | None]]:
+        return [record for partition in sorted(self.partitions) for record in self.partitions[partition]]
+
+    def load_into(self, coordinator: GroupCoordinator) -> None:
+        """What the broker does at start-up: replay every partition, then let its groups go live."""
+        coordinator.begin_loading(range(self.num_partitions))
+        for partition in range(self.num_partitions):
+            for key, value in self.partitions.get(partition, []):
+                coordinator.replay(key, value)
+            coordinator.finish_loading(partition)
+
+
+class Answers:
+    """Collects what a coordinator answers through a responder."""
+
+    def __init__(self) -> None:
+        self.items: list[dict[str, Any]] = []
+
+    def __call__(self, response: dict[str, Any]) -> None:
+        self.items.append(response)
+
+    @property
+    def last(self) -> dict[str, Any]:
+        assert self.items, "no answer yet"
+        return self.items[-1]
+
+
+def subscription(*topics: str) -> bytes:
+    """ConsumerProtocolSubscription v0, as a Java consumer sends it in JoinGroup metadata."""
+    writer = Writer()
+    writer.int16(0)
+    codec(CONSUMER_PROTOCOL_SUBSCRIPTION, 0).encode(writer, {"topics": list(topics), "user_data": None})
+    return writer.getvalue()
+
+
+def assignment(topic: str, *partitions: int) -> bytes:
+    writer = Writer()
+    writer.int16(0)
+    codec(CONSUMER_PROTOCOL_ASSIGNMENT, 0).encode(
+        writer, {"assigned_partitions": [{"topic": topic, "partitions": list(partitions)}], "user_data": None}
+    )
+    return writer.getvalue()

@@ -1,0 +1,210 @@
+"""The ``minibroker`` command: help, probe, config errors, the default command, and graceful shutdown on SIGTERM
+(in-flight requests answered, everything acknowledged still there after a restart, exit status 0)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from confluent_kafka import OFFSET_BEGINNING, Producer, TopicPartition
+
+from minibroker.config_reference import markdown_table
+from protocol.frames import decode_response, encode_request
+from storage.checkpoint import RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT, read_offset_checkpoint
+from tests.brokerproc import BrokerProcess, wait_for_ready
+from tests.clientutil import (
+    FETCH,
+    FETCH_VERSION,
+    TIMEOUT_S,
+    RawConnection,
+    confluent_consumer,
+    confluent_create_topic,
+    drain,
+)
+
+MINIBROKER = [sys.executable, "-m", "minibroker"]
+PROMPT_EXIT_S = 5.0
+
+
+def run(*args: str, env: dict[str, str] | None = None, timeout: float = 30) -> subprocess.CompletedProcess:
+    return subprocess.run([*MINIBROKER, *args], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# ---- help and small commands ----
+
+
+def test_help_lists_commands_and_examples() -> None:
+    result = run("--help")
+    assert result.returncode == 0
+    for text in ("serve", "probe", "dump", "config-reference", "examples:", "minibroker COMMAND --help"):
+        assert text in result.stdout
+    serve_help = run("serve", "--help").stdout
+    assert "--data-dir" in serve_help and "SIGTERM" in serve_help and "MINIBROKER_" in serve_help
+    assert "--print-data" in run("dump", "--help").stdout
+    assert run("--version").stdout.startswith("minibroker ")
+
+
+def test_config_reference_prints_the_generated_table() -> None:
+    result = run("config-reference")
+    assert result.returncode == 0
+    assert result.stdout == markdown_table()
+    assert "| `num.partitions` | `1` | `MINIBROKER_NUM_PARTITIONS` |" in result.stdout
+
+
+def test_configuration_error_exits_2_with_the_setting_named(tmp_path: Path) -> None:
+    result = run("serve", "--data-dir", str(tmp_path), "-c", "num.partitions=zero")
+    assert result.returncode == 2
+    assert "num.partitions" in result.stderr and "not an integer" in result.stderr
+
+
+# ---- probe ----
+
+
+def test_probe_succeeds_against_a_live_broker(broker: BrokerProcess) -> None:
+    result = run("probe", broker.bootstrap)
+    assert result.returncode == 0, result.stderr
+    assert f"{broker.bootstrap} is up" in result.stdout
+    assert run("probe", "-q", broker.bootstrap).stdout == ""
+
+
+def test_probe_fails_quickly_on_a_closed_port() -> None:
+    address = f"127.0.0.1:{free_port()}"
+    started = time.monotonic()
+    result = run("probe", address)
+    assert result.returncode == 1
+    assert time.monotonic() - started < 3.0
+    assert result.stderr.strip() == f"minibroker probe: cannot reach {address}: Connection refused"
+
+
+def test_probe_times_out_on_a_silent_listener() -> None:
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        address = f"127.0.0.1:{silent.getsockname()[1]}"
+        started = time.monotonic()
+        result = run("probe", "--timeout", "0.3", address)
+    assert result.returncode == 1
+    assert f"{address} did not answer within 0.3s" in result.stderr
+    assert time.monotonic() - started < 3.0
+
+
+def test_probe_defaults_to_the_configured_listener(broker: BrokerProcess) -> None:
+    env = {**os.environ, "MINIBROKER_LISTENERS": f"PLAINTEXT://0.0.0.0:{broker.port}"}
+    result = run("probe", env=env)
+    assert result.returncode == 0, result.stderr
+    assert f"127.0.0.1:{broker.port} is up" in result.stdout
+
+
+# ---- serving and stopping ----
+
+
+def test_default_command_serves_and_sigterm_exits_0(tmp_path: Path) -> None:
+    log_path = tmp_path / "broker.log"
+    with log_path.open("w") as log:
+        proc = subprocess.Popen([*MINIBROKER, "--port", "0", "--data-dir", str(tmp_path / "data")], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        port = wait_for_ready(log_path, proc)
+        assert run("probe", f"127.0.0.1:{port}").returncode == 0
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(PROMPT_EXIT_S) == 0
+        assert "minibroker stopped" in log_path.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+
+def test_sigterm_answers_a_request_in_flight(fresh_broker: BrokerProcess) -> None:
+    """A long-poll Fetch waiting when SIGTERM arrives still gets its (empty) answer before the connection closes."""
+    fresh_broker.start()
+    confluent_create_topic(fresh_broker.bootstrap, "waiting", partitions=1)
+    request = {
+        "replica_id": -1, "max_wait_ms": 20000, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+        "topics": [{"topic": "waiting", "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}],
+    }
+    with RawConnection(fresh_broker.bootstrap, timeout=10) as conn:
+        conn.send(encode_request(FETCH, FETCH_VERSION, 7, "in-flight", request))
+        time.sleep(0.3)  # the broker is now parked in the long poll
+        started = time.monotonic()
+        fresh_broker.proc.send_signal(signal.SIGTERM)
+        correlation_id, answer = decode_response(FETCH, FETCH_VERSION, conn.recv_frame())
+        assert correlation_id == 7
+        assert answer["responses"][0]["partitions"][0]["error_code"] == 0
+        assert conn.closed_by_peer(within=PROMPT_EXIT_S)
+    assert fresh_broker.proc.wait(PROMPT_EXIT_S) == 0
+    assert time.monotonic() - started < PROMPT_EXIT_S
+
+
+def test_sigterm_during_acks_all_produce_loses_nothing_acknowledged(fresh_broker: BrokerProcess) -> None:
+    fresh_broker.start()
+    topic = "busy"
+    confluent_create_topic(fresh_broker.bootstrap, topic, partitions=2)
+    acknowledged: dict[tuple[int, int], bytes] = {}
+    stop_sending = threading.Event()
+    enough = threading.Event()
+
+    def on_delivery(err, msg) -> None:
+        if err is None:
+            acknowledged[(msg.partition(), msg.offset())] = msg.value()
+            if len(acknowledged) >= 300:
+                enough.set()
+
+    producer = Producer({
+        "bootstrap.servers": fresh_broker.bootstrap, "acks": "all", "linger.ms": 1,
+        "message.timeout.ms": 3000, "retries": 0, "reconnect.backoff.max.ms": 100,
+    })
+
+    def send() -> None:
+        i = 0
+        while not stop_sending.is_set():
+            try:
+                producer.produce(topic, value=f"value {i}".encode(), on_delivery=on_delivery)
+                i += 1
+            except BufferError:
+                pass
+            producer.poll(0.001)
+
+    sender = threading.Thread(target=send, name="sender")
+    sender.start()
+    try:
+        assert enough.wait(TIMEOUT_S), "the producer never got going"
+        started = time.monotonic()
+        fresh_broker.proc.send_signal(signal.SIGTERM)
+        assert fresh_broker.proc.wait(PROMPT_EXIT_S) == 0
+        assert time.monotonic() - started < PROMPT_EXIT_S
+    finally:
+        stop_sending.set()
+        sender.join()
+        producer.purge()
+        producer.flush(1)
+        producer.close()
+
+    recovery_points = read_offset_checkpoint(fresh_broker.data_dir / RECOVERY_POINT_CHECKPOINT)
+    log_ends = read_offset_checkpoint(fresh_broker.data_dir / REPLICATION_OFFSET_CHECKPOINT)
+    assert {(topic, p): log_ends[(topic, p)] for p in (0, 1)} == {(topic, p): recovery_points[(topic, p)] for p in (0, 1)}, (
+        "a graceful stop fsyncs every log: recovery points must reach the log end offsets"
+    )
+
+    fresh_broker.start()
+    consumer = confluent_consumer(fresh_broker.bootstrap)
+    try:
+        counts = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=TIMEOUT_S)[1] for p in (0, 1)}
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in counts])
+        stored = {(c.partition, c.offset): c.message.value for c in drain(consumer, counts)}
+    finally:
+        consumer.close()
+    missing = [key for key, value in acknowledged.items() if stored.get(key) != value]
+    assert not missing, f"{len(missing)} acknowledged messages lost or changed, e.g. {missing[:5]}"

@@ -1,0 +1,208 @@
+"""Consumer groups with confluent-kafka (librdkafka): sharing, takeover, resuming from commits, restart,
+admin, and a member that dies without leaving. Eager (range, roundrobin) and cooperative-sticky assignors."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaError, KafkaException
+
+from tests.brokerproc import BrokerProcess
+from tests.clientutil import TIMEOUT_MS, TIMEOUT_S, confluent_admin, confluent_create_topic
+from tests.grouputil import (
+    GROUP_PARTITIONS,
+    HEARTBEAT_MS,
+    KILLED_SESSION_MS,
+    SHORT_SESSION_SETTINGS,
+    Consumed,
+    MemberProcess,
+    ThreadedMember,
+    assert_split,
+    is_split,
+    produce_batch,
+    wait_until,
+)
+
+ALL = set(range(GROUP_PARTITIONS))
+SETTLE_S = 0.5  # time given to a consumer to show a duplicate after it has what it should
+
+
+class ConfluentMember:
+    def __init__(self, bootstrap: str, group: str, topic: str, **config: Any) -> None:
+        self.consumer = Consumer({
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "heartbeat.interval.ms": HEARTBEAT_MS,
+            "socket.timeout.ms": TIMEOUT_MS,
+            **config,
+        })
+        self.consumer.subscribe([topic])
+
+    def poll_records(self) -> list[Consumed]:
+        records = []
+        for message in self.consumer.consume(num_messages=100, timeout=0.1):
+            if message.error() is not None:
+                raise KafkaException(message.error())
+            records.append((message.partition(), message.value()))
+        return records
+
+    def assigned(self) -> set[int]:
+        return {tp.partition for tp in self.consumer.assignment()}
+
+    def commit(self) -> None:
+        self.consumer.commit(asynchronous=False)
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def member(name: str, bootstrap: str, group: str, topic: str, **config: Any) -> ThreadedMember:
+    return ThreadedMember(name, lambda: ConfluentMember(bootstrap, group, topic, **config))
+
+
+def stop_all(members: list[ThreadedMember]) -> None:
+    while members:
+        members.pop().stop()
+
+
+@pytest.mark.parametrize("strategy", ["range", "roundrobin", "cooperative-sticky"])
+def test_members_share_take_over_and_resume(bootstrap: str, topic_name: str, strategy: str) -> None:
+    confluent_create_topic(bootstrap, topic_name, GROUP_PARTITIONS)
+    group = f"g-{topic_name}"
+    config = {"partition.assignment.strategy": strategy}
+    members: list[ThreadedMember] = []
+    try:
+        a = member("a", bootstrap, group, topic_name, **config)
+        members.append(a)
+        wait_until(lambda: a.assignment == ALL, "the first member to own every partition")
+        b = member("b", bootstrap, group, topic_name, **config)
+        members.append(b)
+        wait_until(lambda: is_split([a.assignment, b.assignment]), "two members to split the partitions")
+        assert_split([a.assignment, b.assignment])
+
+        first = produce_batch(bootstrap, topic_name, 1, 5)
+        wait_until(lambda: len(a.records) + len(b.records) >= len(first), "the members to consume the first batch")
+        time.sleep(SETTLE_S)
+        assert {p for p, _ in a.records} <= a.assignment and {p for p, _ in b.records} <= b.assignment
+        assert sorted(a.records + b.records) == sorted(first)
+
+        b.stop()
+        members.remove(b)
+        wait_until(lambda: a.assignment == ALL, "the remaining member to take over every partition")
+        seen = len(a.records)
+        second = produce_batch(bootstrap, topic_name, 2, 5)
+        wait_until(lambda: len(a.records) - seen >= len(second), "the second batch")
+        time.sleep(SETTLE_S)
+        assert sorted(a.records[seen:]) == sorted(second)  # b's partitions resume after b's commits
+
+        a.stop()
+        members.remove(a)
+        third = produce_batch(bootstrap, topic_name, 3, 5)
+        c = member("c", bootstrap, group, topic_name, **config)
+        members.append(c)
+        wait_until(lambda: len(c.records) >= len(third), "a new member to consume the third batch")
+        time.sleep(SETTLE_S)
+        assert sorted(c.records) == sorted(third)
+    finally:
+        stop_all(members)
+
+
+def committed(bootstrap: str, group: str) -> dict[int, int]:
+    admin = confluent_admin(bootstrap)
+    future = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=TIMEOUT_S)[group]
+    return {tp.partition: tp.offset for tp in future.result(timeout=TIMEOUT_S).topic_partitions}
+
+
+def test_committed_offsets_survive_a_restart(fresh_broker: BrokerProcess, topic_name: str) -> None:
+    fresh_broker.start()
+    bootstrap = fresh_broker.bootstrap
+    confluent_create_topic(bootstrap, topic_name, GROUP_PARTITIONS)
+    group = f"g-{topic_name}"
+    first = produce_batch(bootstrap, topic_name, 1, 3)
+    members: list[ThreadedMember] = []
+    try:
+        a = member("a", bootstrap, group, topic_name)
+        members.append(a)
+        wait_until(lambda: len(a.records) >= len(first), "the first batch")
+        stop_all(members)
+        assert committed(bootstrap, group) == {p: 3 for p in ALL}
+
+        fresh_broker.restart()
+        assert committed(bootstrap, group) == {p: 3 for p in ALL}
+        second = produce_batch(bootstrap, topic_name, 2, 2)
+        b = member("b", bootstrap, group, topic_name)
+        members.append(b)
+        wait_until(lambda: len(b.records) >= len(second), "the second batch after the restart")
+        time.sleep(SETTLE_S)
+        assert sorted(b.records) == sorted(second)
+    finally:
+        stop_all(members)
+    assert "loaded 1 group(s)" in fresh_broker.log_text()
+
+
+def test_admin_lists_describes_and_deletes_groups(bootstrap: str, topic_name: str) -> None:
+    confluent_create_topic(bootstrap, topic_name, GROUP_PARTITIONS)
+    group = f"g-{topic_name}"
+    sent = produce_batch(bootstrap, topic_name, 1, 2)
+    admin = confluent_admin(bootstrap)
+    members: list[ThreadedMember] = []
+    try:
+        a = member("a", bootstrap, group, topic_name, **{"client.id": "admin-test"})
+        members.append(a)
+        wait_until(lambda: len(a.records) >= len(sent), "the messages")
+
+        listed = admin.list_consumer_groups(request_timeout=TIMEOUT_S).result(timeout=TIMEOUT_S)
+        states = {g.group_id: g.state for g in listed.valid}
+        assert states[group] == ConsumerGroupState.STABLE
+
+        description = admin.describe_consumer_groups([group], request_timeout=TIMEOUT_S)[group].result(timeout=TIMEOUT_S)
+        assert description.state == ConsumerGroupState.STABLE
+        assert description.partition_assignor == "range"
+        [only] = description.members
+        assert only.client_id == "admin-test" and only.host.startswith("/127.0.0.1")
+        assert {tp.partition for tp in only.assignment.topic_partitions} == ALL
+
+        assert committed(bootstrap, group) == {p: 2 for p in ALL}
+
+        refused = admin.delete_consumer_groups([group], request_timeout=TIMEOUT_S)[group]
+        with pytest.raises(KafkaException) as info:
+            refused.result(timeout=TIMEOUT_S)
+        assert info.value.args[0].code() == KafkaError.NON_EMPTY_GROUP
+
+        stop_all(members)
+        admin.delete_consumer_groups([group], request_timeout=TIMEOUT_S)[group].result(timeout=TIMEOUT_S)
+        listed = admin.list_consumer_groups(request_timeout=TIMEOUT_S).result(timeout=TIMEOUT_S)
+        assert group not in {g.group_id for g in listed.valid}
+        assert committed(bootstrap, group) == {}
+    finally:
+        stop_all(members)
+
+
+def test_a_member_that_stops_heartbeating_is_removed(tmp_path: Path, topic_name: str) -> None:
+    broker = BrokerProcess(tmp_path / "data", *SHORT_SESSION_SETTINGS).start()
+    silent: MemberProcess | None = None
+    members: list[ThreadedMember] = []
+    try:
+        confluent_create_topic(broker.bootstrap, topic_name, GROUP_PARTITIONS)
+        group = f"g-{topic_name}"
+        silent = MemberProcess("confluent", broker.bootstrap, group, topic_name, KILLED_SESSION_MS)
+        wait_until(lambda: silent.assignment == ALL, "the member process to own every partition")
+        a = member("a", broker.bootstrap, group, topic_name)
+        members.append(a)
+        wait_until(lambda: is_split([a.assignment, silent.assignment]), "the partitions to be split")
+        silent.kill()
+        took = wait_until(lambda: a.assignment == ALL, "the survivor to own every partition")
+        assert took >= KILLED_SESSION_MS / 1000 - 2 * HEARTBEAT_MS / 1000  # the session timeout, not the disconnect
+        admin = confluent_admin(broker.bootstrap)
+        description = admin.describe_consumer_groups([group])[group].result(timeout=TIMEOUT_S)
+        assert len(description.members) == 1
+    finally:
+        stop_all(members)
+        if silent is not None:
+            silent.kill()
+        broker.stop()

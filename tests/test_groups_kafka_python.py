@@ -1,0 +1,239 @@
+"""Consumer groups with kafka-python: sharing, takeover, resuming from commits, restart, admin (including
+OffsetDelete and removing a static member by instance id), and a member that dies without leaving.
+Eager (range, roundrobin) and cooperative-sticky assignors."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+from kafka.admin import MemberToRemove
+from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
+from kafka.coordinator.assignors.range import RangePartitionAssignor
+from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+from kafka.errors import GroupSubscribedToTopicError
+
+from tests.brokerproc import BrokerProcess
+from tests.clientutil import TIMEOUT_MS, confluent_create_topic
+from tests.grouputil import (
+    GROUP_PARTITIONS,
+    HEARTBEAT_MS,
+    KILLED_SESSION_MS,
+    SHORT_SESSION_SETTINGS,
+    Consumed,
+    MemberProcess,
+    ThreadedMember,
+    assert_split,
+    is_split,
+    produce_batch,
+    wait_until,
+)
+
+ALL = set(range(GROUP_PARTITIONS))
+SETTLE_S = 0.5
+
+
+class KafkaPythonMember:
+    def __init__(self, bootstrap: str, group: str, topic: str, **config: Any) -> None:
+        self.consumer = KafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            heartbeat_interval_ms=HEARTBEAT_MS,
+            request_timeout_ms=TIMEOUT_MS,
+            **config,
+        )
+
+    def poll_records(self) -> list[Consumed]:
+        batches = self.consumer.poll(timeout_ms=100)
+        return [(tp.partition, record.value) for tp, records in batches.items() for record in records]
+
+    def assigned(self) -> set[int]:
+        return {tp.partition for tp in self.consumer.assignment()}
+
+    def commit(self) -> None:
+        self.consumer.commit()
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def member(name: str, bootstrap: str, group: str, topic: str, **config: Any) -> ThreadedMember:
+    return ThreadedMember(name, lambda: KafkaPythonMember(bootstrap, group, topic, **config))
+
+
+def stop_all(members: list[ThreadedMember]) -> None:
+    while members:
+        members.pop().stop()
+
+
+@pytest.fixture
+def admin(bootstrap: str) -> Iterator[KafkaAdminClient]:
+    client = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=TIMEOUT_MS)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def committed(admin: KafkaAdminClient, group: str) -> dict[int, int]:
+    return {tp.partition: meta.offset for tp, meta in admin.list_group_offsets({group: None})[group].items()}
+
+
+@pytest.mark.parametrize(
+    "assignor", [RangePartitionAssignor, RoundRobinPartitionAssignor, CooperativeStickyAssignor], ids=lambda a: a.name
+)
+def test_members_share_take_over_and_resume(bootstrap: str, topic_name: str, assignor: type) -> None:
+    confluent_create_topic(bootstrap, topic_name, GROUP_PARTITIONS)
+    group = f"g-{topic_name}"
+    config = {"partition_assignment_strategy": [assignor]}
+    members: list[ThreadedMember] = []
+    try:
+        a = member("a", bootstrap, group, topic_name, **config)
+        members.append(a)
+        wait_until(lambda: a.assignment == ALL, "the first member to own every partition")
+        b = member("b", bootstrap, group, topic_name, **config)
+        members.append(b)
+        wait_until(lambda: is_split([a.assignment, b.assignment]), "two members to split the partitions")
+        assert_split([a.assignment, b.assignment])
+
+        first = produce_batch(bootstrap, topic_name, 1, 5)
+        wait_until(lambda: len(a.records) + len(b.records) >= len(first), "the members to consume the first batch")
+        time.sleep(SETTLE_S)
+        assert {p for p, _ in a.records} <= a.assignment and {p for p, _ in b.records} <= b.assignment
+        assert sorted(a.records + b.records) == sorted(first)
+
+        b.stop()
+        members.remove(b)
+        wait_until(lambda: a.assignment == ALL, "the remaining member to take over every partition")
+        seen = len(a.records)
+        second = produce_batch(bootstrap, topic_name, 2, 5)
+        wait_until(lambda: len(a.records) - seen >= len(second), "the second batch")
+        time.sleep(SETTLE_S)
+        assert sorted(a.records[seen:]) == sorted(second)
+
+        a.stop()
+        members.remove(a)
+        third = produce_batch(bootstrap, topic_name, 3, 5)
+        c = member("c", bootstrap, group, topic_name, **config)
+        members.append(c)
+        wait_until(lambda: len(c.records) >= len(third), "a new member to consume the third batch")
+        time.sleep(SETTLE_S)
+        assert sorted(c.records) == sorted(third)
+    finally:
+        stop_all(members)
+
+
+def test_committed_offsets_survive_a_restart(fresh_broker: BrokerProcess, topic_name: str) -> None:
+    fresh_broker.start()
+    bootstrap = fresh_broker.bootstrap
+    confluent_create_topic(bootstrap, topic_name, GROUP_PARTITIONS)
+    group = f"g-{topic_name}"
+    first = produce_batch(bootstrap, topic_name, 1, 3)
+    members: list[ThreadedMember] = []
+    try:
+        a = member("a", bootstrap, group, topic_name)
+        members.append(a)
+        wait_until(lambda: len(a.records) >= len(first), "the first batch")
+        stop_all(members)
+        fresh_broker.restart()
+        probe = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
+        try:
+            assert {p: probe.committed(TopicPartition(topic_name, p)) for p in ALL} == {p: 3 for p in ALL}
+        finally:
+            probe.close()
+        second = produce_batch(bootstrap, topic_name, 2, 2)
+        b = member("b", bootstrap, group, topic_name)
+        members.append(b)
+        wait_until(lambda: len(b.records) >= len(second), "the second batch after the restart")
+        time.sleep(SETTLE_S)
+        assert sorted(b.records) == sorted(second)
+    finally:
+        stop_all(members)
+
+
+def test_admin_lists_describes_and_deletes(admin: KafkaAdminClient, bootstrap: str, topic_name: str) -> None:
+    confluent_create_topic(bootstrap, topic_name, GROUP_PARTITIONS)
+    group = f"g-{topic_name}"
+    sent = produce_batch(bootstrap, topic_name, 1, 2)
+    members: list[ThreadedMember] = []
+    try:
+        a = member("a", bootstrap, group, topic_name, client_id="kp-admin-test")
+        members.append(a)
+        wait_until(lambda: len(a.records) >= len(sent), "the messages")
+
+        listed = {g["group_id"]: g for g in admin.list_groups()}
+        assert listed[group]["protocol_type"] == "consumer" and listed[group]["group_state"] == "Stable"
+        assert group in {g["group_id"] for g in admin.list_groups(states_filter=["Stable"])}
+        assert group not in {g["group_id"] for g in admin.list_groups(states_filter=["Empty"])}
+
+        description = admin.describe_groups([group])[group]
+        assert (description["group_state"], description["protocol_type"], description["protocol_data"]) == (
+            "Stable", "consumer", "range"
+        )
+        [only] = description["members"]
+        assert only["client_id"] == "kp-admin-test"
+        assert only["member_metadata"]["topics"] == [topic_name]
+
+        assert committed(admin, group) == {p: 2 for p in ALL}
+        refused = admin.delete_group_offsets(group, [TopicPartition(topic_name, 0)])
+        assert refused == {TopicPartition(topic_name, 0): GroupSubscribedToTopicError}
+        assert admin.delete_groups([group]) == {group: "NonEmptyGroupError"}
+
+        stop_all(members)
+        errors = admin.delete_group_offsets(group, [TopicPartition(topic_name, 0)])
+        assert [e.__name__ for e in errors.values()] == ["NoError"]
+        assert committed(admin, group) == {1: 2, 2: 2, 3: 2}
+        assert admin.delete_groups([group]) == {group: "OK"}
+        assert group not in {g["group_id"] for g in admin.list_groups()}
+        assert admin.describe_groups([group])[group]["group_state"] == "Dead"
+    finally:
+        stop_all(members)
+
+
+def test_static_member_restarts_without_rebalance_and_is_removed_by_instance_id(
+    admin: KafkaAdminClient, bootstrap: str, topic_name: str
+) -> None:
+    confluent_create_topic(bootstrap, topic_name, GROUP_PARTITIONS)
+    group = f"g-{topic_name}"
+    members: list[ThreadedMember] = []
+    try:
+        for name in ("first run", "restarted"):
+            static = member(name, bootstrap, group, topic_name, group_instance_id="instance-1")
+            members.append(static)
+            wait_until(lambda: static.assignment == ALL, f"the {name} static member to own every partition")
+            stop_all(members)  # a static member sends no LeaveGroup: it stays in the group
+            [kept] = admin.describe_groups([group])[group]["members"]
+            assert kept["group_instance_id"] == "instance-1"
+        result = admin.remove_group_members(group, [MemberToRemove(member_id=None, group_instance_id="instance-1")])
+        assert all(error is None or error.__name__ == "NoError" for error in dict(result).values()), result
+        assert admin.describe_groups([group])[group]["group_state"] == "Empty"
+    finally:
+        stop_all(members)
+
+
+def test_a_member_that_stops_heartbeating_is_removed(tmp_path: Path, topic_name: str) -> None:
+    broker = BrokerProcess(tmp_path / "data", *SHORT_SESSION_SETTINGS).start()
+    silent: MemberProcess | None = None
+    members: list[ThreadedMember] = []
+    try:
+        confluent_create_topic(broker.bootstrap, topic_name, GROUP_PARTITIONS)
+        group = f"g-{topic_name}"
+        silent = MemberProcess("kafka-python", broker.bootstrap, group, topic_name, KILLED_SESSION_MS)
+        wait_until(lambda: silent.assignment == ALL, "the member process to own every partition")
+        a = member("a", broker.bootstrap, group, topic_name)
+        members.append(a)
+        wait_until(lambda: is_split([a.assignment, silent.assignment]), "the partitions to be split")
+        silent.kill()
+        took = wait_until(lambda: a.assignment == ALL, "the survivor to own every partition")
+        assert took >= KILLED_SESSION_MS / 1000 - 2 * HEARTBEAT_MS / 1000
+    finally:
+        stop_all(members)
+        if silent is not None:
+            silent.kill()
+        broker.stop()

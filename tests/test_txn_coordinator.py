@@ -1,0 +1,160 @@
+"""The transaction coordinator's state machine, driven with a fake clock, log and marker writer."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import pytest
+
+from minibroker.transactions.coordinator import TransactionCoordinator
+from minibroker.transactions.metadata import MAX_EPOCH, TxnState
+from protocol.errors import ErrorCode
+from protocol.txn_log_records import TransactionLogValue, decode_key, decode_value, encode_key, encode_value
+
+TP0 = ("orders", 0)
+TP1 = ("orders", 1)
+
+
+class FakeWorld:
+    """Records what the coordinator persists and which markers it writes."""
+
+    def __init__(self) -> None:
+        self.now = 1_000_000
+        self.log: list[tuple[str, TransactionLogValue | None]] = []
+        self.markers: list[tuple[int, int, bool, tuple]] = []
+        self.next_id = 100
+
+    def write(self, transactional_id: str, value: TransactionLogValue | None) -> None:
+        self.log.append((transactional_id, value))
+
+    def write_markers(self, producer_id: int, producer_epoch: int, committed: bool, partitions: Iterable) -> dict:
+        partitions = tuple(sorted(partitions))
+        self.markers.append((producer_id, producer_epoch, committed, partitions))
+        return {tp: ErrorCode.NONE for tp in partitions}
+
+    def allocate(self) -> int:
+        self.next_id += 1
+        return self.next_id
+
+    def coordinator(self, crash_hook=None) -> TransactionCoordinator:
+        return TransactionCoordinator(self, self, self.allocate, lambda: self.now, 60_000, crash_hook)
+
+
+@pytest.fixture
+def world() -> FakeWorld:
+    return FakeWorld()
+
+
+def exists(tp: tuple[str, int]) -> bool:
+    return tp[0] == "orders"
+
+
+def begin(coordinator: TransactionCoordinator, txn_id: str = "tx") -> tuple[int, int]:
+    result = coordinator.init_producer_id(txn_id, 10_000)
+    assert result.error == ErrorCode.NONE
+    assert coordinator.add_partitions(txn_id, result.producer_id, result.producer_epoch, [TP0, TP1], exists) == {
+        TP0: ErrorCode.NONE, TP1: ErrorCode.NONE,
+    }
+    return result.producer_id, result.producer_epoch
+
+
+def test_commit_writes_prepare_markers_then_complete(world: FakeWorld) -> None:
+    coordinator = world.coordinator()
+    pid, epoch = begin(coordinator)
+    assert coordinator.end_transaction("tx", pid, epoch, commit=True) == ErrorCode.NONE
+    assert world.markers == [(pid, epoch, True, (TP0, TP1))]
+    statuses = [value.status for _, value in world.log]
+    assert statuses == [TxnState.EMPTY, TxnState.ONGOING, TxnState.PREPARE_COMMIT, TxnState.COMPLETE_COMMIT]
+    assert world.log[2][1].partitions == {"orders": (0, 1)}
+    assert world.log[3][1].partitions == {}
+    assert coordinator.end_transaction("tx", pid, epoch, commit=True) == ErrorCode.NONE  # a retried EndTxn
+    assert coordinator.end_transaction("tx", pid, epoch, commit=False) == ErrorCode.INVALID_TXN_STATE
+
+
+def test_abort_and_errors(world: FakeWorld) -> None:
+    coordinator = world.coordinator()
+    pid, epoch = begin(coordinator)
+    assert coordinator.end_transaction("tx", pid + 1, epoch, commit=False) == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    assert coordinator.end_transaction("tx", pid, epoch - 1, commit=False) == ErrorCode.PRODUCER_FENCED
+    assert coordinator.end_transaction("tx", pid, epoch, commit=False) == ErrorCode.NONE
+    assert world.markers[-1][2] is False
+    assert coordinator.end_transaction("nobody", pid, epoch, commit=True) == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    assert coordinator.end_transaction("tx", pid, epoch, commit=True) == ErrorCode.INVALID_TXN_STATE
+
+
+def test_unknown_partition_fails_the_whole_add(world: FakeWorld) -> None:
+    coordinator = world.coordinator()
+    result = coordinator.init_producer_id("tx", 10_000)
+    answer = coordinator.add_partitions("tx", result.producer_id, result.producer_epoch, [TP0, ("nope", 0)], exists)
+    assert answer == {TP0: ErrorCode.OPERATION_NOT_ATTEMPTED, ("nope", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert coordinator.transactions["tx"].state == TxnState.EMPTY
+
+
+def test_second_producer_fences_the_first_and_aborts_its_transaction(world: FakeWorld) -> None:
+    coordinator = world.coordinator()
+    pid, epoch = begin(coordinator)
+    assert coordinator.init_producer_id("tx", 10_000).error == ErrorCode.CONCURRENT_TRANSACTIONS
+    assert world.markers == [(pid, epoch + 1, False, (TP0, TP1))]
+    retry = coordinator.init_producer_id("tx", 10_000)
+    assert (retry.error, retry.producer_id, retry.producer_epoch) == (ErrorCode.NONE, pid, epoch + 2)
+    assert coordinator.end_transaction("tx", pid, epoch, commit=True) == ErrorCode.PRODUCER_FENCED
+    assert coordinator.add_partitions("tx", pid, epoch, [TP0], exists) == {TP0: ErrorCode.PRODUCER_FENCED}
+
+
+def test_timed_out_transaction_is_aborted_and_producer_fenced(world: FakeWorld) -> None:
+    coordinator = world.coordinator()
+    pid, epoch = begin(coordinator)
+    world.now += 10_000
+    assert coordinator.abort_timed_out() == []
+    world.now += 1
+    assert coordinator.abort_timed_out() == ["tx"]
+    assert world.markers == [(pid, epoch + 1, False, (TP0, TP1))]
+    assert coordinator.transactions["tx"].state == TxnState.COMPLETE_ABORT
+    assert coordinator.end_transaction("tx", pid, epoch, commit=True) == ErrorCode.PRODUCER_FENCED
+
+
+def test_invalid_timeout(world: FakeWorld) -> None:
+    coordinator = world.coordinator()
+    assert coordinator.init_producer_id("tx", 0).error == ErrorCode.INVALID_TRANSACTION_TIMEOUT
+    assert coordinator.init_producer_id("tx", 60_001).error == ErrorCode.INVALID_TRANSACTION_TIMEOUT
+
+
+def test_epoch_exhaustion_gives_a_new_producer_id(world: FakeWorld) -> None:
+    coordinator = world.coordinator()
+    first = coordinator.init_producer_id("tx", 10_000)
+    coordinator.transactions["tx"].producer_epoch = MAX_EPOCH
+    again = coordinator.init_producer_id("tx", 10_000)
+    assert again.producer_id != first.producer_id and again.producer_epoch == 0
+
+
+def test_restart_completes_a_decided_transaction(world: FakeWorld) -> None:
+    def crash(point: str) -> None:
+        if point == "after-prepare":
+            raise SystemExit("simulated crash")
+
+    coordinator = world.coordinator(crash)
+    pid, epoch = begin(coordinator)
+    with pytest.raises(SystemExit):
+        coordinator.end_transaction("tx", pid, epoch, commit=True)
+    assert world.markers == []
+    replayed = [(decode_key(encode_key(i)), decode_value(encode_value(v))) for i, v in world.log]
+    restarted = world.coordinator()
+    restarted.load(replayed)
+    assert restarted.transactions["tx"].state == TxnState.PREPARE_COMMIT
+    assert restarted.complete_pending() == ["tx"]
+    assert world.markers == [(pid, epoch, True, (TP0, TP1))]
+    assert restarted.transactions["tx"].state == TxnState.COMPLETE_COMMIT
+
+
+def test_log_value_round_trip_and_bytes() -> None:
+    value = TransactionLogValue(7, 3, 60_000, TxnState.ONGOING, {"a": (0, 2)}, 11, 10)
+    data = encode_value(value)
+    assert decode_value(data) == value
+    expected = (
+        b"\x00\x00" + (7).to_bytes(8, "big") + (3).to_bytes(2, "big") + (60_000).to_bytes(4, "big") + b"\x01"
+        + (1).to_bytes(4, "big") + b"\x00\x01a" + (2).to_bytes(4, "big") + (0).to_bytes(4, "big") + (2).to_bytes(4, "big")
+        + (11).to_bytes(8, "big") + (10).to_bytes(8, "big")
+    )
+    assert data == expected
+    assert encode_key("tx") == b"\x00\x00\x00\x02tx"
+    assert decode_value(None) is None
