@@ -52,12 +52,15 @@ def wait_for_api_versions(address: str, started: float, proc: subprocess.Popen |
 
 def fresh_process_once(env: dict[str, str]) -> float:
     port = free_port()
-    with tempfile.TemporaryDirectory() as data_dir:
+    with tempfile.TemporaryDirectory() as data_dir, tempfile.TemporaryFile("w+") as output:
         args = [sys.executable, "-m", "minibroker", "serve", "--port", str(port), "--data-dir", data_dir]
         started = time.perf_counter()
-        proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT)
         try:
             return wait_for_api_versions(f"127.0.0.1:{port}", started, proc)
+        except RuntimeError as exc:
+            output.seek(0)
+            raise RuntimeError(f"{exc}:\n{output.read()[-2000:]}") from None
         finally:
             proc.terminate()
             proc.wait(10)

@@ -34,7 +34,9 @@ TIME_FORMAT = "yyyy-MM-dd'T'HH:mm:ssXXX"
 def window_totals(events: DataFrame, window: str, watermark: str) -> DataFrame:
     """Kafka rows in, Kafka rows (key, value) out; events that are not valid JSON with a user and a time are dropped."""
     parsed = (
-        events.select(F.from_json(F.col("value").cast("string"), EVENT_SCHEMA, {"timestampFormat": TIME_FORMAT}).alias("event"))
+        events.select(
+            F.from_json(F.col("value").cast("string"), EVENT_SCHEMA, {"timestampFormat": TIME_FORMAT}).alias("event")
+        )
         .select("event.*")
         .where(F.col("user").isNotNull() & F.col("ts").isNotNull())
     )
@@ -102,7 +104,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--watermark", default="1 minute", help="how late an event may arrive")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--max-offsets-per-trigger", type=int)
-    parser.add_argument("--once", action="store_true", help="process what is there now (Trigger.AvailableNow), then exit")
+    parser.add_argument(
+        "--once", action="store_true", help="process what is there now (Trigger.AvailableNow), then exit"
+    )
     return parser.parse_args(argv)
 
 

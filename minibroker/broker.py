@@ -1,7 +1,8 @@
 """The broker's state and lifecycle: logs, topics, waiting fetches and background upkeep.
 
 Everything here runs on one asyncio event loop and is touched by no other thread; the only
-work sent to an executor is fsync (``PartitionLog.prepare_flush`` / ``FlushTicket.run``).
+work sent to an executor is fsync (``PartitionLog.prepare_flush`` / ``FlushTicket.run``) and the
+reading and writing of log compaction (``storage.cleaner``).
 """
 
 from __future__ import annotations
@@ -11,12 +12,17 @@ import logging
 import time
 from typing import Callable
 
-from minibroker.config import BrokerConfig, parse_listener
+from minibroker.config import BrokerConfig
 from minibroker.groups.service import GroupService
+from minibroker.listeners import Listener, advertised_addresses, default_advertised, parse_listeners
 from minibroker.producer_ids import ProducerIdAllocator
+from minibroker.sasl.credentials import CredentialStore, parse_mechanisms, parse_users
+from minibroker.sasl.session import SaslAuthority
 from minibroker.server import KafkaConnection, start_server
+from minibroker.tls import server_context
 from minibroker.transactions.service import TransactionService
 from protocol.errors import ErrorCode
+from storage.cleaner import LogCleaner
 from storage.errors import InvalidConfigError, InvalidTopicError
 from storage.log_manager import LogManager, TopicInfo, validate_topic_name
 from storage.partition_log import PartitionLog
@@ -26,6 +32,7 @@ log = logging.getLogger(__name__)
 CHECKPOINT_INTERVAL_S = 30.0
 FLUSH_CHECK_INTERVAL_S = 1.0
 SHUTDOWN_GRACE_S = 5.0  # longest wait for in-flight requests and unsent answers when stopping
+IDLE_SWEEP_MAX_INTERVAL_S = 5.0
 
 PartitionKey = tuple[str, int]
 
@@ -35,11 +42,14 @@ class Broker:
         self.config = config
         self.clock = clock or (lambda: int(time.time() * 1000))
         self.logs = LogManager(config.data_dir, config.log_config(), node_id=config.node_id, clock=self.clock)
+        self.cleaner = LogCleaner(self.logs, self.clock)
         self.connections: set[KafkaConnection] = set()
         self.host, self.port = config.listener
-        self.advertised_host, self.advertised_port = self.host, self.port
+        self.advertised_host, self.advertised_port = self.host, self.port  # those of the first listener
+        self.listeners: list[Listener] = []
+        self.sasl: SaslAuthority | None = None
         self.producer_ids: ProducerIdAllocator | None = None
-        self._server: asyncio.base_events.Server | None = None
+        self._servers: list[asyncio.base_events.Server] = []
         self._tasks: list[asyncio.Task] = []
         self._waiters: dict[PartitionKey, list[asyncio.Future]] = {}
         self.marker_listeners: list[Callable[[str, int, int, bool], None]] = []
@@ -55,19 +65,18 @@ class Broker:
         self.transactions.start()
         self.groups = GroupService(self)
         self.groups.start()
-        self._server = await start_server(self, self.host, self.port)
-        bound = self._server.sockets[0].getsockname()
-        self.port = bound[1]
-        if self.config.advertised_listeners:
-            self.advertised_host, self.advertised_port = parse_listener(self.config.advertised_listeners)
-        else:
-            self.advertised_host = self.host if self.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
-            self.advertised_port = self.port
+        await self._start_listeners()
+        first = self.listeners[0]
+        self.port = first.port
+        self.advertised_host, self.advertised_port = first.advertised
         loop = asyncio.get_running_loop()
+        idle_s = self.config.connections_max_idle_ms / 1000
         self._tasks = [
+            loop.create_task(self._every(min(idle_s / 4, IDLE_SWEEP_MAX_INTERVAL_S), self.close_idle_connections)),
             loop.create_task(self._every(self.config.log_retention_check_interval_ms / 1000, self.enforce_retention)),
             loop.create_task(self._every(CHECKPOINT_INTERVAL_S, self.logs.checkpoint)),
             loop.create_task(self._every(FLUSH_CHECK_INTERVAL_S, self.flush_due)),
+            loop.create_task(self._every(self.config.log_cleaner_backoff_ms / 1000, self.cleaner.clean_due_logs)),
             loop.create_task(
                 self._every(
                     self.config.transaction_abort_timed_out_transaction_cleanup_interval_ms / 1000,
@@ -80,17 +89,53 @@ class Broker:
             self.host, self.port, self.advertised_host, self.advertised_port, self.logs.cluster_id, self.config.data_dir,
         )
 
+    async def _start_listeners(self) -> None:
+        """Bind every listener (TLS context and SASL credentials first, so a bad file stops start-up), logging
+        one line per listener before the readiness line; on failure nothing stays bound."""
+        specs = parse_listeners(self.config)
+        advertised = advertised_addresses(self.config)
+        tls = server_context(self.config) if any(spec.protocol.uses_tls for spec in specs) else None
+        if any(spec.protocol.uses_sasl for spec in specs):
+            self.sasl = SaslAuthority(
+                tuple(parse_mechanisms(self.config.sasl_enabled_mechanisms)), CredentialStore(parse_users(self.config.sasl_users))
+            )
+        try:
+            for spec in specs:
+                listener = Listener(spec, spec.port, default_advertised(spec.host, spec.port))
+                server = await start_server(self, listener, tls if spec.protocol.uses_tls else None)
+                self._servers.append(server)
+                listener.port = server.sockets[0].getsockname()[1]
+                listener.advertised = advertised.get(spec.name, default_advertised(spec.host, listener.port))
+                self.listeners.append(listener)
+                log.info(
+                    "listener %s (%s) on %s:%d, advertised %s:%d",
+                    spec.name, spec.protocol.value, spec.host, listener.port, *listener.advertised,
+                )
+        except BaseException:
+            for server in self._servers:
+                server.close()
+            self._servers = []
+            raise
+
+    def close_idle_connections(self) -> None:
+        """Kafka's connections.max.idle.ms: close connections with no bytes read or written for that long."""
+        limit = asyncio.get_running_loop().time() - self.config.connections_max_idle_ms / 1000
+        for connection in [c for c in self.connections if c.last_active < limit]:
+            log.info("closing %s: idle for more than %d ms", connection.peer, self.config.connections_max_idle_ms)
+            connection.close()
+
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
+        await self.cleaner.stop()
         for task in self._tasks:
             task.cancel()
         if self.groups is not None:
             self.groups.stop()
         await self._finish_requests()
-        if self._server is not None:
-            await self._server.wait_closed()
-            self._server = None
+        for server in self._servers:
+            await server.wait_closed()
+        self._servers = []
         self.logs.close()
         log.info("minibroker stopped")
 

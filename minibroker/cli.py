@@ -196,6 +196,9 @@ def run_serve(args: argparse.Namespace) -> int:
         return 2
     try:
         asyncio.run(serve(config))
+    except ConfigError as exc:  # found only when starting, e.g. an unreadable certificate
+        print(f"minibroker: configuration error: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         log.error("cannot start: %s", exc)
         return 1
@@ -208,7 +211,9 @@ async def serve(config: BrokerConfig) -> None:
     import signal
 
     from minibroker.broker import Broker
+    from minibroker.limits import raise_open_file_limit
 
+    raise_open_file_limit()
     broker = Broker(config)
     await broker.start()
     stop = asyncio.Event()

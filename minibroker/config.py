@@ -24,18 +24,54 @@ class ConfigError(ValueError):
     """A setting is unknown or has an invalid value; raised at start-up with a message naming it."""
 
 
-def setting(kafka_name: str, default: Any, doc: str, minimum: int | None = None) -> Any:
-    return field(default=default, metadata={"kafka": kafka_name, "doc": doc, "min": minimum})
+def setting(kafka_name: str, default: Any, doc: str, minimum: int | None = None, secret: bool = False) -> Any:
+    """A field described by its Kafka name; ``secret`` values stay out of repr, logs and DescribeConfigs."""
+    return field(default=default, repr=not secret, metadata={"kafka": kafka_name, "doc": doc, "min": minimum, "secret": secret})
 
 
 @dataclass(frozen=True)
 class BrokerConfig:
     node_id: int = setting("node.id", 1, "Id of this broker in Metadata answers.", 0)
     listeners: str = setting(
-        "listeners", "PLAINTEXT://127.0.0.1:9092", "Address to bind, as PLAINTEXT://HOST:PORT (port 0 picks a free one)."
+        "listeners", "PLAINTEXT://127.0.0.1:9092",
+        "Comma-separated NAME://HOST:PORT listeners, each on its own port (port 0 picks a free one); "
+        "NAME is PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL or a name from listener.security.protocol.map.",
     )
     advertised_listeners: str = setting(
-        "advertised.listeners", "", "Address given to clients in Metadata (empty: the bound listener). Set it behind NAT or port mapping."
+        "advertised.listeners", "",
+        "NAME://HOST:PORT per listener, given in Metadata to clients connected on that listener "
+        "(a listener not named here: its bound address). Set it behind NAT or port mapping.",
+    )
+    listener_security_protocol_map: str = setting(
+        "listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+        "NAME:PROTOCOL pairs: the security protocol of each listener name.",
+    )
+    ssl_certificate_location: str = setting(
+        "ssl.certificate.location", "", "PEM file with the server certificate (and its chain) of SSL and SASL_SSL listeners."
+    )
+    ssl_key_location: str = setting("ssl.key.location", "", "PEM file with the private key of that certificate.")
+    ssl_key_password: str = setting("ssl.key.password", "", "Password of an encrypted private key (empty: not encrypted).", secret=True)
+    ssl_ca_location: str = setting(
+        "ssl.ca.location", "", "PEM file of the CAs that sign client certificates (needed with ssl.client.auth)."
+    )
+    ssl_client_auth: str = setting(
+        "ssl.client.auth", "none", "Client certificates on SSL listeners: none, requested (checked if sent) or required."
+    )
+    sasl_enabled_mechanisms: str = setting(
+        "sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", "SASL mechanisms offered on SASL listeners."
+    )
+    sasl_users: str = setting(
+        "sasl.users", "",
+        "USER:PASSWORD pairs, comma-separated, accepted by every SASL mechanism (SCRAM credentials are derived "
+        "at start-up; a password cannot contain a comma). Never logged.",
+        secret=True,
+    )
+    connection_failed_authentication_delay_ms: int = setting(
+        "connection.failed.authentication.delay.ms", 100,
+        "Delay before closing a connection whose authentication failed (its answer is sent at once).", 0,
+    )
+    connections_max_idle_ms: int = setting(
+        "connections.max.idle.ms", 600000, "Close connections with no traffic in either direction for this long.", 1
     )
     log_dirs: str = setting("log.dirs", "./minibroker-data", "Data directory holding the partition logs.")
     num_partitions: int = setting("num.partitions", 1, "Partitions of auto-created topics.", 1)
@@ -63,7 +99,15 @@ class BrokerConfig:
         "log.message.timestamp.type", "CreateTime", "CreateTime keeps the producer's timestamps; LogAppendTime stamps on append."
     )
     log_cleanup_policy: str = setting("log.cleanup.policy", "delete", "Default cleanup.policy of topics.")
+    log_cleaner_backoff_ms: int = setting(
+        "log.cleaner.backoff.ms", 15000, "Pause of the log cleaner when no compacted log needs cleaning.", 0
+    )
     offsets_topic_num_partitions: int = setting("offsets.topic.num.partitions", 50, "Partitions of __consumer_offsets.", 1)
+    offsets_topic_segment_bytes: int = setting(
+        "offsets.topic.segment.bytes", 104857600,
+        "segment.bytes of __consumer_offsets when it is created; values below segment.bytes' 1 MiB minimum are "
+        "applied as the test-only internal.segment.bytes.", 1,
+    )
     offsets_retention_minutes: int = setting(
         "offsets.retention.minutes", 10080, "Committed offsets of an empty group (or a simple consumer) expire after this.", 1
     )
@@ -125,13 +169,18 @@ def render(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
+def is_secret(kafka_name: str) -> bool:
+    """Settings whose value must never be shown (passwords)."""
+    f = _BY_KAFKA_NAME.get(kafka_name)
+    return f is not None and f.metadata["secret"]
+
+
 def parse_listener(text: str) -> tuple[str, int]:
-    """``PLAINTEXT://host:port`` (or ``host:port``) -> (host, port)."""
+    """The first of ``NAME://host:port,...`` (or ``host:port``) -> (host, port); names are checked by
+    ``minibroker.listeners``."""
     address = text.split(",")[0].strip()
     if "://" in address:
-        scheme, address = address.split("://", 1)
-        if scheme.upper() != "PLAINTEXT":
-            raise ConfigError(f"listener security protocol {scheme} is not supported yet (PLAINTEXT only)")
+        address = address.split("://", 1)[1]
     host, sep, port = address.rpartition(":")
     if not sep or not port.isdigit():
         raise ConfigError(f"listener {text!r} is not HOST:PORT")
@@ -195,7 +244,9 @@ def build_config(*sources: Mapping[str, str]) -> BrokerConfig:
                 raise ConfigError(f"unknown setting {name!r}")
             values[f.name] = _convert(f, raw)
     config = BrokerConfig(**values)
-    config.listener  # validates the listener syntax
+    from minibroker.listeners import check_security_settings  # here: that module builds on this one
+
+    check_security_settings(config)
     if config.log_message_timestamp_type not in ("CreateTime", "LogAppendTime"):
         raise ConfigError("log.message.timestamp.type must be CreateTime or LogAppendTime")
     try:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
+    from minibroker.server import KafkaConnection
 
 
 @dataclass(slots=True)
@@ -17,3 +18,11 @@ class RequestContext:
     correlation_id: int
     client_id: str | None
     peer: str
+    connection: KafkaConnection | None = None  # None for requests made in-process (tests, tools)
+
+    def advertised_address(self) -> tuple[str, int]:
+        """The address of the listener this request came in on, as clients must reach it (Kafka answers
+        Metadata and FindCoordinator per listener)."""
+        if self.connection is not None:
+            return self.connection.listener.advertised
+        return self.broker.advertised_host, self.broker.advertised_port

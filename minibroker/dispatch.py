@@ -2,22 +2,28 @@
 
 An unknown API key, an unsupported version (other than ApiVersions, which gets Kafka's v0
 fallback answer) or a body that does not parse is answered by closing the connection with one
-log line, as Kafka does; a handler failure is logged with its traceback and closes it too.
+log line, as Kafka does; a handler failure is logged with its traceback and closes it too. On a SASL
+listener, requests the authentication phase does not allow close the connection the same way, and in
+the KIP-43 v0 flow a frame is a bare SASL token, answered with a bare token.
 """
 
 from __future__ import annotations
 
 import logging
+import struct
 from typing import TYPE_CHECKING
 
 from minibroker.context import RequestContext
 from minibroker.handlers import HANDLERS
+from minibroker.sasl.mechanism import AuthenticationFailed
 from protocol.errors import ErrorCode
 from protocol.frames import API_VERSIONS_KEY, decode_request_body, encode_response, parse_request_header
 from protocol.primitives import ProtocolError
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
+    from minibroker.sasl.session import SaslSession
+    from minibroker.server import KafkaConnection
 
 log = logging.getLogger(__name__)
 
@@ -38,13 +44,32 @@ def unsupported_api_versions_answer(correlation_id: int) -> Parts:
     return encode_response(API_VERSIONS_KEY, 0, correlation_id, body)
 
 
-async def dispatch(broker: Broker, frame: memoryview, peer: str) -> Parts | None:
+def raw_sasl_answer(session: SaslSession, frame: memoryview, peer: str) -> Parts:
+    """KIP-43 v0 flow: the frame is a bare token; a failure closes the connection without an answer, as in Kafka."""
+    try:
+        answer = session.authenticate(bytes(frame))
+    except AuthenticationFailed as exc:
+        log.warning("closing %s: SASL %s authentication failed: %s", peer, session.mechanism, exc.reason)
+        raise Disconnect from None
+    if session.authenticated:
+        log.info("%s authenticated as %r with SASL %s (v0 flow)", peer, session.username, session.mechanism)
+    return [struct.pack(">i", len(answer)), answer]
+
+
+async def dispatch(broker: Broker, frame: memoryview, peer: str, connection: KafkaConnection | None = None) -> Parts | None:
     """Answer one request frame; ``None`` means no response is due (Produce with acks=0)."""
+    session = connection.sasl if connection is not None else None
+    if session is not None and session.raw_tokens:
+        return raw_sasl_answer(session, frame, peer)
     try:
         header = parse_request_header(frame)
     except ProtocolError as exc:
         log.warning("closing %s: unreadable request header (%s)", peer, exc)
         raise Disconnect from None
+    refusal = session.refusal(header.api_key) if session is not None else None
+    if refusal is not None:
+        log.warning("closing %s: %s on listener %s (client %r)", peer, refusal, connection.listener.name, header.client_id)
+        raise Disconnect
     handler = HANDLERS.get(header.api_key)
     if handler is None:
         log.warning("closing %s: unknown API key %d (client %r)", peer, header.api_key, header.client_id)
@@ -63,7 +88,7 @@ async def dispatch(broker: Broker, frame: memoryview, peer: str) -> Parts | None
     except ProtocolError as exc:
         log.warning("closing %s: malformed API key %d v%d request (%s)", peer, header.api_key, header.api_version, exc)
         raise Disconnect from None
-    ctx = RequestContext(broker, header.api_key, header.api_version, header.correlation_id, header.client_id, peer)
+    ctx = RequestContext(broker, header.api_key, header.api_version, header.correlation_id, header.client_id, peer, connection)
     try:
         response = await handler.fn(ctx, body)
     except Exception:

@@ -1,7 +1,7 @@
 """The broker's own topics (``__consumer_offsets``, ``__transaction_state``): create, append, replay.
 
-Coordinators keep their state as keyed records in compacted internal topics, as Kafka does; this
-module is the one path they use to write such records and to read them back at start-up.
+Coordinators keep their state as keyed records in compacted internal topics, as Kafka does; ``InternalTopic`` is
+the one path they use to write such records, ``replay`` the one they use to read them back at start-up.
 """
 
 from __future__ import annotations
@@ -23,26 +23,60 @@ INTERNAL_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": str(100 
 REPLAY_CHUNK = 1 << 20
 
 
-def ensure_internal_topic(broker: Broker, name: str, partitions: int) -> TopicInfo:
-    """The internal topic ``name``, created (compacted) on first use."""
-    info = broker.topic(name)
-    if info is None:
-        info = broker.logs.create_topic(name, partitions, dict(INTERNAL_TOPIC_CONFIGS))
-        log.info("created internal topic %s with %d partitions", name, partitions)
-    return info
+class PendingFlushes:
+    """Partitions a coordinator appended to whose flush policy (flush.messages, flush.ms) says they are due.
+
+    Coordinators append synchronously on the event loop (their memory must match the log at every step), so they
+    cannot fsync there; the request handler awaits ``flush`` before answering, as Produce does.
+    """
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self._due: set[PartitionLog] = set()
+
+    def note(self, partition_log: PartitionLog) -> None:
+        if partition_log.needs_flush(self.broker.clock()):
+            self._due.add(partition_log)
+
+    async def flush(self) -> None:
+        while self._due:
+            await self.broker.flush_log(self._due.pop())
 
 
-def append_records(
-    broker: Broker, topic: str, partition: int, records: Sequence[tuple[bytes, bytes | None]], **batch_options: int | bool
-) -> AppendInfo:
-    """Append ``(key, value)`` records as one batch (``batch_options`` go to ``build_batch``)."""
-    partition_log = broker.partition(topic, partition)
-    if partition_log is None:
-        raise LookupError(f"no partition {topic}-{partition}")
-    batch = bytearray(build_batch([RecordInput(key, value) for key, value in records], **batch_options))
-    info = partition_log.append(batch, [parse_header(batch)], origin=AppendOrigin.COORDINATOR)
-    broker.notify_append((topic, partition))
-    return info
+class InternalTopic:
+    """One internal topic as its coordinator writes it: created (compacted) on first use, one batch per append."""
+
+    def __init__(self, broker: Broker, name: str, configured_partitions: int, flushes: PendingFlushes) -> None:
+        self.broker = broker
+        self.name = name
+        self.configured_partitions = configured_partitions
+        self.flushes = flushes
+
+    @property
+    def num_partitions(self) -> int:
+        """The existing topic's partition count wins over the setting, as in Kafka."""
+        info = self.broker.topic(self.name)
+        return len(info.partitions) if info is not None else self.configured_partitions
+
+    def ensure(self) -> TopicInfo:
+        info = self.broker.topic(self.name)
+        if info is None:
+            info = self.broker.logs.create_topic(self.name, self.configured_partitions, dict(INTERNAL_TOPIC_CONFIGS))
+            log.info("created internal topic %s with %d partitions", self.name, self.configured_partitions)
+        return info
+
+    def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], **batch_options: int | bool) -> AppendInfo:
+        """Append ``(key, value)`` records as one batch (``batch_options`` go to ``build_batch``); raises LookupError
+        for a partition that does not exist, StorageError or OSError when the log refuses or fails."""
+        self.ensure()
+        partition_log = self.broker.partition(self.name, partition)
+        if partition_log is None:
+            raise LookupError(f"no partition {self.name}-{partition}")
+        batch = bytearray(build_batch([RecordInput(key, value) for key, value in records], **batch_options))
+        info = partition_log.append(batch, [parse_header(batch)], origin=AppendOrigin.COORDINATOR)
+        self.broker.notify_append((self.name, partition))
+        self.flushes.note(partition_log)
+        return info
 
 
 def replay(partition_log: PartitionLog) -> Iterator[tuple[BatchHeader, Record]]:

@@ -52,7 +52,7 @@ def kafka_broker(request: pytest.FixtureRequest) -> Iterator[Union["Broker", Ext
         from minibroker.probe import ProbeError, probe
 
         try:
-            probe(external)
+            probe(external.split(",")[0].strip())  # a bootstrap list: its first address
         except ProbeError as exc:
             raise pytest.UsageError(f"{BOOTSTRAP_OPTION} {external}: {exc}") from None
         yield ExternalBroker(external)

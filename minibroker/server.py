@@ -3,7 +3,10 @@
 Each connection parses frames as bytes arrive and answers them one at a time, in order (as
 Kafka does: a connection's next request is handled when the previous answer is written), so
 pipelined requests are answered in request order. Reading pauses while too many frames wait
-or the socket's send buffer is full, so a client that never reads cannot grow our memory.
+or the transport's write buffer is above its high-water mark, so a client that never reads its
+answers cannot grow our memory. Each connection belongs to one listener (its security protocol and
+advertised address) and, on SASL listeners, carries its authentication state. A connection with no
+traffic either way for ``connections.max.idle.ms`` is closed by the broker's idle sweep.
 """
 
 from __future__ import annotations
@@ -14,19 +17,31 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from minibroker.dispatch import Disconnect, dispatch
+from minibroker.sasl.session import SaslSession
 from protocol.frames import FrameDecoder, FrameTooLarge
+from protocol.primitives import FileRegion
 
 if TYPE_CHECKING:
+    import ssl
+
     from minibroker.broker import Broker
+    from minibroker.listeners import Listener
 
 log = logging.getLogger(__name__)
 
 MAX_QUEUED_FRAMES = 64
+# asyncio waits up to 30 s for a peer's TLS close_notify; Kafka does not wait at all. A peer that never
+# answers (clients that drop a failed connection without closing it) would hold the socket that long.
+SSL_SHUTDOWN_TIMEOUT_S = 1.0
 
 
 class KafkaConnection(asyncio.Protocol):
-    def __init__(self, broker: Broker) -> None:
+    use_sendfile: bool | None = None  # decided on the first answer holding a FileRegion
+
+    def __init__(self, broker: Broker, listener: Listener) -> None:
         self.broker = broker
+        self.listener = listener
+        self.sasl = SaslSession(broker.sasl) if listener.protocol.uses_sasl and broker.sasl is not None else None
         self.decoder = FrameDecoder(broker.config.socket_request_max_bytes)
         self.queue: deque[memoryview] = deque()
         self.transport: asyncio.Transport | None = None
@@ -34,10 +49,12 @@ class KafkaConnection(asyncio.Protocol):
         self.worker: asyncio.Task | None = None
         self.reading_paused = False
         self.closed_by_us = False
+        self.close_after_answer = False  # set by a handler whose answer is the last (failed authentication)
         self.accepting = True  # False once shutdown began: the request being served is the last one
         self.writable = asyncio.Event()
         self.writable.set()
         self.closed = asyncio.get_running_loop().create_future()
+        self.last_active = asyncio.get_running_loop().time()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -58,12 +75,28 @@ class KafkaConnection(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         self.writable.clear()
+        self.update_reading()
 
     def resume_writing(self) -> None:
         self.writable.set()
+        self.last_active = asyncio.get_running_loop().time()
+        self.update_reading()
+
+    def update_reading(self) -> None:
+        """Read only while the queue has room, answers are flowing out and shutdown has not begun."""
+        if self.transport is None or self.transport.is_closing():
+            return
+        if len(self.queue) >= MAX_QUEUED_FRAMES or not self.writable.is_set() or not self.accepting:
+            if not self.reading_paused:
+                self.reading_paused = True
+                self.transport.pause_reading()
+        elif self.reading_paused and len(self.queue) < MAX_QUEUED_FRAMES // 2:
+            self.reading_paused = False
+            self.transport.resume_reading()
 
     def data_received(self, data: bytes) -> None:
-        if not self.accepting:
+        self.last_active = asyncio.get_running_loop().time()
+        if not self.accepting or self.closed_by_us:
             return
         try:
             frames = self.decoder.feed(data)
@@ -74,9 +107,7 @@ class KafkaConnection(asyncio.Protocol):
         if not frames:
             return
         self.queue.extend(frames)
-        if len(self.queue) >= MAX_QUEUED_FRAMES and not self.reading_paused:
-            self.reading_paused = True
-            self.transport.pause_reading()
+        self.update_reading()
         if self.worker is None or self.worker.done():
             self.worker = asyncio.get_running_loop().create_task(self.serve_queue())
 
@@ -84,36 +115,95 @@ class KafkaConnection(asyncio.Protocol):
         while self.queue:
             frame = self.queue.popleft()
             try:
-                parts = await dispatch(self.broker, frame, self.peer)
+                parts = await dispatch(self.broker, frame, self.peer, self)
             except Disconnect:
                 self.close()
                 return
             if self.transport.is_closing():
                 return
             if parts is not None:
-                self.transport.writelines(parts)
-                if not self.writable.is_set():
-                    await self.writable.wait()
-            if self.reading_paused and self.accepting and len(self.queue) < MAX_QUEUED_FRAMES // 2:
-                self.reading_paused = False
-                self.transport.resume_reading()
+                if any(type(part) is FileRegion for part in parts):
+                    await self.write_with_regions(parts)
+                else:
+                    self.transport.writelines(parts)
+                self.last_active = asyncio.get_running_loop().time()
+            if self.close_after_answer:
+                self.close_soon()
+                return
+            if not self.writable.is_set():
+                await self.writable.wait()
+            self.update_reading()
+
+    async def write_with_regions(self, parts: list) -> None:
+        """Write an answer holding FileRegions (large Fetch data): buffers with writelines, each region with
+        loop.sendfile once the transport has flushed what precedes it (os.sendfile: no copy through Python), or
+        read with pread where the transport cannot sendfile (TLS, other event loops)."""
+        loop = asyncio.get_running_loop()
+        if self.use_sendfile is None:
+            mode = getattr(self.transport, "_sendfile_compatible", None)
+            self.use_sendfile = mode is not None and mode.name == "TRY_NATIVE" and hasattr(loop, "sendfile")
+        pending: list = []
+        try:
+            for part in parts:
+                if type(part) is not FileRegion:
+                    pending.append(part)
+                    continue
+                if self.use_sendfile:
+                    if pending:
+                        self.transport.writelines(pending)
+                        pending = []
+                    if self.transport.is_closing():
+                        return
+                    try:
+                        await loop.sendfile(self.transport, part, part.offset, part.count, fallback=False)
+                        continue
+                    except asyncio.SendfileNotAvailableError:  # nothing was sent: pread from now on
+                        self.use_sendfile = False
+                pending.append(part.read())
+            if pending and not self.transport.is_closing():
+                self.transport.writelines(pending)
+        except (ConnectionError, OSError) as exc:
+            log.info("closing %s: sending fetched data failed: %s", self.peer, exc)
+            self.close()
+        finally:
+            for part in parts:
+                if type(part) is FileRegion:
+                    part.close()
 
     def stop_accepting(self) -> asyncio.Task | None:
         """Shutdown, step one: read and start no more requests; returns the worker still answering one, if any."""
         self.accepting = False
         self.queue.clear()
-        if self.transport is not None and not self.transport.is_closing():
-            self.reading_paused = True
-            self.transport.pause_reading()
+        self.update_reading()
         return self.worker if self.worker is not None and not self.worker.done() else None
+
+    def close_soon(self) -> None:
+        """Close after ``connection.failed.authentication.delay.ms``, as Kafka does after a failed authentication:
+        clients read the answer before they see the connection end, and password guessing is slowed down."""
+        self.accepting = False
+        self.queue.clear()
+        self.update_reading()
+        asyncio.get_running_loop().call_later(self.broker.config.connection_failed_authentication_delay_ms / 1000, self.close)
 
     def close(self) -> None:
         self.closed_by_us = True
         self.queue.clear()
         if self.transport is not None:
+            if self.reading_paused:
+                # asyncio's TLS transport (3.11) never finishes closing if the peer's EOF came while reading
+                # was paused: it waits for reading to resume, and close() alone does not resume it.
+                self.reading_paused = False
+                self.transport.resume_reading()
             self.transport.close()
 
 
-async def start_server(broker: Broker, host: str, port: int) -> asyncio.base_events.Server:
+async def start_server(broker: Broker, listener: Listener, tls: ssl.SSLContext | None = None) -> asyncio.base_events.Server:
+    """Bind one listener; with ``tls`` its connections reach the protocol once the TLS handshake is done."""
     loop = asyncio.get_running_loop()
-    return await loop.create_server(lambda: KafkaConnection(broker), host, port, reuse_address=True)
+    spec = listener.spec
+    handshake_timeout = min(broker.config.connections_max_idle_ms / 1000, 60.0) if tls is not None else None
+    return await loop.create_server(
+        lambda: KafkaConnection(broker, listener), spec.host, spec.port, reuse_address=True,
+        ssl=tls, ssl_handshake_timeout=handshake_timeout, ssl_shutdown_timeout=SSL_SHUTDOWN_TIMEOUT_S if tls else None,
+        backlog=1024,
+    )

@@ -7,7 +7,6 @@ Decompression is streaming for lz4 and zstd so a forged "content size" header ca
 
 from __future__ import annotations
 
-import gzip
 import struct
 from collections.abc import Callable
 from types import ModuleType
@@ -74,10 +73,14 @@ def _codec(table: dict[int, Callable[[Data], bytes]], codec: int) -> Callable[[D
 
 
 def _gzip_compress(data: Data) -> bytes:
+    import gzip
+
     return gzip.compress(data, compresslevel=_GZIP_LEVEL, mtime=0)
 
 
 def _gzip_decompress(data: Data) -> bytes:
+    import gzip
+
     return gzip.decompress(data)
 
 

@@ -8,8 +8,8 @@ kept as their own parts, so fetch responses can be written without copying segme
 
 from __future__ import annotations
 
+import os
 import struct
-import uuid as _uuid
 from typing import Callable
 
 _I8 = struct.Struct(">b")
@@ -171,6 +171,54 @@ class Reader:
         return [item(self) for _ in range(n)]
 
 
+class FileRegion:
+    """``count`` bytes of a file at ``offset``, as one output part: the connection sends it with ``os.sendfile``
+    (the bytes never pass through Python) or, where it cannot (TLS), reads it with ``pread`` when writing.
+
+    It owns a duplicate of the descriptor, so the region stays readable even if the segment is closed or deleted
+    before the answer is written; the duplicate is closed once the region is written or dropped.
+    """
+
+    __slots__ = ("fd", "offset", "count")
+
+    def __init__(self, fd: int, offset: int, count: int) -> None:
+        self.fd = os.dup(fd)
+        self.offset = offset
+        self.count = count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __repr__(self) -> str:
+        return f"FileRegion(fd={self.fd}, offset={self.offset}, count={self.count})"
+
+    def read(self) -> bytes:
+        """The bytes (pread; fewer only if the file shrank)."""
+        parts = []
+        got = 0
+        while got < self.count:
+            chunk = os.pread(self.fd, self.count - got, self.offset + got)
+            if not chunk:
+                break
+            parts.append(chunk)
+            got += len(chunk)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def fileno(self) -> int:  # for loop.sendfile
+        return self.fd
+
+    def seek(self, *_args: int) -> int:  # loop.sendfile's fallback may call it; offsets are always explicit here
+        return 0
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __del__(self) -> None:
+        self.close()
+
+
 class Writer:
     """Encoder that appends to a bytearray, with large payloads kept as separate zero-copy parts."""
 
@@ -191,7 +239,7 @@ class Writer:
         return list(self.parts)
 
     def getvalue(self) -> bytes:
-        return b"".join(self.getparts())
+        return b"".join(part.read() if type(part) is FileRegion else part for part in self.getparts())
 
     def int8(self, v: int) -> None:
         self.buf += _I8.pack(v)
@@ -229,14 +277,14 @@ class Writer:
 
     def uuid(self, v: bytes | None) -> None:
         v = ZERO_UUID if v is None else v
-        if isinstance(v, _uuid.UUID):
-            v = v.bytes
+        if not isinstance(v, (bytes, bytearray, memoryview)):
+            v = v.bytes  # a uuid.UUID
         if len(v) != 16:
             raise ValueError("a UUID is 16 bytes")
         self.buf += v
 
-    def raw(self, data: bytes | bytearray | memoryview) -> None:
-        if len(data) > INLINE_LIMIT:
+    def raw(self, data: bytes | bytearray | memoryview | FileRegion) -> None:
+        if len(data) > INLINE_LIMIT or type(data) is FileRegion:
             if self.buf:
                 self.parts.append(self.buf)
                 self.size += len(self.buf)

@@ -12,6 +12,7 @@ dicts and fill any missing field with its default.
 from __future__ import annotations
 
 import re
+import struct
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -198,8 +199,22 @@ def _field_codecs(f: Field, version: int, flexible: bool) -> tuple[Decode, Encod
     return _scalar_reader(f.type, nullable, compact), _scalar_writer(f.type, compact)
 
 
+_STRUCT_FORMATS = {"bool": "?", "int8": "b", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I", "int64": "q", "float64": "d"}
+_MISSING = object()
+
+
+def _is_fixed(f: Field) -> bool:
+    """A fixed-width scalar: consecutive ones are packed and unpacked with one ``struct`` call."""
+    return f.element_type is None and f.type in _STRUCT_FORMATS
+
+
 def _struct_codec(fields: tuple[Field, ...], version: int, flexible: bool) -> StructCodec:
-    """Build the codec of a struct: regular fields in order, then (if flexible) the tagged-field buffer."""
+    """Build the codec of a struct: regular fields in order, then (if flexible) the tagged-field buffer.
+
+    The decoder and encoder are generated as straight-line Python for this struct and version (no per-field
+    loop, no per-field dict of options): each run of consecutive fixed-width fields is one precompiled
+    ``struct`` call, every other field calls its own codec.
+    """
     regular: list[tuple[str, Decode, Encode, Any]] = []
     tagged: dict[int, tuple[str, Decode, Encode, Any]] = {}
     absent: list[tuple[str, Any]] = []
@@ -216,10 +231,8 @@ def _struct_codec(fields: tuple[Field, ...], version: int, flexible: bool) -> St
             regular.append(entry)
     tagged_in_order = sorted(tagged.items())
 
-    def decode(r: Reader) -> dict:
-        out: dict[str, Any] = {}
-        for key, read, _, _ in regular:
-            out[key] = read(r)
+    def decode_tail(r: Reader, out: dict) -> None:
+        """Tagged fields (defaults first, then what the buffer holds) and fields absent in this version."""
         if flexible:
             for _, (key, _, _, f) in tagged_in_order:
                 out[key] = default_value(f, version)
@@ -238,31 +251,70 @@ def _struct_codec(fields: tuple[Field, ...], version: int, flexible: bool) -> St
                 r.pos = end
         for key, f in absent:
             out[key] = default_value(f, version)
-        return out
 
-    def encode(w: Writer, value: dict) -> None:
+    def encode_tagged(w: Writer, value: dict) -> None:
         get = value.get
-        for key, _, write, f in regular:
+        present = []
+        for tag, (key, _, write, f) in tagged_in_order:
             v = get(key)
-            if v is None and key not in value:
-                v = default_value(f, version)
-            write(w, v)
-        if flexible:
-            present = []
-            for tag, (key, _, write, f) in tagged_in_order:
-                v = get(key)
-                if v is not None and v != default_value(f, version):
-                    present.append((tag, write, v))
-            w.uvarint(len(present))
-            for tag, write, v in present:
-                sub = Writer()
-                write(sub, v)
-                w.uvarint(tag)
-                w.uvarint(len(sub))
-                for part in sub.getparts():
-                    w.raw(part)
+            if v is not None and v != default_value(f, version):
+                present.append((tag, write, v))
+        w.uvarint(len(present))
+        for tag, write, v in present:
+            sub = Writer()
+            write(sub, v)
+            w.uvarint(tag)
+            w.uvarint(len(sub))
+            for part in sub.getparts():
+                w.raw(part)
 
-    return StructCodec(decode, encode)
+    namespace: dict[str, Any] = {
+        "M": _MISSING, "ProtocolError": ProtocolError, "decode_tail": decode_tail, "encode_tagged": encode_tagged,
+    }
+    dec = ["def decode(r):", "    out = {}"]
+    enc = ["def encode(w, value):", "    get = value.get"]
+    i = 0
+    while i < len(regular):
+        j = i
+        while j < len(regular) and _is_fixed(regular[j][3]):
+            j += 1
+        if j > i:
+            packer = struct.Struct(">" + "".join(_STRUCT_FORMATS[regular[k][3].type] for k in range(i, j)))
+            namespace[f"P{i}"], namespace[f"U{i}"] = packer.pack, packer.unpack_from
+            for k in range(i, j):
+                namespace[f"D{k}"] = default_value(regular[k][3], version)
+                enc.append(f"    v{k} = get({regular[k][0]!r}, M)")
+                enc.append(f"    if v{k} is M: v{k} = D{k}")
+            enc.append(f"    w.buf += P{i}({', '.join(f'v{k}' for k in range(i, j))})")
+            size = packer.size
+            targets = "".join(f"out[{regular[k][0]!r}], " for k in range(i, j))
+            dec.append("    pos = r.pos")
+            dec.append(f"    if pos + {size} > r.end:")
+            dec.append(f"        raise ProtocolError(f'truncated: need {size} bytes at {{pos}}, have {{r.end - pos}}')")
+            dec.append(f"    {targets}= U{i}(r.buf, pos)")
+            dec.append(f"    r.pos = pos + {size}")
+            i = j
+            continue
+        key, read, write, f = regular[i]
+        namespace[f"R{i}"], namespace[f"W{i}"], namespace[f"D{i}"] = read, write, default_value(f, version)
+        dec.append(f"    out[{key!r}] = R{i}(r)")
+        enc.append(f"    v = get({key!r}, M)")
+        enc.append(f"    W{i}(w, D{i} if v is M else v)")
+        i += 1
+    if flexible and not tagged and not absent:
+        # The usual case: no known tagged field, so an empty tag buffer (one zero byte) needs no decoding.
+        dec.append("    pos = r.pos")
+        dec.append("    if pos < r.end and r.buf[pos] == 0:")
+        dec.append("        r.pos = pos + 1")
+        dec.append("    else:")
+        dec.append("        decode_tail(r, out)")
+    elif flexible or absent:
+        dec.append("    decode_tail(r, out)")
+    dec.append("    return out")
+    if flexible:
+        enc.append("    encode_tagged(w, value)" if tagged else "    w.buf.append(0)")
+    exec(compile("\n".join(dec) + "\n\n" + "\n".join(enc) + "\n", f"<codec {version}>", "exec"), namespace)
+    return StructCodec(namespace["decode"], namespace["encode"])
 
 
 _CODECS: dict[tuple[str, int], StructCodec] = {}

@@ -61,6 +61,17 @@ class _IndexFile:
     def _clear(self) -> None:
         raise NotImplementedError
 
+    def truncate_entries(self, count: int) -> None:
+        """Keep only the first ``count`` entries, in memory and in the file (undoing an append that failed)."""
+        self._keep_first(count)
+        size = count * self.ENTRY_SIZE
+        if self.file_size > size:
+            os.ftruncate(self.fd, size)
+            self.file_size = size
+
+    def _keep_first(self, count: int) -> None:
+        raise NotImplementedError
+
     def reset(self) -> None:
         """Drop every entry (the index is about to be rebuilt from the log)."""
         self._clear()
@@ -99,6 +110,10 @@ class OffsetIndex(_IndexFile):
         self._offsets = array("i")
         self._positions = array("i")
 
+    def _keep_first(self, count: int) -> None:
+        del self._offsets[count:]
+        del self._positions[count:]
+
     def append(self, offset: int, position: int) -> None:
         relative = offset - self.base_offset
         if self._offsets and relative <= self._offsets[-1]:
@@ -111,6 +126,11 @@ class OffsetIndex(_IndexFile):
         """Start position for a scan to ``offset``: the greatest entry <= offset, else the segment start."""
         slot = bisect_right(self._offsets, offset - self.base_offset) - 1
         return self._positions[slot] if slot >= 0 else 0
+
+    def floor_by_position(self, position: int) -> tuple[int, int] | None:
+        """(absolute offset, position) of the last entry at or before ``position``: a batch that starts there."""
+        slot = bisect_right(self._positions, position) - 1
+        return (self.base_offset + self._offsets[slot], self._positions[slot]) if slot >= 0 else None
 
     def last_entry(self) -> tuple[int, int] | None:
         """(absolute offset, position) of the last entry."""
@@ -150,6 +170,10 @@ class TimeIndex(_IndexFile):
     def _clear(self) -> None:
         self._timestamps = array("q")
         self._offsets = array("i")
+
+    def _keep_first(self, count: int) -> None:
+        del self._timestamps[count:]
+        del self._offsets[count:]
 
     def maybe_append(self, timestamp: int, offset: int) -> None:
         """Append only when ``timestamp`` is above the last entry's (and above -1 for an empty index)."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,6 +155,8 @@ class LogManager:
                 continue
             if path.name.endswith(DELETE_DIR_SUFFIX):
                 log.info("Removing %s, left over from a topic deletion", path)
+                import shutil
+
                 shutil.rmtree(path, ignore_errors=True)
                 continue
             if path.name.endswith((FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)):
@@ -298,6 +299,8 @@ class LogManager:
             partition_log.close(snapshot=False)
             doomed = self.data_dir / delete_dir_name(name, partition)
             os.replace(partition_log.directory, doomed)
+            import shutil  # here: rarely needed, and not cheap to import at start-up
+
             shutil.rmtree(doomed, ignore_errors=True)
         log.info("Deleted topic %s", name)
 

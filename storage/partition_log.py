@@ -11,13 +11,13 @@ from __future__ import annotations
 import logging
 import os
 import random
-import shutil
 import time
 from bisect import bisect_right, insort
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from protocol.primitives import FileRegion
 from protocol.records import (
     BATCH_HEADER_SIZE,
     BatchHeader,
@@ -51,6 +51,7 @@ from storage.segment import (
     LogSegment,
     remove_segment_files,
 )
+from storage.segment_swap import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, change_suffixes, recover_interrupted_swap, remove_files
 from storage.transaction_index import AbortedTxn
 
 log = logging.getLogger(__name__)
@@ -178,9 +179,11 @@ class PartitionLog:
         self._topic_id = read_partition_metadata(directory)
 
     def _clean_directory(self) -> list[int]:
-        """Remove leftovers of interrupted cleaning/deletion and orphan indexes; return segment base offsets."""
+        """Finish or undo an interrupted segment swap, remove other leftovers and orphan indexes; return segment base
+        offsets."""
         bases: list[int] = []
         index_files: list[Path] = []
+        recover_interrupted_swap(self.directory)
         for path in self.directory.iterdir():
             name = path.name
             if name.endswith(_LEFTOVER_SUFFIXES + (_SNAPSHOT_TMP_SUFFIX,)):
@@ -320,6 +323,11 @@ class PartitionLog:
         return list(self._base_offsets)
 
     @property
+    def segments(self) -> list[LogSegment]:
+        """The segments in offset order, the active one last (the cleaner plans from them, on the loop)."""
+        return list(self._segments)
+
+    @property
     def last_stable_offset(self) -> int:
         """Kafka's LSO: the first offset of the oldest open transaction (not below the log start), or the high
         watermark (here the log end offset) when none is open. read_committed fetches stop there."""
@@ -337,6 +345,14 @@ class PartitionLog:
     def active_producers(self) -> list[ActiveProducer]:
         """DescribeProducers: every producer this partition knows, by producer id."""
         return self._producers.active_producers()
+
+    def last_records_of_active_producers(self) -> dict[int, tuple[int | None, int]]:
+        """Kafka's lastRecordsOfActiveProducers: producer id -> (offset of its last data batch, or None when its
+        last write was a marker of a new epoch; its epoch). The cleaner keeps those batches, even emptied."""
+        return {
+            producer_id: (entry.last_data_offset if entry.last_data_offset >= 0 else None, entry.producer_epoch)
+            for producer_id, entry in self._producers.producers.items()
+        }
 
     def ongoing_transactions(self) -> dict[int, int]:
         """producer id -> first offset of each transaction open in this partition."""
@@ -575,6 +591,52 @@ class PartitionLog:
             return data[:_whole_batches_end(data, first.size, upper_offset)]
         return b""
 
+    def read_region(
+        self, offset: int, max_bytes: int, *, upper_offset: int | None = None, min_region_bytes: int = 64 * 1024
+    ) -> tuple[bytes | FileRegion, int | None]:
+        """``read`` for Fetch: an answer of at least ``min_region_bytes`` is a FileRegion of the segment file (sent
+        with sendfile, never copied through Python), smaller ones are bytes as ``read`` returns them.
+
+        A region ends at a batch boundary known without reading the data: the segment end, the batch at
+        ``upper_offset``, or the last offset-index entry within ``max_bytes`` (so it may stop up to one index
+        interval short of the limit; the first batch is always whole). Returns (data, end) where ``end`` is an
+        offset at or above the one after the last returned batch (None for bytes: read it from them).
+        """
+        if offset < self._log_start_offset or offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(offset, self._log_start_offset, self.log_end_offset)
+        if upper_offset is not None and offset >= upper_offset:
+            return b"", None
+        for segment in self._segments[self._segment_slot(offset):]:
+            if offset >= segment.next_offset:
+                continue
+            first = segment.find_batch(offset)
+            if first is None:
+                continue
+            if upper_offset is not None and first.base_offset >= upper_offset:
+                return b"", None
+            start = first.position
+            end, end_offset = segment.size, segment.next_offset
+            if upper_offset is not None and upper_offset < segment.next_offset:
+                bound = segment.find_batch(upper_offset)
+                if bound is not None:
+                    if bound.base_offset >= upper_offset:
+                        end, end_offset = bound.position, upper_offset
+                    else:
+                        end, end_offset = bound.position + bound.size, bound.last_offset + 1
+            limit = start + max(first.size, max_bytes)
+            if end - start < min_region_bytes or limit - start < min_region_bytes:
+                length = max(first.size, min(max_bytes, segment.size - start))
+                data = segment.read(start, length)
+                return data[:_whole_batches_end(data, first.size, upper_offset)], None
+            if end > limit:
+                entry = segment.index.floor_by_position(limit)
+                if entry is not None and entry[1] > start + first.size:
+                    end, end_offset = entry[1], entry[0] + 1  # that entry's batch is left out: an upper bound
+                else:
+                    end, end_offset = start + first.size, first.last_offset + 1
+            return FileRegion(segment.fd, start, end - start), end_offset
+        return b"", None
+
     def _segment_slot(self, offset: int) -> int:
         return max(bisect_right(self._base_offsets, offset) - 1, 0)
 
@@ -679,6 +741,31 @@ class PartitionLog:
         self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
         log.info("Deleted segment %s (%s); log start offset is now %d", segment.log_path, reason,
                  self._log_start_offset)
+
+    def replace_segments(self, old: list[LogSegment]) -> LogSegment:
+        """Swap in the segment the cleaner wrote as ``<first old base>.*.cleaned`` for ``old`` (consecutive, not the
+        active one), in Kafka's crash-safe order (see storage.segment_swap); returns the new segment. Producer state
+        and snapshots stay: the cleaner keeps the last batch of every producer."""
+        first = next((i for i, segment in enumerate(self._segments) if segment is old[0]), -1)
+        if first < 0 or self._segments[first:first + len(old)] != old or first + len(old) >= len(self._segments):
+            raise ValueError(f"{self.directory}: the segments to replace are no longer all in the log")
+        directory, base = self.directory, old[0].base_offset
+        change_suffixes(directory, base, CLEANED_SUFFIX, SWAP_SUFFIX)
+        for segment in old:
+            segment.close()
+            change_suffixes(directory, segment.base_offset, "", DELETED_SUFFIX)
+        change_suffixes(directory, base, SWAP_SUFFIX, "")
+        for segment in old:
+            remove_files(directory, segment.base_offset, DELETED_SUFFIX)
+        segment = self._new_segment_object(base)
+        problem = segment.index_problem() or segment.load_trusted()
+        if problem is not None:
+            log.warning("%s: rebuilding the indexes of the cleaned segment %d: %s", directory, base, problem.reason)
+            segment.recover(self._config.index_interval_bytes)
+        self._segments[first:first + len(old)] = [segment]
+        self._base_offsets[first:first + len(old)] = [base]
+        self._dir_generation += 1
+        return segment
 
     def _truncate_fully_and_start_at(self, offset: int) -> None:
         """Kafka's truncateFullyAndStartAt: no data, no producer state, no snapshots."""
@@ -793,6 +880,8 @@ class PartitionLog:
     def delete(self) -> None:
         """Close and remove the whole partition directory."""
         self._close_segments()
+        import shutil  # here: rarely needed, and not cheap to import at start-up
+
         shutil.rmtree(self.directory, ignore_errors=True)
 
 

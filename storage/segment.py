@@ -7,9 +7,11 @@ position is shared between the event loop and the thread that fsyncs duplicated 
 
 from __future__ import annotations
 
+import logging
 import os
 import struct
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -22,6 +24,8 @@ INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 TXN_INDEX_SUFFIX = ".txnindex"
 SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+
+log = logging.getLogger(__name__)
 
 INT32_MAX = 2**31 - 1
 _LOG_OVERHEAD = 12
@@ -258,21 +262,44 @@ class LogSegment:
     def append(self, buf: bytearray, headers: list[BatchHeader], index_interval_bytes: int) -> None:
         """Write whole batches at the end of the file, then add index entries at Kafka's cadence.
 
-        ``headers`` carry offsets already assigned and positions relative to ``buf``.
+        ``headers`` carry offsets already assigned and positions relative to ``buf``. All or nothing: if a write
+        fails (a full disk, an I/O error) the file and indexes are cut back to what they were, so no torn batch
+        is left for reads or recovery, and the OSError is raised.
         """
         start = self.size
-        pwrite_fully(self.fd, buf, start)
-        if start == 0:
-            self.first_batch_timestamp = max(header.max_timestamp for header in headers)
-        for header in headers:
-            self._track_max_timestamp(header)
-            if self.bytes_since_last_index_entry > index_interval_bytes:
-                self.index.append(header.last_offset, start + header.position)
-                self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
-                self.bytes_since_last_index_entry = 0
-            self.bytes_since_last_index_entry += header.size
+        before = (self.first_batch_timestamp, self.max_timestamp, self.offset_of_max_timestamp,
+                  self.bytes_since_last_index_entry, len(self.index), len(self.time_index))
+        try:
+            pwrite_fully(self.fd, buf, start)
+            if start == 0:
+                self.first_batch_timestamp = max(header.max_timestamp for header in headers)
+            for header in headers:
+                self._track_max_timestamp(header)
+                if self.bytes_since_last_index_entry > index_interval_bytes:
+                    self.index.append(header.last_offset, start + header.position)
+                    self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+                    self.bytes_since_last_index_entry = 0
+                self.bytes_since_last_index_entry += header.size
+        except OSError:
+            self._undo_append(start, before)
+            raise
         self.size = start + len(buf)
         self.next_offset = headers[-1].last_offset + 1
+
+    def _undo_append(self, start: int, before: tuple[int | None, int, int, int, int, int]) -> None:
+        """Forget a failed append. If even the truncation fails, the stray bytes lie past ``size``: never read, and
+        overwritten by the next append or cut by recovery."""
+        (self.first_batch_timestamp, self.max_timestamp, self.offset_of_max_timestamp,
+         self.bytes_since_last_index_entry, index_entries, time_entries) = before
+        for undo in (
+            partial(self.index.truncate_entries, index_entries),  # memory first, then the file: never half-undone
+            partial(self.time_index.truncate_entries, time_entries),
+            partial(os.ftruncate, self.fd, start),
+        ):
+            try:
+                undo()
+            except OSError as exc:
+                log.error("%s: undoing a failed append at position %d: %s", self.log_path, start, exc)
 
     def on_become_inactive(self) -> None:
         """On roll and close Kafka makes sure the time index ends with the segment's max timestamp."""

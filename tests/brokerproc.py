@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 READY = re.compile(r"minibroker ready on (\S+):(\d+)")
+LISTENER = re.compile(r"listener (\S+) \((\S+)\) on (\S+):(\d+)")
 
 
 def wait_for_ready(log_path: Path, proc: subprocess.Popen, timeout: float = 20.0) -> int:
@@ -36,13 +37,16 @@ class BrokerProcess:
         self.log_path = data_dir.parent / f"{data_dir.name}-broker.log"
         self.proc: subprocess.Popen | None = None
         self.port = 0
+        self.listener_ports: dict[str, int] = {}  # listener name -> bound port, from the start-up log
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 20.0) -> BrokerProcess:
-        args = [sys.executable, "-m", "minibroker", "serve", "--port", str(self.port), "--data-dir", str(self.data_dir)]
+        args = [sys.executable, "-m", "minibroker", "serve", "--data-dir", str(self.data_dir)]
+        if not any(setting.startswith("listeners=") for setting in self.settings):
+            args += ["--port", str(self.port)]
         for setting in self.settings:
             args += ["-c", setting]
         log = open(self.log_path, "a")
@@ -55,6 +59,7 @@ class BrokerProcess:
             match = READY.search(text)
             if match:
                 self.port = int(match.group(2))
+                self.listener_ports = {m.group(1): int(m.group(4)) for m in LISTENER.finditer(text)}
                 return self
             if self.proc.poll() is not None:
                 raise RuntimeError(f"broker exited with {self.proc.returncode}:\n{text}")

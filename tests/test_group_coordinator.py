@@ -148,6 +148,13 @@ def test_protocol_is_chosen_among_those_every_member_supports(env: Env) -> None:
     assert sorted(m["metadata"] for m in leader["members"]) == [b"A2", b"B2"]
 
 
+def test_the_protocol_most_members_prefer_wins(env: Env) -> None:
+    both = (("roundrobin", b""), ("range", b""))
+    joins = [env.join_new(client_id=c, protocols=p) for c, p in (("a", both), ("b", both), ("c", both[::-1]))]
+    env.timer.advance(0)
+    assert {j.last["protocol_name"] for j in joins} == {"roundrobin"}
+
+
 def test_member_without_a_common_protocol_is_refused(env: Env) -> None:
     env.join_new(client_id="a")
     env.timer.advance(0)
@@ -203,6 +210,17 @@ def test_followers_wait_for_the_leaders_sync(env: Env) -> None:
     assert waiting.items == []
     env.sync(leader, 1, {follower: b"F", leader: b"L"})
     assert waiting.last == {"error_code": ErrorCode.NONE, "protocol_type": "consumer", "protocol_name": "range", "assignment": b"F"}
+
+
+def test_a_new_member_sends_waiting_followers_back_to_rejoin(env: Env) -> None:
+    a = env.join_new(client_id="a")
+    b = env.join_new(client_id="b")
+    env.timer.advance(0)
+    follower = next(x.last["member_id"] for x in (a, b) if x.last["member_id"] != x.last["leader"])
+    waiting = env.sync(follower, 1)
+    env.join_new(client_id="c")
+    assert waiting.last["error_code"] == ErrorCode.REBALANCE_IN_PROGRESS
+    assert env.group().state == GroupState.PREPARING_REBALANCE
 
 
 def test_sync_errors(env: Env) -> None:

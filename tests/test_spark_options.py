@@ -24,7 +24,9 @@ def test_offset_json_round_trips_in_sparks_layout() -> None:
 
 def test_parse_offsets() -> None:
     assert parse_offsets("startingOffsets", " Earliest ", ending=False) == OffsetSpec("earliest")
-    assert parse_offsets("startingOffsets", '{"t": {"0": -2, "1": 5}}', ending=False) == OffsetSpec("offsets", {("t", 0): -2, ("t", 1): 5})
+    assert parse_offsets("startingOffsets", '{"t": {"0": -2, "1": 5}}', ending=False) == OffsetSpec(
+        "offsets", {("t", 0): -2, ("t", 1): 5}
+    )
     with pytest.raises(OffsetOptionError, match="'earliest' is not allowed as an ending offset"):
         parse_offsets("endingOffsets", "earliest", ending=True)
     with pytest.raises(OffsetOptionError, match="endingOffsets: invalid offset -2 for t-0"):
@@ -54,13 +56,26 @@ def test_source_options_defaults_follow_spark() -> None:
 
 def test_kafka_options_reach_the_client() -> None:
     options = source_options(
-        {**BOOT, "subscribe": "a", "kafka.isolation.level": "read_uncommitted", "kafka.fetch.max.bytes": "1000", "groupIdPrefix": "mine"},
+        {
+            **BOOT,
+            "subscribe": "a",
+            "kafka.isolation.level": "read_uncommitted",
+            "kafka.fetch.max.bytes": "1000",
+            "groupIdPrefix": "mine",
+        },
         streaming=True,
     )
     config = options.consumer_config()
-    assert (config["isolation.level"], config["fetch.max.bytes"], config["bootstrap.servers"]) == ("read_uncommitted", "1000", "127.0.0.1:9092")
+    assert (config["isolation.level"], config["fetch.max.bytes"], config["bootstrap.servers"]) == (
+        "read_uncommitted",
+        "1000",
+        "127.0.0.1:9092",
+    )
     assert config["group.id"].startswith("mine-")
-    assert sink_options({**BOOT, "topic": "out", "kafka.acks": "1"}).producer_config() == {"acks": "1", "bootstrap.servers": "127.0.0.1:9092"}
+    assert sink_options({**BOOT, "topic": "out", "kafka.acks": "1"}).producer_config() == {
+        "acks": "1",
+        "bootstrap.servers": "127.0.0.1:9092",
+    }
 
 
 @pytest.mark.parametrize(
@@ -72,9 +87,17 @@ def test_kafka_options_reach_the_client() -> None:
         ({**BOOT, "subscribe": "a", "maxOffsetsPerTrigger": "10"}, False, "only for streaming reads"),
         ({**BOOT, "subscribe": "a", "endingOffsets": "latest"}, True, "only for batch reads"),
         ({**BOOT, "subscribe": "a", "startingOffsets": "latest"}, False, "not allowed for batch reads"),
-        ({**BOOT, "subscribe": "a", "maxOffsetsPerTrigger": "0"}, True, "'maxOffsetsPerTrigger' must be a positive integer"),
+        (
+            {**BOOT, "subscribe": "a", "maxOffsetsPerTrigger": "0"},
+            True,
+            "'maxOffsetsPerTrigger' must be a positive integer",
+        ),
         ({**BOOT, "subscribe": "a", "startingOffsets": "earliest", "startingTimestamp": "5"}, True, "conflict"),
-        ({**BOOT, "subscribe": "a", "startingTimestamp": "yesterday"}, True, "startingTimestamp: expected milliseconds"),
+        (
+            {**BOOT, "subscribe": "a", "startingTimestamp": "yesterday"},
+            True,
+            "startingTimestamp: expected milliseconds",
+        ),
         ({**BOOT, "subscribe": "a", "kafka.enable.auto.commit": "true"}, True, "managed by the source"),
         ({**BOOT, "subscribe": "a", "includeHeaders": "maybe"}, True, "'includeHeaders' must be true or false"),
     ],
@@ -95,5 +118,7 @@ def test_package_imports_without_spark_and_the_broker_never_imports_it() -> None
 
 def test_register_says_what_to_install_when_pyspark_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pyspark", None)
-    with pytest.raises(minibroker.spark.MissingDependencyError, match=r"needs pyspark: pip install 'minibroker\[spark\]'"):
+    with pytest.raises(
+        minibroker.spark.MissingDependencyError, match=r"needs pyspark: pip install 'minibroker\[spark\]'"
+    ):
         minibroker.spark.register(object())

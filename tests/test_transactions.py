@@ -15,6 +15,7 @@ from typing import Iterator
 import pytest
 
 from protocol.errors import ErrorCode
+from protocol.records import ControlRecordType
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import confluent_create_topic
 from tests.txnutil import (
@@ -125,9 +126,8 @@ def test_second_producer_fences_the_first(client: str, broker: BrokerProcess, to
             # A zombie write with the old epoch (as a hand-made Produce: each client reports the refusal its
             # own way) is refused with INVALID_PRODUCER_EPOCH, as Kafka does since 2.7, and never reaches the log.
             zombie_id, zombie_epoch = producer_of(read_segments(broker.data_dir, topic_name, 0), b"zombie-0")
-            assert raw_produce(bootstrap, topic_name, 0, transactional_id, zombie_id, zombie_epoch, 1, b"zombie-late") == (
-                ErrorCode.INVALID_PRODUCER_EPOCH
-            )
+            error, _ = raw_produce(bootstrap, topic_name, 0, transactional_id, zombie_id, zombie_epoch, 1, [b"zombie-late"])
+            assert error == ErrorCode.INVALID_PRODUCER_EPOCH
             with pytest.raises(Exception) as raised:
                 first.commit()
             assert is_fenced(client, raised.value), f"{client} raised {raised.value!r}, not its fenced error"
@@ -205,3 +205,46 @@ def test_timed_out_transaction_is_aborted(client: str, quick_timeouts_broker: Br
         [(values, marker)] = transactions_in(batches, producer_id)
         assert values == [b"left-open-%d-%d" % (p, i) for i in range(3)]
         check_marker(marker, commit=False, producer_id=producer_id, producer_epoch=epoch + 1)
+
+
+def test_interleaved_producers_abort_one_commit_other(broker: BrokerProcess, topic_name: str) -> None:
+    """Two transactional producers write batch by batch into the same partitions; the one that commits first is
+    held back by the other's open transaction (the LSO stops at its first record) until that one aborts. Each
+    client's read_committed consumer then skips the aborted producer's batches among the committed ones."""
+    bootstrap = broker.bootstrap
+    confluent_create_topic(bootstrap, topic_name, PARTITIONS)
+    rounds = 5
+    with producer("confluent", bootstrap, unique("loser"), **{"linger.ms": 0}) as loser, \
+            producer("confluent", bootstrap, unique("winner"), **{"linger.ms": 0}) as winner:
+        loser.begin()
+        winner.begin()
+        for r in range(rounds):
+            for p in range(PARTITIONS):
+                loser.send(topic_name, p, b"loser-%d-%d" % (p, r))
+            loser.flush()
+            for p in range(PARTITIONS):
+                winner.send(topic_name, p, b"winner-%d-%d" % (p, r))
+            winner.flush()
+        winner.commit()
+        # Committed, yet invisible behind the loser's open transaction.
+        assert latest_offsets(bootstrap, topic_name, PARTITIONS, READ_COMMITTED) == {p: 0 for p in range(PARTITIONS)}
+        assert consume("confluent", bootstrap, topic_name, PARTITIONS, 0, "read_committed") == []
+        loser.abort()
+    end = 2 * rounds + 2
+    assert latest_offsets(bootstrap, topic_name, PARTITIONS, READ_COMMITTED) == {p: end for p in range(PARTITIONS)}
+    results = read_all_clients(bootstrap, topic_name, {"read_committed": PARTITIONS * rounds, "read_uncommitted": 2 * PARTITIONS * rounds})
+    for (reader, level), got in results.items():
+        if level == "read_committed":
+            assert got == {p: [b"winner-%d-%d" % (p, r) for r in range(rounds)] for p in range(PARTITIONS)}, reader
+        else:
+            assert got == {
+                p: [v for r in range(rounds) for v in (b"loser-%d-%d" % (p, r), b"winner-%d-%d" % (p, r))] for p in range(PARTITIONS)
+            }, reader
+    for p in range(PARTITIONS):
+        batches = read_segments(broker.data_dir, topic_name, p)
+        kinds = [(b.header.producer_id, b.control_type) for b in batches]
+        loser_id = producer_of(batches, b"loser-%d-0" % p)[0]
+        winner_id = producer_of(batches, b"winner-%d-0" % p)[0]
+        assert kinds == [(loser_id, None), (winner_id, None)] * rounds + [
+            (winner_id, ControlRecordType.COMMIT), (loser_id, ControlRecordType.ABORT)
+        ]

@@ -122,7 +122,9 @@ def committed_offset(bootstrap: str, group_id: str, topic: str) -> int | None:
 
 
 @pytest.mark.parametrize("client", CLIENTS)
-def test_consume_transform_produce(client: str, broker, topic_name: str, request: pytest.FixtureRequest) -> None:
+def test_consume_transform_produce(
+    client: str, broker: BrokerProcess, topic_name: str, request: pytest.FixtureRequest
+) -> None:
     bootstrap = broker.bootstrap
     if TXN_OFFSET_COMMIT not in supported_api_keys(bootstrap):
         # Each client refuses send_offsets_to_transaction without TxnOffsetCommit in ApiVersions (confluent
@@ -148,6 +150,7 @@ def test_consume_transform_produce(client: str, broker, topic_name: str, request
             for m in inputs[:half]:
                 txn.send(sink, 0, m.value().upper())
             txn.send_offsets(source, 0, half, group_id, consumer)
+            assert committed_offset(bootstrap, group_id, source) is None, "offsets visible before the commit"
             txn.commit()
             assert committed_offset(bootstrap, group_id, source) == half
             # Second half: transformed, offsets sent, aborted: the committed offset stays.

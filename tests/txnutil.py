@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import socket
 import struct
 import threading
@@ -29,6 +30,7 @@ from confluent_kafka import TopicPartition as ConfluentTopicPartition
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaPythonTopicPartition
 from kafka.errors import ProducerFencedError
+from kafka.structs import OffsetAndMetadata
 
 from protocol.frames import decode_response
 from protocol.records import (
@@ -38,6 +40,7 @@ from tests.brokerproc import BrokerProcess
 from tests.clientutil import Deadline, RawConnection, confluent_consumer
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 CLIENTS = ("confluent", "kafka-python", "aiokafka")
 OP_TIMEOUT_S = 20.0
@@ -67,9 +70,20 @@ def running_broker(data_dir: Path, *settings: str, env: dict[str, str] | None = 
 # ---- an asyncio loop in a thread, for aiokafka behind a synchronous interface ----
 
 
+def quiet_exception_handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The asyncio exception handler of the aiokafka loops: logs without a traceback.
+
+    A failed aiokafka future nobody awaited (a fenced sender task, a send of an aborted transaction) reports itself
+    from its finalizer, which the garbage collector may run in the middle of an unrelated ``ast.parse`` (pytest's
+    assertion rewriting, for one). On CPython 3.11 formatting a traceback parses source with ``ast`` for its carets,
+    and that nested parse breaks the outer one with "SystemError: AST constructor recursion depth mismatch"."""
+    log.debug("asyncio: %s (%r)", context.get("message"), context.get("exception"))
+
+
 class LoopThread:
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
+        self.loop.set_exception_handler(quiet_exception_handler)
         self.thread = threading.Thread(target=self.loop.run_forever, name="aiokafka-loop", daemon=True)
         self.thread.start()
 
@@ -77,6 +91,16 @@ class LoopThread:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     def close(self) -> None:
+        """Cancel what is left (and collect the outcomes, so no error stays unretrieved), stop, close."""
+
+        async def cancel_all() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        with contextlib.suppress(Exception):
+            self.run(cancel_all(), 10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(5)
         if not self.thread.is_alive():
@@ -87,7 +111,8 @@ class LoopThread:
 
 
 class TxnProducer:
-    """One client's transactional (or just idempotent) producer: send() queues, flush() waits for every ack."""
+    """One client's transactional (or only idempotent) producer behind one synchronous interface: send() queues a
+    record, flush() waits until every queued record is acknowledged (raising on failure)."""
 
     client = ""
 
@@ -95,16 +120,15 @@ class TxnProducer:
     def begin(self) -> None: ...
     def send(self, topic: str, partition: int, value: bytes, key: bytes | None = None) -> None: ...
     def flush(self) -> None: ...
+    def commit(self) -> None: ...
+    def abort(self) -> None: ...
+    def send_offsets(self, topic: str, partition: int, offset: int, group_id: str, consumer: Any) -> None: ...
+    def close(self) -> None: ...
 
     def send_many(self, topic: str, items: list[tuple[int, bytes]]) -> None:
         """send() for each (partition, value), in order."""
         for partition, value in items:
             self.send(topic, partition, value)
-
-    def commit(self) -> None: ...
-    def abort(self) -> None: ...
-    def close(self) -> None: ...
-    def send_offsets(self, topic: str, partition: int, offset: int, group_id: str, consumer: Any) -> None: ...
 
 
 def is_fenced(client: str, exc: BaseException) -> bool:
@@ -112,8 +136,8 @@ def is_fenced(client: str, exc: BaseException) -> bool:
     if client == "confluent":
         if not isinstance(exc, KafkaException):
             return False
-        error = exc.args[0]
-        return error.fatal() and error.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH)
+        error = exc.args[0]  # librdkafka turns PRODUCER_FENCED and a transactional INVALID_PRODUCER_EPOCH into _FENCED
+        return error.fatal() and error.code() == KafkaError._FENCED
     if client == "kafka-python":
         return isinstance(exc, ProducerFencedError)
     return isinstance(exc, ProducerFenced)
@@ -128,13 +152,10 @@ class ConfluentTxnProducer(TxnProducer):
             settings["transactional.id"] = transactional_id
         self.producer = Producer(settings)
         self.errors: list[str] = []
-        self.offsets: list[tuple[int, int]] = []  # (partition, offset) of each acknowledged record
 
     def _report(self, err: KafkaError | None, msg: Any) -> None:
         if err is not None:
-            self.errors.append(str(err))
-        else:
-            self.offsets.append((msg.partition(), msg.offset()))
+            self.errors.append(f"{msg.topic()}-{msg.partition()}: {err.str()}")
 
     def init(self) -> None:
         self.producer.init_transactions(OP_TIMEOUT_S)
@@ -207,8 +228,6 @@ class KafkaPythonTxnProducer(TxnProducer):
         self.producer.abort_transaction()
 
     def send_offsets(self, topic: str, partition: int, offset: int, group_id: str, consumer: Any) -> None:
-        from kafka.structs import OffsetAndMetadata
-
         self.producer.send_offsets_to_transaction(
             {KafkaPythonTopicPartition(topic, partition): OffsetAndMetadata(offset, "", -1)}, group_id
         )
@@ -277,9 +296,17 @@ class AIOKafkaTxnProducer(TxnProducer):
         ))
 
     def close(self) -> None:
+        futures, self.futures = self.futures, []
+
+        async def stop() -> None:
+            try:
+                if self.producer is not None:
+                    await asyncio.wait_for(self.producer.stop(), 10)
+            finally:
+                await asyncio.gather(*futures, return_exceptions=True)  # outcomes retrieved: no late error reports
+
         try:
-            if self.producer is not None:
-                self.loop.run(asyncio.wait_for(self.producer.stop(), 10))
+            self.loop.run(stop())
         finally:
             self.loop.close()
 
@@ -324,16 +351,18 @@ class Got:
 
 def consume(
     client: str, bootstrap: str, topic: str, partitions: int, expected: int, isolation: str, settle: float = SETTLE_S,
-    timeout: float = OP_TIMEOUT_S,
+    timeout: float = OP_TIMEOUT_S, **config: Any,
 ) -> list[Got]:
-    """Everything ``client``'s consumer returns for ``topic`` from the beginning: it reads until ``expected``
-    records came, then ``settle`` seconds more to catch any record too many."""
+    """Everything ``client``'s consumer (given ``config``) returns for ``topic`` from the beginning: it reads until
+    ``expected`` records came, then ``settle`` seconds more to catch any record too many."""
     reader = {"confluent": _consume_confluent, "kafka-python": _consume_kafka_python, "aiokafka": _consume_aiokafka}[client]
-    return reader(bootstrap, topic, partitions, expected, isolation, settle, timeout)
+    return reader(bootstrap, topic, partitions, expected, isolation, settle, timeout, config)
 
 
-def _consume_confluent(bootstrap: str, topic: str, partitions: int, expected: int, isolation: str, settle: float, timeout: float) -> list[Got]:
-    consumer = confluent_consumer(bootstrap, **{"isolation.level": isolation})
+def _consume_confluent(
+    bootstrap: str, topic: str, partitions: int, expected: int, isolation: str, settle: float, timeout: float, config: dict
+) -> list[Got]:
+    consumer = confluent_consumer(bootstrap, **{"isolation.level": isolation, **config})
     got: list[Got] = []
     try:
         consumer.assign([ConfluentTopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
@@ -354,10 +383,12 @@ def _consume_confluent(bootstrap: str, topic: str, partitions: int, expected: in
     return got
 
 
-def _consume_kafka_python(bootstrap: str, topic: str, partitions: int, expected: int, isolation: str, settle: float, timeout: float) -> list[Got]:
+def _consume_kafka_python(
+    bootstrap: str, topic: str, partitions: int, expected: int, isolation: str, settle: float, timeout: float, config: dict
+) -> list[Got]:
     consumer = KafkaConsumer(
         bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False, auto_offset_reset="earliest",
-        isolation_level=isolation, request_timeout_ms=OP_TIMEOUT_MS,
+        isolation_level=isolation, request_timeout_ms=OP_TIMEOUT_MS, **config,
     )
     got: list[Got] = []
     try:
@@ -379,11 +410,14 @@ def _consume_kafka_python(bootstrap: str, topic: str, partitions: int, expected:
     return got
 
 
-def _consume_aiokafka(bootstrap: str, topic: str, partitions: int, expected: int, isolation: str, settle: float, timeout: float) -> list[Got]:
+def _consume_aiokafka(
+    bootstrap: str, topic: str, partitions: int, expected: int, isolation: str, settle: float, timeout: float, config: dict
+) -> list[Got]:
     async def run() -> list[Got]:
+        asyncio.get_running_loop().set_exception_handler(quiet_exception_handler)
         consumer = AIOKafkaConsumer(
             bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False, auto_offset_reset="earliest",
-            isolation_level=isolation, request_timeout_ms=OP_TIMEOUT_MS,
+            isolation_level=isolation, request_timeout_ms=OP_TIMEOUT_MS, **config,
         )
         got: list[Got] = []
         try:
@@ -532,21 +566,36 @@ def latest_offsets(bootstrap: str, topic: str, partitions: int, isolation_level:
 
 PRODUCE = 0
 PRODUCE_VERSION = 8
+INIT_PRODUCER_ID = 22
+INIT_PRODUCER_ID_VERSION = 2
 
 
 def raw_produce(
     bootstrap: str, topic: str, partition: int, transactional_id: str | None, producer_id: int, producer_epoch: int,
-    base_sequence: int, value: bytes,
-) -> int:
-    """Produce one transactional record as the given producer id/epoch/sequence; the partition's error code."""
-    batch = build_batch([RecordInput(None, value)], producer_id=producer_id, producer_epoch=producer_epoch,
-                        base_sequence=base_sequence, is_transactional=transactional_id is not None)
+    base_sequence: int, values: list[bytes],
+) -> tuple[int, int]:
+    """Produce one batch of ``values`` as the given producer id/epoch/sequence (transactional when
+    ``transactional_id`` is given): the partition's (error code, base offset)."""
+    batch = build_batch([RecordInput(None, value) for value in values], producer_id=producer_id,
+                        producer_epoch=producer_epoch, base_sequence=base_sequence,
+                        is_transactional=transactional_id is not None)
     body = {"transactional_id": transactional_id, "acks": -1, "timeout_ms": OP_TIMEOUT_MS,
             "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": batch}]}]}
     with RawConnection(bootstrap) as conn:
         _, answer = decode_response(PRODUCE, PRODUCE_VERSION, conn.request(PRODUCE, PRODUCE_VERSION, body))
     [item] = answer["responses"][0]["partition_responses"]
-    return item["error_code"]
+    return item["error_code"], item["base_offset"]
+
+
+def raw_init_producer_id(bootstrap: str) -> tuple[int, int]:
+    """An idempotent (non-transactional) producer id and epoch."""
+    body = {"transactional_id": None, "transaction_timeout_ms": -1}
+    with RawConnection(bootstrap) as conn:
+        _, answer = decode_response(
+            INIT_PRODUCER_ID, INIT_PRODUCER_ID_VERSION, conn.request(INIT_PRODUCER_ID, INIT_PRODUCER_ID_VERSION, body)
+        )
+    assert answer["error_code"] == 0, f"InitProducerId: error {answer['error_code']}"
+    return answer["producer_id"], answer["producer_epoch"]
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float, what: str, interval: float = 0.05) -> None:

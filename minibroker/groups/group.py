@@ -8,7 +8,6 @@ hold a ``Responder``: the coordinator answers by calling it once with the respon
 from __future__ import annotations
 
 import logging
-import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
@@ -203,6 +202,8 @@ class ClassicGroup:
 
     @staticmethod
     def new_member_id(client_id: str, instance_id: str | None) -> str:
+        import uuid  # here: the module (and the platform module it loads) only once a member joins
+
         return (instance_id if instance_id is not None else client_id) + MEMBER_ID_DELIMITER + str(uuid.uuid4())
 
     def add_pending_member(self, member_id: str) -> None:

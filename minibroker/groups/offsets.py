@@ -1,7 +1,8 @@
 """Committed offsets, by group, topic and partition (Kafka's OffsetMetadataManager store).
 
 The store only changes by replaying ``__consumer_offsets`` records (at load and after each successful
-write), so what is in memory is always what the log says.
+write), so what is in memory is always what the log says. Each offset keeps the log offset of its record: when a
+transaction's offsets are committed, the newer of a transactional and a plain commit wins (Kafka compares them so).
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ class OffsetAndMetadata:
     metadata: str
     commit_timestamp: int
     expire_timestamp: int | None  # only from OffsetCommit v2-v4 with a retention time
+    record_offset: int  # where its record is in __consumer_offsets
 
     @classmethod
-    def from_record(cls, value: OffsetCommitValue) -> OffsetAndMetadata:
+    def from_record(cls, value: OffsetCommitValue, record_offset: int) -> OffsetAndMetadata:
         expire = None if value.expire_timestamp == NO_TIMESTAMP else value.expire_timestamp
-        return cls(value.offset, value.leader_epoch, value.metadata, value.commit_timestamp, expire)
+        return cls(value.offset, value.leader_epoch, value.metadata, value.commit_timestamp, expire, record_offset)
 
 
 class OffsetStore:

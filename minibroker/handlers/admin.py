@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from minibroker.config import is_secret
 from minibroker.context import RequestContext
 from minibroker.handlers.registry import api
 from protocol.errors import ErrorCode
@@ -172,13 +173,15 @@ def describe_broker(ctx: RequestContext, names: list[str] | None, synonyms: bool
         if names is not None and name not in names:
             continue
         source = SOURCE_DEFAULT if defaults[name] == value else SOURCE_STATIC_BROKER
+        sensitive = is_secret(name)
+        value = None if sensitive else value  # as Kafka: passwords are never returned
         entries.append(
             {
                 "name": name,
                 "value": value,
                 "read_only": True,
                 "config_source": source,
-                "is_sensitive": False,
+                "is_sensitive": sensitive,
                 "synonyms": [{"name": name, "value": value, "source": source}] if synonyms else [],
             }
         )

@@ -15,6 +15,7 @@ from minibroker.context import RequestContext
 from minibroker.handlers.metadata import LEADER_EPOCH
 from minibroker.handlers.registry import api
 from protocol.errors import ErrorCode
+from protocol.primitives import FileRegion
 from protocol.records import iter_batches
 from storage.errors import OffsetOutOfRangeError
 from storage.partition_log import PartitionLog
@@ -26,11 +27,13 @@ EARLIEST_LOCAL_TIMESTAMP = -4
 READ_COMMITTED = 1
 
 
-def aborted_in(partition_log: PartitionLog, offset: int, data: bytes) -> list[dict[str, int]]:
-    """The aborted transactions a read_committed client needs to filter the returned batches."""
+def aborted_in(partition_log: PartitionLog, offset: int, data: bytes | FileRegion, end: int | None = None) -> list[dict[str, int]]:
+    """The aborted transactions a read_committed client needs to filter the returned batches; ``end`` (at or
+    above the offset after the last returned batch) spares reading it from ``data``."""
     if not data:
         return []
-    end = max(header.last_offset for header in iter_batches(data)) + 1
+    if end is None:
+        end = max(header.last_offset for header in iter_batches(data)) + 1
     return [
         {"producer_id": producer_id, "first_offset": first_offset}
         for producer_id, first_offset in partition_log.aborted_transactions(offset, end)
@@ -68,9 +71,10 @@ def read_partitions(ctx: RequestContext, body: dict[str, Any]) -> tuple[list[dic
             limit = min(request["partition_max_bytes"], max(budget - total, 0))
             offset = request["fetch_offset"]
             try:
-                data = b""
+                data, end = b"", None
                 if limit > 0 or total == 0:
-                    data = partition_log.read(offset, limit, upper_offset=stable if read_committed else None)
+                    # Large answers are FileRegions: the connection sends them from the segment file with sendfile.
+                    data, end = partition_log.read_region(offset, limit, upper_offset=stable if read_committed else None)
             except OffsetOutOfRangeError:
                 erred = True
                 answer["error_code"] = ErrorCode.OFFSET_OUT_OF_RANGE
@@ -79,7 +83,7 @@ def read_partitions(ctx: RequestContext, body: dict[str, Any]) -> tuple[list[dic
             if data and total > 0 and len(data) > limit:
                 data = b""  # only the first partition with data may exceed the limits (KIP-74)
             if read_committed:
-                answer["aborted_transactions"] = aborted_in(partition_log, offset, data)
+                answer["aborted_transactions"] = aborted_in(partition_log, offset, data, end)
             total += len(data)
             answer["records"] = data
             partitions.append(answer)

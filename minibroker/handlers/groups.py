@@ -56,8 +56,9 @@ def find_one(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
             broker.groups.topic.ensure()
         except (OSError, StorageError) as exc:
             return {"key": key, **NO_NODE, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "error_message": str(exc)}
+    host, port = ctx.advertised_address()
     return {
-        "key": key, "node_id": broker.config.node_id, "host": broker.advertised_host, "port": broker.advertised_port,
+        "key": key, "node_id": broker.config.node_id, "host": host, "port": port,
         "error_code": ErrorCode.NONE, "error_message": None,
     }
 

@@ -22,8 +22,8 @@ async def api_versions(ctx: RequestContext, body: dict[str, Any]) -> dict[str, A
 
 
 def broker_entry(ctx: RequestContext) -> dict[str, Any]:
-    broker = ctx.broker
-    return {"node_id": broker.config.node_id, "host": broker.advertised_host, "port": broker.advertised_port, "rack": None}
+    host, port = ctx.advertised_address()
+    return {"node_id": ctx.broker.config.node_id, "host": host, "port": port, "rack": None}
 
 
 def topic_metadata(ctx: RequestContext, info: TopicInfo) -> dict[str, Any]:

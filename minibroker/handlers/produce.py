@@ -9,7 +9,7 @@ from minibroker.context import RequestContext
 from minibroker.handlers.registry import api
 from protocol.compression import ZSTD
 from protocol.errors import ErrorCode
-from protocol.records import InvalidRecordError, validate_batches
+from protocol.records import BatchHeader, InvalidRecordError, decode_batch, validate_batches
 from storage.errors import ProducerStateError
 
 log = logging.getLogger(__name__)
@@ -40,6 +40,11 @@ def append_partition(ctx: RequestContext, topic: str, index: int, records: memor
         return partition_error(
             index, ErrorCode.MESSAGE_TOO_LARGE, f"batch of {headers[0].size} bytes exceeds max.message.bytes {limit}"
         )
+    if partition_log.config.compact:
+        refused = keyless_records(records, headers[0], topic, index)
+        if refused is not None:
+            log.info("rejected batch for %s-%d from %s: %s", topic, index, ctx.peer, refused["error_message"])
+            return refused
     try:
         info = partition_log.append(records, headers)
     except ProducerStateError as exc:
@@ -59,6 +64,31 @@ def append_partition(ctx: RequestContext, topic: str, index: int, records: memor
         "log_append_time_ms": info.log_append_time_ms,
         "log_start_offset": info.log_start_offset,
     }
+
+
+def keyless_records(records: memoryview, header: BatchHeader, topic: str, index: int) -> dict[str, Any] | None:
+    """Kafka's LogValidator.validateKey: a compacted topic refuses records without a key. Only compacted topics pay
+    for decoding the records; a batch that does not decode is refused as Kafka would."""
+    try:
+        decoded = decode_batch(records, header)
+    except InvalidRecordError as exc:
+        return partition_error(index, ErrorCode(exc.error_code), str(exc))
+    message = f"Compacted topic cannot accept message without key in topic partition {topic}-{index}."
+    errors = [
+        {"batch_index": position, "batch_index_error_message": message}
+        for position, record in enumerate(decoded)
+        if record.key is None
+    ]
+    if not errors:
+        return None
+    shown = ", ".join(f"RecordError(batchIndex={e['batch_index']}, message='{message}')" for e in errors[:3])
+    response = partition_error(
+        index, ErrorCode.INVALID_RECORD,
+        f"One or more records have been rejected due to {len(errors)} record errors in total, and only showing "
+        f"the first three errors at most: [{shown}]",
+    )
+    response["record_errors"] = errors
+    return response
 
 
 @api(0, 3, 11)

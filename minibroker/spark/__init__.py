@@ -8,7 +8,7 @@ and Java 17+. Importing this package needs none of them, so the broker never dep
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Mapping
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -25,7 +25,9 @@ class MissingDependencyError(ImportError):
 def require_dependencies() -> None:
     missing = [name for name in REQUIRED_MODULES if not _importable(name)]
     if missing:
-        raise MissingDependencyError(f"the Spark data source needs {', '.join(missing)}: pip install 'minibroker[spark]'")
+        raise MissingDependencyError(
+            f"the Spark data source needs {', '.join(missing)}: pip install 'minibroker[spark]'"
+        )
 
 
 def register(spark: SparkSession) -> None:
@@ -36,8 +38,10 @@ def register(spark: SparkSession) -> None:
     register_sources(spark)
 
 
-def local_session(master: str = "local[2]", app_name: str = "minibroker-spark", conf: Mapping[str, str] | None = None) -> Any:
-    """A local SparkSession with the source registered and workers on this interpreter (see ``session.local_session``)."""
+def local_session(
+    master: str = "local[2]", app_name: str = "minibroker-spark", conf: Mapping[str, str] | None = None
+) -> SparkSession:
+    """A local SparkSession, the source registered, workers on this interpreter (``session.local_session``)."""
     require_dependencies()
     from minibroker.spark.session import local_session as start
 

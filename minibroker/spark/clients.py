@@ -100,7 +100,9 @@ class OffsetLookup:
         if set(spec.offsets) != set(partitions):
             missing = sorted(set(partitions) - set(spec.offsets))
             extra = sorted(set(spec.offsets) - set(partitions))
-            raise ValueError(f"per-partition offsets must name every subscribed partition: missing {missing}, unknown {extra}")
+            raise ValueError(
+                f"per-partition offsets must name every subscribed partition: missing {missing}, unknown {extra}"
+            )
         if spec.kind == "timestamps":
             return self._list_offsets(dict(spec.offsets))
         special = {tp: offset for tp, offset in spec.offsets.items() if offset in (EARLIEST, LATEST)}

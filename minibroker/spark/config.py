@@ -71,7 +71,9 @@ def source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOpti
     opts = _lower(options)
     for name in UNSUPPORTED_SOURCE_OPTIONS:
         if name.lower() in opts:
-            raise KafkaOptionError(f"option {name!r} is not supported by this source: use 'subscribe' (a comma list of topics)")
+            raise KafkaOptionError(
+                f"option {name!r} is not supported by this source: use 'subscribe' (a comma list of topics)"
+            )
     topics = tuple(t.strip() for t in opts.get("subscribe", "").split(",") if t.strip())
     if not topics:
         raise KafkaOptionError("option 'subscribe' is required: a comma-separated list of topics")
@@ -121,7 +123,7 @@ def _bootstrap(opts: Mapping[str, str]) -> str:
 
 
 def _client_settings(opts: Mapping[str, str], group_prefix: str | None) -> dict[str, Any]:
-    settings = {k[len(KAFKA_PREFIX):]: v for k, v in opts.items() if k.startswith(KAFKA_PREFIX) and k != BOOTSTRAP}
+    settings = {k[len(KAFKA_PREFIX) :]: v for k, v in opts.items() if k.startswith(KAFKA_PREFIX) and k != BOOTSTRAP}
     for name in MANAGED_CLIENT_SETTINGS:
         if name in settings:
             raise KafkaOptionError(f"option 'kafka.{name}' is managed by the source and cannot be set")

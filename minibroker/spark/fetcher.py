@@ -39,7 +39,7 @@ class OffsetRange:
 
 
 def read_range(options: SourceOptions, rng: OffsetRange) -> Iterator[list[Message]]:
-    """Yield the range's visible records in chunks; raise if it makes no progress for ``kafkaConsumer.pollTimeoutMs``."""
+    """Yield the range's visible records in chunks; fail after ``kafkaConsumer.pollTimeoutMs`` without progress."""
     if rng.start >= rng.end:
         return
     consumer = make_consumer(options.consumer_config())
@@ -57,12 +57,15 @@ def _first_available(consumer: Consumer, options: SourceOptions, rng: OffsetRang
     """The range start, or the log start when records before it were deleted and data loss is tolerated."""
     timeout_s = options.metadata_timeout_ms / 1000
     try:
-        low, _ = consumer.get_watermark_offsets(TopicPartition(rng.topic, rng.partition), timeout=timeout_s, cached=False)
+        low, _ = consumer.get_watermark_offsets(
+            TopicPartition(rng.topic, rng.partition), timeout=timeout_s, cached=False
+        )
     except KafkaException as exc:
         raise unavailable(options.bootstrap, timeout_s, exc) from None
     if rng.start >= low:
         return rng.start
-    message = f"{rng.topic}-{rng.partition}: offsets {rng.start}..{min(low, rng.end) - 1} no longer exist (log starts at {low})"
+    gone = f"{rng.start}..{min(low, rng.end) - 1}"
+    message = f"{rng.topic}-{rng.partition}: offsets {gone} no longer exist (the log starts at {low})"
     if options.fail_on_data_loss:
         raise DataLossError(f"{message}; set failOnDataLoss=false to skip them")
     log.warning("%s; skipping them (failOnDataLoss=false)", message)
@@ -96,5 +99,7 @@ def _consume(consumer: Consumer, options: SourceOptions, rng: OffsetRange) -> It
         if done or consumer.position([tp])[0].offset >= rng.end:
             return
         if time.monotonic() > deadline:
-            raise TimeoutError(f"{rng.topic}-{rng.partition}: no progress towards offset {rng.end} for {timeout_s:g}s "
-                               f"from {options.bootstrap} (kafkaConsumer.pollTimeoutMs)")
+            raise TimeoutError(
+                f"{rng.topic}-{rng.partition}: no progress towards offset {rng.end} for {timeout_s:g}s "
+                f"from {options.bootstrap} (kafkaConsumer.pollTimeoutMs)"
+            )

@@ -58,7 +58,9 @@ def from_json(data: Mapping[str, Mapping[str, Any]], option: str = "offsets") ->
             try:
                 key = (str(topic), int(partition))
             except ValueError:
-                raise OffsetOptionError(f"{option}: partition {partition!r} of topic {topic!r} is not a number") from None
+                raise OffsetOptionError(
+                    f"{option}: partition {partition!r} of topic {topic!r} is not a number"
+                ) from None
             if isinstance(offset, bool) or not isinstance(offset, int):
                 raise OffsetOptionError(f"{option}: offset of {topic}-{partition} must be an integer, got {offset!r}")
             result[key] = offset
@@ -95,7 +97,9 @@ def parse_timestamps(option: str, value: str, *, by_partition: bool) -> OffsetSp
     return OffsetSpec("timestamp", timestamp=timestamp)
 
 
-def rate_limit(start: Mapping[TopicPartitionKey, int], latest: Mapping[TopicPartitionKey, int], max_rows: int) -> PartitionOffsets:
+def rate_limit(
+    start: Mapping[TopicPartitionKey, int], latest: Mapping[TopicPartitionKey, int], max_rows: int
+) -> PartitionOffsets:
     """Cap a micro-batch at about ``max_rows`` records, shared out in proportion to each partition's backlog.
 
     This is Spark's own rule for ``maxOffsetsPerTrigger``, so batches have the same shape under either connector:
@@ -118,5 +122,7 @@ def _load_json(option: str, text: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise OffsetOptionError(f"{option}: expected 'earliest', 'latest' or JSON such as "
-                                f'{{"topic":{{"0":-2}}}}, got {text!r} ({exc.msg})') from None
+        raise OffsetOptionError(
+            f"{option}: expected 'earliest', 'latest' or JSON such as "
+            f'{{"topic":{{"0":-2}}}}, got {text!r} ({exc.msg})'
+        ) from None

@@ -41,7 +41,9 @@ def plan(options: SourceOptions, start: PartitionOffsets, end: PartitionOffsets)
     for (topic, partition), stop in sorted(end.items()):
         first = start[(topic, partition)]
         if stop < first:
-            message = f"{topic}-{partition}: end offset {stop} is before start offset {first} (records deleted or topic recreated)"
+            message = (
+                f"{topic}-{partition}: end offset {stop} is before start {first} (records deleted or topic recreated)"
+            )
             if options.fail_on_data_loss:
                 raise DataLossError(f"{message}; set failOnDataLoss=false to skip")
             log.warning("%s; skipping (failOnDataLoss=false)", message)

@@ -12,7 +12,7 @@ TIMESTAMP_TYPE_IDS = {0: -1, 1: 0, 2: 1}
 
 
 def to_record_batch(messages: Sequence[Message], schema: pa.Schema) -> pa.RecordBatch:
-    """Columns in ``schema``'s order; ``headers`` is filled only when the schema has it (null when a record has none)."""
+    """Columns in ``schema``'s order; ``headers`` only when the schema has it (null for a record without any)."""
     timestamps = [message.timestamp() for message in messages]
     columns: dict[str, list[Any]] = {
         "key": [message.key() for message in messages],

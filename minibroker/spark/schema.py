@@ -15,7 +15,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-HEADERS_FIELD = StructField("headers", ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())])))
+HEADERS_FIELD = StructField(
+    "headers", ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
+)
 
 BASE_FIELDS = [
     StructField("key", BinaryType()),

@@ -46,7 +46,9 @@ def use_this_interpreter() -> None:
     """Point Spark's Python workers at the driver's interpreter (before the JVM starts, which copies the variable)."""
     current = os.environ.get("PYSPARK_PYTHON")
     if current and Path(shutil.which(current) or current).resolve() != Path(sys.executable).resolve():
-        log.warning("PYSPARK_PYTHON=%s replaced by %s: workers must run the driver's interpreter", current, sys.executable)
+        log.warning(
+            "PYSPARK_PYTHON=%s replaced by %s: workers must run the driver's interpreter", current, sys.executable
+        )
     os.environ["PYSPARK_PYTHON"] = sys.executable
 
 
@@ -55,19 +57,24 @@ def require_java() -> str:
     home = os.environ.get("JAVA_HOME")
     java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
     if not java or not Path(java).exists():
-        raise JavaNotFoundError(f"Spark needs Java {MIN_JAVA}+: no 'java' on PATH"
-                                + (f" and none in JAVA_HOME={home}" if home else " and JAVA_HOME is not set"))
+        raise JavaNotFoundError(
+            f"Spark needs Java {MIN_JAVA}+: no 'java' on PATH"
+            + (f" and none in JAVA_HOME={home}" if home else " and JAVA_HOME is not set")
+        )
     output = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
     match = re.search(r'version "(\d+)(?:\.(\d+))?', output)
     major = int(match.group(1)) if match else 0
     if major == 1 and match and match.group(2):
         major = int(match.group(2))
     if major < MIN_JAVA:
-        raise JavaNotFoundError(f"Spark needs Java {MIN_JAVA}+, {java} is: {output.strip().splitlines()[0] if output.strip() else 'unknown'}")
+        first_line = output.strip().splitlines()[0] if output.strip() else "of unknown version"
+        raise JavaNotFoundError(f"Spark needs Java {MIN_JAVA}+, {java} is: {first_line}")
     return java
 
 
-def local_session(master: str = "local[2]", app_name: str = "minibroker-spark", conf: Mapping[str, str] | None = None) -> SparkSession:
+def local_session(
+    master: str = "local[2]", app_name: str = "minibroker-spark", conf: Mapping[str, str] | None = None
+) -> SparkSession:
     """A session with small local defaults (2 shuffle partitions, UTC, no UI), the source registered."""
     require_java()
     use_this_interpreter()

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, DataSourceStreamWriter, DataSourceWriter
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
 from pyspark.sql.types import StructType
 
 from minibroker.spark import ALIAS, FORMAT
@@ -10,6 +16,7 @@ from minibroker.spark.config import KafkaOptionError, SinkOptions, include_heade
 from minibroker.spark.reader import KafkaBatchReader, KafkaStreamReader
 from minibroker.spark.schema import source_schema
 from minibroker.spark.writer import KafkaBatchWriter, KafkaStreamWriter, check_sink
+
 
 class KafkaDataSource(DataSource):
     """Kafka-compatible brokers (minibroker or a real cluster) through confluent-kafka, with Spark's Kafka options."""
@@ -33,13 +40,17 @@ class KafkaDataSource(DataSource):
         return KafkaBatchWriter(self._sink(schema, overwrite))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        return KafkaStreamWriter(self._sink(schema, overwrite))
+        """``overwrite`` is complete output mode: a topic cannot be truncated, so each trigger appends the whole
+        result, as Spark's Kafka sink does."""
+        return KafkaStreamWriter(self._sink(schema, overwrite=False))
 
     def _check_schema(self, schema: StructType) -> None:
         expected = self.schema()
         if schema != expected:
-            raise KafkaOptionError(f"the Kafka source has a fixed schema and cannot be read as {schema.simpleString()}; "
-                                   f"it is {expected.simpleString()}")
+            raise KafkaOptionError(
+                f"the Kafka source has a fixed schema and cannot be read as {schema.simpleString()}; "
+                f"it is {expected.simpleString()}"
+            )
 
     def _sink(self, schema: StructType, overwrite: bool) -> SinkOptions:
         if overwrite:

@@ -64,7 +64,11 @@ class KafkaBatchWriter(DataSourceWriter):
         log.info("wrote %d records to %s", _total(messages), self.options.bootstrap)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        log.warning("write aborted after %d records reached %s (Kafka cannot take them back)", _total(messages), self.options.bootstrap)
+        log.warning(
+            "write aborted after %d records reached %s (Kafka cannot take them back)",
+            _total(messages),
+            self.options.bootstrap,
+        )
 
 
 class KafkaStreamWriter(DataSourceStreamWriter):
@@ -78,5 +82,9 @@ class KafkaStreamWriter(DataSourceStreamWriter):
         log.info("micro-batch %d: wrote %d records to %s", batchId, _total(messages), self.options.bootstrap)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        log.warning("micro-batch %d aborted after %d records reached %s; the retry resends them (at-least-once)",
-                    batchId, _total(messages), self.options.bootstrap)
+        log.warning(
+            "micro-batch %d aborted after %d records reached %s; the retry resends them (at-least-once)",
+            batchId,
+            _total(messages),
+            self.options.bootstrap,
+        )

@@ -1,0 +1,306 @@
+"""Pieces shared by the benchmarks: confluent-kafka producer/consumer phases, latency, start-up probing, RSS.
+
+Every function takes a ``bootstrap`` address, so the same clients run against minibroker, another broker or
+librdkafka's in-process mock cluster (``bootstrap=None`` with ``MOCK_CLUSTER`` settings).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+TIMEOUT_S = 60.0
+STAMP = struct.Struct(">q")  # perf_counter_ns at send time, at the start of each latency payload
+PROBE_INTERVAL_S = 0.005
+GIVE_UP_S = 20.0
+# The throughput producer of every benchmark: big batches, a short linger.
+PRODUCER_SETTINGS = {"linger.ms": 5, "batch.size": 1_000_000}
+# librdkafka's in-process mock cluster: the same client code with no broker process, i.e. the client's ceiling.
+MOCK_CLUSTER = {"test.mock.num.brokers": 1}
+
+
+@dataclass
+class Throughput:
+    phase: str
+    messages: int
+    payload_bytes: int
+    seconds: float
+
+    @property
+    def msgs_per_s(self) -> float:
+        return self.messages / self.seconds
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.payload_bytes / self.seconds / 1e6
+
+    def row(self) -> str:
+        return f"{self.phase:<10} {self.messages:>12,} {self.seconds:>9.2f} {self.mb_per_s:>10.1f} {self.msgs_per_s:>12,.0f}"
+
+
+def client_config(bootstrap: str | None, **config: object) -> dict[str, object]:
+    """``bootstrap`` None means librdkafka's mock cluster."""
+    base: dict[str, object] = dict(MOCK_CLUSTER) if bootstrap is None else {"bootstrap.servers": bootstrap}
+    return {**base, "log_level": 4, **config}  # log_level 4: no notices such as the mock cluster's banner
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=partitions)], request_timeout=TIMEOUT_S)[topic].result(timeout=TIMEOUT_S)
+
+
+def new_consumer(bootstrap: str, **config: object) -> Consumer:
+    # librdkafka's Python binding requires a group.id; it is never joined (assign only) nor committed to.
+    return Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "benchmark",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            **config,
+        }
+    )
+
+
+def produce_all(
+    bootstrap: str | None, topic: str, count: int, size: int, *, acks: str = "all", phase: str = "produce"
+) -> Throughput:
+    """``count`` records of ``size`` bytes to partition 0, timed from the first produce() to the end of flush()."""
+    producer = Producer(client_config(bootstrap, **PRODUCER_SETTINGS, acks=acks))
+    errors: list[str] = []
+
+    def report(err, _msg) -> None:
+        if err is not None:
+            errors.append(str(err))
+
+    payload = bytes(size)
+    produce = producer.produce
+    poll = producer.poll
+    start = time.perf_counter()
+    try:
+        for _ in range(count):
+            while True:
+                try:
+                    produce(topic, payload, partition=0, on_delivery=report)
+                    break
+                except BufferError:
+                    poll(0.005)
+            poll(0)
+        remaining = producer.flush(TIMEOUT_S)
+    finally:
+        producer.purge()
+        producer.close()
+    seconds = time.perf_counter() - start
+    if remaining or errors:
+        raise RuntimeError(f"produce failed: {remaining} undelivered, errors {errors[:3]}")
+    return Throughput(phase, count, count * size, seconds)
+
+
+def high_watermark(bootstrap: str, topic: str) -> int:
+    consumer = new_consumer(bootstrap)
+    try:
+        return consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=TIMEOUT_S, cached=False)[1]
+    finally:
+        consumer.close()
+
+
+def consume_all(bootstrap: str, topic: str, count: int, phase: str = "consume") -> Throughput:
+    # librdkafka pauses fetching for fetch.queue.backoff.ms (1 s by default) whenever its local queue holds
+    # queued.min.messages; with the default the run measures that pause, not the broker.
+    consumer = new_consumer(bootstrap, **{"fetch.queue.backoff.ms": 5})
+    received = 0
+    payload_bytes = 0
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        start = time.perf_counter()
+        deadline = time.monotonic() + TIMEOUT_S
+        while received < count and time.monotonic() < deadline:
+            for msg in consumer.consume(num_messages=min(10_000, count - received), timeout=0.5):
+                if msg.error() is not None:
+                    raise KafkaException(msg.error())
+                received += 1
+                payload_bytes += len(msg.value())
+        seconds = time.perf_counter() - start
+    finally:
+        consumer.close()
+    if received != count:
+        raise RuntimeError(f"consumed {received} of {count} records in {TIMEOUT_S}s")
+    return Throughput(phase, count, payload_bytes, seconds)
+
+
+def measure_latency(
+    bootstrap: str,
+    topic: str,
+    seconds: float,
+    rate: int,
+    size: int,
+    linger_ms: int,
+    consumer_config: dict[str, object] | None = None,
+) -> list[float]:
+    """Latencies in milliseconds of a paced producer's records (acks=all), read by a concurrent consumer."""
+    count = int(seconds * rate)
+    latencies: list[float] = []
+    failure: list[BaseException] = []
+    consumer = new_consumer(bootstrap, **(consumer_config or {}))
+    consumer.assign([TopicPartition(topic, 0, 0)])
+
+    def read() -> None:
+        try:
+            deadline = time.monotonic() + seconds + TIMEOUT_S
+            while len(latencies) < count and time.monotonic() < deadline:
+                msg = consumer.poll(0.1)  # consume(n, timeout) would hold records back until n arrive
+                now = time.perf_counter_ns()
+                if msg is None:
+                    continue
+                if msg.error() is not None:
+                    raise KafkaException(msg.error())
+                latencies.append((now - STAMP.unpack_from(msg.value())[0]) / 1e6)
+        except BaseException as exc:  # reported by the main thread
+            failure.append(exc)
+
+    reader = threading.Thread(target=read, name="latency-consumer")
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": linger_ms, "acks": "all"})
+    padding = bytes(size - STAMP.size)
+    try:
+        reader.start()
+        start = time.perf_counter()
+        for i in range(count):
+            delay = start + i / rate - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            producer.produce(topic, STAMP.pack(time.perf_counter_ns()) + padding, partition=0)
+            producer.poll(0)
+        if producer.flush(TIMEOUT_S):
+            raise RuntimeError("latency producer could not deliver everything")
+        reader.join(seconds + TIMEOUT_S)
+    finally:
+        producer.purge()
+        producer.close()
+        reader.join(TIMEOUT_S)
+        consumer.close()
+    if failure:
+        raise failure[0]
+    if len(latencies) != count:
+        raise RuntimeError(f"latency consumer saw {len(latencies)} of {count} records")
+    return latencies
+
+
+def percentile(sorted_values: list[float], fraction: float) -> float:
+    return sorted_values[min(len(sorted_values) - 1, int(fraction * len(sorted_values)))]
+
+
+def latency_summary(latencies: list[float]) -> dict[str, float]:
+    ordered = sorted(latencies)
+    return {
+        "p50": percentile(ordered, 0.50),
+        "p99": percentile(ordered, 0.99),
+        "max": ordered[-1],
+        "mean": statistics.fmean(ordered),
+    }
+
+
+def run_transactions(bootstrap: str | None, topic: str, transactions: int, per_transaction: int, size: int) -> float:
+    """Seconds for ``transactions`` committed transactions of ``per_transaction`` records each (after init)."""
+    producer = Producer(client_config(bootstrap, **{"transactional.id": f"benchmark-{os.getpid()}-{time.monotonic_ns()}"}))
+    payload = bytes(size)
+    try:
+        producer.init_transactions(TIMEOUT_S)
+        start = time.perf_counter()
+        for _ in range(transactions):
+            producer.begin_transaction()
+            for _ in range(per_transaction):
+                producer.produce(topic, payload, partition=0)
+            producer.commit_transaction(TIMEOUT_S)
+        return time.perf_counter() - start
+    finally:
+        producer.purge()
+        producer.close()
+
+
+# ---- processes: ports, start-up probing, memory ----
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_api_versions(address: str, started: float, proc: subprocess.Popen | None = None) -> float:
+    """Seconds from ``started`` (a perf_counter value) until ``address`` answers ApiVersions, probing every 5 ms."""
+    from minibroker.probe import ProbeError, probe
+
+    while time.perf_counter() - started < GIVE_UP_S:
+        try:
+            probe(address, 0.5)
+            return time.perf_counter() - started
+        except ProbeError:
+            if proc is not None and proc.poll() is not None:
+                raise RuntimeError(f"broker exited with {proc.returncode}") from None
+            time.sleep(PROBE_INTERVAL_S)
+    raise RuntimeError(f"no ApiVersions answer from {address} within {GIVE_UP_S}s")
+
+
+def _status_kb(pid: int, field: str) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+    return 0
+
+
+def group_pids(pid: int, whole_group: bool) -> list[int]:
+    """``pid`` alone, or every live process of its process group (a broker forked by a launcher script)."""
+    if not whole_group:
+        return [pid]
+    pgid = os.getpgid(pid)
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.getpgid(int(entry)) == pgid:
+                    found.append(int(entry))
+            except ProcessLookupError:
+                continue
+    return found
+
+
+def rss_mb(pid: int, whole_group: bool = False) -> float:
+    """Resident set size now (VmRSS), summed over the group if asked, in MB (10^6 bytes)."""
+    return sum(_status_kb(p, "VmRSS") for p in group_pids(pid, whole_group)) * 1024 / 1e6
+
+
+def cpu_seconds(pid: int, whole_group: bool = False) -> float:
+    """User + system CPU time used so far (of the group if asked), from /proc/PID/stat."""
+    ticks = 0
+    for p in group_pids(pid, whole_group):
+        try:
+            with open(f"/proc/{p}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat(5))
+        except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+            continue
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def peak_rss_mb(pid: int, whole_group: bool = False) -> float:
+    """Peak resident set size so far (VmHWM), summed over the group if asked, in MB."""
+    return sum(_status_kb(p, "VmHWM") for p in group_pids(pid, whole_group)) * 1024 / 1e6

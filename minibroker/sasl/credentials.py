@@ -1,0 +1,107 @@
+"""Users and their SCRAM credentials, derived once at start-up from ``sasl.users``.
+
+Only RFC 5802's salted, iterated form is kept (salt, iterations, StoredKey, ServerKey per mechanism), as
+Kafka keeps SCRAM credentials; PLAIN logins are checked against the SCRAM-SHA-256 credential, so no
+password stays in memory after start-up. Unknown users get a fake credential that is stable for the
+process, so a SCRAM exchange for them looks the same as one with a wrong password (no user enumeration).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from typing import Mapping
+
+from minibroker.config import ConfigError
+
+PLAIN = "PLAIN"
+SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+MECHANISMS = (PLAIN, *SCRAM_HASHES)
+SCRAM_ITERATIONS = 4096  # Kafka's default (and minimum) for SCRAM-SHA-256/512
+SALT_BYTES = 32
+PLAIN_CHECK_MECHANISM = "SCRAM-SHA-256"
+
+
+@dataclass(frozen=True, slots=True)
+class ScramCredential:
+    salt: bytes
+    iterations: int
+    stored_key: bytes
+    server_key: bytes
+
+
+def parse_mechanisms(text: str) -> list[str]:
+    """``sasl.enabled.mechanisms`` as a list; unknown mechanisms are configuration errors."""
+    mechanisms = [item.strip().upper() for item in text.split(",") if item.strip()]
+    unknown = [m for m in mechanisms if m not in MECHANISMS]
+    if unknown:
+        raise ConfigError(f"sasl.enabled.mechanisms: {', '.join(unknown)} not supported (supported: {', '.join(MECHANISMS)})")
+    return mechanisms
+
+
+def parse_users(text: str) -> dict[str, str]:
+    """``alice:secret,bob:pw`` -> {user: password}. Error messages name entries by position, never by content,
+    since the content holds passwords."""
+    users: dict[str, str] = {}
+    for position, item in enumerate((part for part in text.split(",") if part.strip()), 1):
+        user, sep, password = item.partition(":")
+        user = user.strip()
+        if not sep or not user or not password:
+            raise ConfigError(f"sasl.users: entry {position} is not USER:PASSWORD with both parts non-empty")
+        if user in users:
+            raise ConfigError(f"sasl.users: user {user!r} appears twice")
+        users[user] = password
+    return users
+
+
+def salted_password(hash_name: str, password: bytes, salt: bytes, iterations: int) -> bytes:
+    return hashlib.pbkdf2_hmac(hash_name, password, salt, iterations)
+
+
+def hmac_digest(hash_name: str, key: bytes, message: bytes) -> bytes:
+    return hmac.new(key, message, hash_name).digest()
+
+
+def derive(hash_name: str, password: str, salt: bytes, iterations: int = SCRAM_ITERATIONS) -> ScramCredential:
+    """RFC 5802 section 3: SaltedPassword -> ClientKey -> StoredKey, and ServerKey."""
+    salted = salted_password(hash_name, password.encode(), salt, iterations)
+    client_key = hmac_digest(hash_name, salted, b"Client Key")
+    return ScramCredential(
+        salt, iterations, hashlib.new(hash_name, client_key).digest(), hmac_digest(hash_name, salted, b"Server Key")
+    )
+
+
+class CredentialStore:
+    """Every user's SCRAM credential for each SCRAM mechanism."""
+
+    def __init__(self, users: Mapping[str, str], iterations: int = SCRAM_ITERATIONS) -> None:
+        self.iterations = iterations
+        self._credentials = {
+            (user, mechanism): derive(hash_name, password, secrets.token_bytes(SALT_BYTES), iterations)
+            for user, password in users.items()
+            for mechanism, hash_name in SCRAM_HASHES.items()
+        }
+        self._fake_secret = secrets.token_bytes(32)
+
+    def scram(self, user: str, mechanism: str) -> ScramCredential | None:
+        return self._credentials.get((user, mechanism))
+
+    def fake_scram(self, user: str, mechanism: str) -> ScramCredential:
+        """A credential no password matches, with a salt that is the same on every attempt for ``user``."""
+        hash_name = SCRAM_HASHES[mechanism]
+        salt = hmac_digest("sha256", self._fake_secret, f"{mechanism}\0{user}".encode())
+        size = hashlib.new(hash_name).digest_size
+        return ScramCredential(salt, self.iterations, secrets.token_bytes(size), secrets.token_bytes(size))
+
+    def check_password(self, user: str, password: bytes) -> bool:
+        """PLAIN: recompute StoredKey from the password and the user's salt (as costly for unknown users)."""
+        hash_name = SCRAM_HASHES[PLAIN_CHECK_MECHANISM]
+        credential = self.scram(user, PLAIN_CHECK_MECHANISM)
+        known = credential is not None
+        if credential is None:
+            credential = self.fake_scram(user, PLAIN_CHECK_MECHANISM)
+        salted = salted_password(hash_name, password, credential.salt, credential.iterations)
+        stored_key = hashlib.new(hash_name, hmac_digest(hash_name, salted, b"Client Key")).digest()
+        return hmac.compare_digest(stored_key, credential.stored_key) and known
