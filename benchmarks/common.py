@@ -59,9 +59,9 @@ def client_config(bootstrap: str | None, **config: object) -> dict[str, object]:
     return {**base, "log_level": 4, **config}  # log_level 4: no notices such as the mock cluster's banner
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, num_partitions=partitions)], request_timeout=TIMEOUT_S)[topic].result(timeout=TIMEOUT_S)
+def create_topic(bootstrap: str, topic: str, partitions: int = 1, timeout_s: float = TIMEOUT_S) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": int(min(timeout_s, 300) * 1000)})
+    admin.create_topics([NewTopic(topic, num_partitions=partitions)], request_timeout=timeout_s)[topic].result(timeout=timeout_s)
 
 
 def new_consumer(bootstrap: str, **config: object) -> Consumer:

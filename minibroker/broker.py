@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from minibroker.config import BrokerConfig
 from minibroker.groups.service import GroupService
@@ -22,10 +22,12 @@ from minibroker.server import KafkaConnection, start_server
 from minibroker.tls import server_context
 from minibroker.transactions.service import TransactionService
 from protocol.errors import ErrorCode
-from storage.cleaner import LogCleaner
 from storage.errors import InvalidConfigError, InvalidTopicError
 from storage.log_manager import LogManager, TopicInfo, validate_topic_name
 from storage.partition_log import PartitionLog
+
+if TYPE_CHECKING:
+    from storage.cleaner import LogCleaner
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +44,7 @@ class Broker:
         self.config = config
         self.clock = clock or (lambda: int(time.time() * 1000))
         self.logs = LogManager(config.data_dir, config.log_config(), node_id=config.node_id, clock=self.clock)
-        self.cleaner = LogCleaner(self.logs, self.clock)
+        self.cleaner: LogCleaner | None = None  # created on its first run
         self.connections: set[KafkaConnection] = set()
         self.host, self.port = config.listener
         self.advertised_host, self.advertised_port = self.host, self.port  # those of the first listener
@@ -63,6 +65,7 @@ class Broker:
         self.producer_ids = ProducerIdAllocator(self.config.data_dir)
         self.transactions = TransactionService(self)
         self.transactions.start()
+        await self.transactions.flush()
         self.groups = GroupService(self)
         self.groups.start()
         await self._start_listeners()
@@ -76,11 +79,11 @@ class Broker:
             loop.create_task(self._every(self.config.log_retention_check_interval_ms / 1000, self.enforce_retention)),
             loop.create_task(self._every(CHECKPOINT_INTERVAL_S, self.logs.checkpoint)),
             loop.create_task(self._every(FLUSH_CHECK_INTERVAL_S, self.flush_due)),
-            loop.create_task(self._every(self.config.log_cleaner_backoff_ms / 1000, self.cleaner.clean_due_logs)),
+            loop.create_task(self._every(self.config.log_cleaner_backoff_ms / 1000, self.clean_logs)),
             loop.create_task(
                 self._every(
                     self.config.transaction_abort_timed_out_transaction_cleanup_interval_ms / 1000,
-                    self.transactions.coordinator.abort_timed_out,
+                    self.transactions.abort_timed_out,
                 )
             ),
         ]
@@ -127,7 +130,8 @@ class Broker:
     async def stop(self) -> None:
         for server in self._servers:
             server.close()
-        await self.cleaner.stop()
+        if self.cleaner is not None:
+            await self.cleaner.stop()
         for task in self._tasks:
             task.cancel()
         if self.groups is not None:
@@ -246,6 +250,14 @@ class Broker:
             for partition_log in info.partitions:
                 if partition_log.needs_flush(now):
                     await self.flush_log(partition_log)
+
+    async def clean_logs(self) -> None:
+        """Compact the logs that are due; the cleaner's modules are imported on its first run, off the start-up path."""
+        if self.cleaner is None:
+            from storage.cleaner import LogCleaner
+
+            self.cleaner = LogCleaner(self.logs, self.clock)
+        await self.cleaner.clean_due_logs()
 
     def enforce_retention(self) -> None:
         for info in list(self.logs.topics.values()):

@@ -17,7 +17,7 @@ from storage.config import LogConfig
 from storage.errors import InvalidConfigError
 
 ENV_PREFIX = "MINIBROKER_"
-NON_SETTING_VARIABLES = ("MINIBROKER_LOG_LEVEL", "MINIBROKER_TEST_CRASH_POINT")
+NON_SETTING_VARIABLES = ("MINIBROKER_LOG_LEVEL", "MINIBROKER_TEST_CRASH_POINT", "MINIBROKER_EVENT_LOOP")
 
 
 class ConfigError(ValueError):

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 INTERNAL_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024), "compression.type": "producer"}
+OFFSETS_TOPIC = "__consumer_offsets"  # its segment size is offsets.topic.segment.bytes
+MIN_SEGMENT_BYTES = 1024 * 1024  # segment.bytes' minimum (Kafka 4)
 REPLAY_CHUNK = 1 << 20
 
 
@@ -61,11 +63,15 @@ class InternalTopic:
     def ensure(self) -> TopicInfo:
         info = self.broker.topic(self.name)
         if info is None:
-            info = self.broker.logs.create_topic(self.name, self.configured_partitions, dict(INTERNAL_TOPIC_CONFIGS))
+            info = self.broker.logs.create_topic(
+                self.name, self.configured_partitions, internal_topic_configs(self.broker, self.name)
+            )
             log.info("created internal topic %s with %d partitions", self.name, self.configured_partitions)
         return info
 
-    def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], **batch_options: int | bool) -> AppendInfo:
+    def append(
+        self, partition: int, records: Sequence[tuple[bytes, bytes | None]], **batch_options: int | bool
+    ) -> AppendInfo:
         """Append ``(key, value)`` records as one batch (``batch_options`` go to ``build_batch``); raises LookupError
         for a partition that does not exist, StorageError or OSError when the log refuses or fails."""
         self.ensure()
@@ -77,6 +83,19 @@ class InternalTopic:
         self.broker.notify_append((self.name, partition))
         self.flushes.note(partition_log)
         return info
+
+
+def internal_topic_configs(broker: Broker, name: str) -> dict[str, str]:
+    """The configs an internal topic is created with; a test-sized offsets.topic.segment.bytes (below the 1 MiB
+    minimum of segment.bytes) goes into internal.segment.bytes, as Kafka's own tests do."""
+    configs = dict(INTERNAL_TOPIC_CONFIGS)
+    if name == OFFSETS_TOPIC:
+        segment_bytes = broker.config.offsets_topic_segment_bytes
+        if segment_bytes < MIN_SEGMENT_BYTES:
+            configs["internal.segment.bytes"] = str(segment_bytes)
+        else:
+            configs["segment.bytes"] = str(segment_bytes)
+    return configs
 
 
 def replay(partition_log: PartitionLog) -> Iterator[tuple[BatchHeader, Record]]:

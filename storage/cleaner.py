@@ -36,7 +36,14 @@ from storage.cleaner_plan import (
     snapshot_segment,
 )
 from storage.cleaner_txn import CleanedTransactions
-from storage.cleaner_work import CleanedSegment, CleaningAborted, CleaningRound, OffsetMap, build_offset_map, clean_group
+from storage.cleaner_work import (
+    CleanedSegment,
+    CleaningAborted,
+    CleaningRound,
+    OffsetMap,
+    build_offset_map,
+    clean_group,
+)
 from storage.errors import CorruptFileError
 from storage.log_manager import LogManager
 from storage.partition_log import Clock, PartitionLog
@@ -83,7 +90,7 @@ class LogCleaner:
     async def clean_due_logs(self) -> int:
         """One run of Kafka's cleaner thread: clean every log that is due, filthiest first, each at most once;
         returns how many were cleaned."""
-        if self._abort.is_set():
+        if self._abort.is_set() or not self._idle.is_set():  # stopped, or a run is already under way
             return 0
         self._idle.clear()
         try:
@@ -135,8 +142,8 @@ class LogCleaner:
         try:
             offset_map = await self._map_dirty_range(target)
             end_offset = offset_map.latest_offset + 1
-            if end_offset <= target.first_dirty_offset:
-                end_offset = target.first_uncleanable_offset
+            if end_offset <= target.first_dirty_offset:  # nothing dirty to map: only move the checkpoint on
+                end_offset = max(target.first_dirty_offset, target.first_uncleanable_offset)
                 cleaned: list[CleanedSegment] = []
             else:
                 cleaned = await self._clean_segments(target, offset_map, end_offset)
@@ -144,6 +151,9 @@ class LogCleaner:
             log.info("Cleaning of %s-%d aborted", *target.key)
             return None
         except Exception:
+            if self._logs.get_log(*target.key) is not partition_log:
+                log.info("Cleaning of %s-%d stopped: the partition was deleted", *target.key)
+                return None
             log.exception("Cleaning of %s-%d failed; it will not be cleaned again until restart", *target.key)
             self._uncleanable[target.key] = partition_log
             return None

@@ -140,7 +140,8 @@ def group_segments_by_size(
             and size + rest[0].size <= max_size
             and index_size + _index_bytes(rest[0]) <= max_index_size
             and time_index_size + _time_index_bytes(rest[0]) <= max_index_size
-            and (rest[0].size == 0 or _last_offset_of_first(rest, first_uncleanable) - group[0].base_offset <= INT32_MAX)
+            and (rest[0].size == 0 or _last_offset_of_first(rest, first_uncleanable) - group[0].base_offset
+                 <= INT32_MAX)
         ):
             segment = rest.pop(0)
             group.append(segment)

@@ -50,7 +50,9 @@ class _IndexFile:
 
     def _write_entry(self, packed: bytes) -> None:
         position = (len(self) - 1) * self.ENTRY_SIZE
-        os.pwrite(self.fd, packed, position)
+        written = 0
+        while written < len(packed):  # a short write (a disk filling up) is followed by the error, if any
+            written += os.pwrite(self.fd, packed[written:], position + written)
         self.file_size = position + self.ENTRY_SIZE
 
     def _size_problem(self) -> str | None:

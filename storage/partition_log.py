@@ -51,7 +51,14 @@ from storage.segment import (
     LogSegment,
     remove_segment_files,
 )
-from storage.segment_swap import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, change_suffixes, recover_interrupted_swap, remove_files
+from storage.segment_swap import (
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
+    SWAP_SUFFIX,
+    change_suffixes,
+    recover_interrupted_swap,
+    remove_files,
+)
 from storage.transaction_index import AbortedTxn
 
 log = logging.getLogger(__name__)

@@ -33,7 +33,8 @@ class BrokerProcess:
     def __init__(self, data_dir: Path, *settings: str, env: dict[str, str] | None = None) -> None:
         self.data_dir = data_dir
         self.settings = list(settings)
-        self.env = dict(env or {})  # extra environment variables for the child, on top of os.environ; may be changed between starts
+        # Extra environment variables for the child, on top of os.environ (may be changed between starts).
+        self.env = dict(env or {})
         self.log_path = data_dir.parent / f"{data_dir.name}-broker.log"
         self.proc: subprocess.Popen | None = None
         self.port = 0

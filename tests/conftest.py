@@ -8,9 +8,16 @@ from typing import Iterator
 
 import pytest
 
+from tests.asyncutil import QuietLoopPolicy
 from tests.brokerproc import BrokerProcess
 
 SPEC_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "kafka-protocol"
+
+
+@pytest.fixture(scope="session")
+def event_loop_policy() -> QuietLoopPolicy:
+    """pytest-asyncio's hook: every async test's loop logs unretrieved client errors quietly."""
+    return QuietLoopPolicy()
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from minibroker.handlers import HANDLERS
-from protocol.frames import FrameDecoder, FrameTooLarge, decode_request_body, encode_request, parse_request_header
+from protocol.frames import FrameDecoder, decode_request_body, encode_request, parse_request_header
 from protocol.messages import REQUESTS
 from protocol.primitives import ProtocolError
 from protocol.records import InvalidRecordError, build_batch, decode_batch, validate_batches

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from minibroker.groups.coordinator import CoordinatorWriteError, GroupCoordinator
 from protocol.errors import ErrorCode
 from protocol.messages import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION
 from protocol.primitives import Writer
+from protocol.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 from protocol.schema import codec
 
 
@@ -43,29 +45,63 @@ class FakeTimer:
         self.now = target
 
 
+@dataclass(frozen=True)
+class Entry:
+    """One record of a fake partition: data (``producer_id`` set if transactional) or a COMMIT/ABORT marker."""
+
+    key: bytes | None
+    value: bytes | None
+    producer_id: int = NO_PRODUCER_ID
+    marker: bool | None = None  # True: COMMIT, False: ABORT, None: data
+
+
 class FakeRecordLog:
-    """``RecordLog`` kept in memory per partition; ``fail_with`` makes the next appends fail."""
+    """``RecordLog`` kept in memory per partition (an entry's index is its offset); ``fail_with`` makes the next
+    appends fail."""
 
     def __init__(self, num_partitions: int = 50) -> None:
         self.num_partitions = num_partitions
-        self.partitions: dict[int, list[tuple[bytes, bytes | None]]] = defaultdict(list)
+        self.partitions: dict[int, list[Entry]] = defaultdict(list)
         self.fail_with: ErrorCode | None = None
 
-    def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]]) -> None:
+    def append(
+        self, partition: int, records: Sequence[tuple[bytes, bytes | None]], producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = NO_PRODUCER_EPOCH,
+    ) -> int:
         if self.fail_with is not None:
             raise CoordinatorWriteError(self.fail_with, "injected failure")
-        self.partitions[partition].extend(records)
+        entries = self.partitions[partition]
+        base_offset = len(entries)
+        entries.extend(Entry(key, value, producer_id) for key, value in records)
+        return base_offset
+
+    def write_marker(self, coordinator: GroupCoordinator, partition: int, producer_id: int, committed: bool) -> None:
+        """What the transaction coordinator's marker writer does: append the marker, tell the listener."""
+        self.partitions[partition].append(Entry(None, None, producer_id, committed))
+        coordinator.on_marker(partition, producer_id, committed)
 
     def all_records(self) -> list[tuple[bytes, bytes | None]]:
-        return [record for partition in sorted(self.partitions) for record in self.partitions[partition]]
+        """The data records (markers left out) as (key, value)."""
+        return [
+            (entry.key, entry.value)
+            for partition in sorted(self.partitions) for entry in self.partitions[partition] if entry.marker is None
+        ]
 
     def load_into(self, coordinator: GroupCoordinator) -> None:
-        """What the broker does at start-up: replay every partition, then let its groups go live."""
+        """What the broker does at start-up: replay every partition, markers included, then let its groups go live."""
         coordinator.begin_loading(range(self.num_partitions))
         for partition in range(self.num_partitions):
-            for key, value in self.partitions.get(partition, []):
-                coordinator.replay(key, value)
+            for offset, entry in enumerate(self.partitions.get(partition, [])):
+                replay_entry(coordinator, partition, offset, entry)
             coordinator.finish_loading(partition)
+
+
+def replay_entry(coordinator: GroupCoordinator, partition: int, offset: int, entry: Entry) -> None:
+    """What the broker's loader does with one record of __consumer_offsets."""
+    if entry.marker is not None:
+        coordinator.complete_transaction(partition, entry.producer_id, entry.marker)
+    else:
+        coordinator.replay(entry.key, entry.value, offset, entry.producer_id)
 
 
 class Answers:

@@ -21,11 +21,12 @@ API_VERSIONS = 18
 METADATA = 3
 FETCH = 1
 FETCH_VERSION = 4
-DEAF_RECEIVE_BUFFER = 64 * 1024  # keeps the kernel's share small: the broker's own buffers are what we watch
+DEAF_SOCKET_BUFFER = 64 * 1024  # keeps the kernel's share small: the broker's own buffers are what we watch
 # Fetch sizes of deaf clients, alternately: answers the broker writes from memory (below its 64 KiB sendfile
 # threshold) and answers it sends from the segment file.
 DEAF_FETCH_BYTES = (48 * 1024, 256 * 1024)
 SWEEP_S = 0.005
+DEAF_BYTES_PER_SWEEP = 256 * 1024
 
 
 def raise_open_file_limit(wanted: int) -> None:
@@ -47,10 +48,11 @@ def rss_bytes(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for process {pid}")
 
 
-def connect(address: tuple[str, int], receive_buffer: int | None = None) -> socket.socket:
+def connect(address: tuple[str, int], buffer_bytes: int | None = None) -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    if receive_buffer:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+    if buffer_bytes:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, buffer_bytes)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, buffer_bytes)
     sock.settimeout(10)
     sock.connect(address)
     sock.setblocking(False)
@@ -108,12 +110,14 @@ class DeafClient:
     bytes_sent: int = 0
 
     def step(self) -> None:
+        budget = DEAF_BYTES_PER_SWEEP  # so one sweep cannot starve the slow senders
         try:
-            while True:
+            while budget > 0:
                 if not self.pending:
                     self.pending = memoryview(self.frame)
                 sent = self.sock.send(self.pending)
                 self.bytes_sent += sent
+                budget -= sent
                 self.pending = self.pending[sent:]
         except BlockingIOError:
             pass
@@ -158,7 +162,7 @@ class Abuse:
         metadata = encode_request(METADATA, 1, 1, "slow", {"topics": []})
         self.slow = [SlowSender(connect(self.address), metadata) for _ in range(slow)]
         self.deaf = [
-            DeafClient(connect(self.address, DEAF_RECEIVE_BUFFER), fetch_request(self.topic, DEAF_FETCH_BYTES[i % 2], i))
+            DeafClient(connect(self.address, DEAF_SOCKET_BUFFER), fetch_request(self.topic, DEAF_FETCH_BYTES[i % 2], i))
             for i in range(deaf)
         ]
 

@@ -3,17 +3,20 @@ normal producer keeps working; the broker's memory stays bounded and idle connec
 
 from __future__ import annotations
 
+import resource
 import time
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
+from minibroker.limits import raise_open_file_limit
 from minibroker.testing import Broker
 from protocol.frames import encode_request
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import Deadline, RawConnection, confluent_create_topic
-from tests.loadutil import Abuse, fill_fetched_topic, raise_open_file_limit, rss_bytes, timed_produce
+from tests.loadutil import Abuse, fill_fetched_topic, rss_bytes, timed_produce
+from tests.loadutil import raise_open_file_limit as raise_test_process_limit
 
 IDLE, SLOW, DEAF = 940, 50, 10  # 1000 connections besides the producer's
 RECORDS = 20_000
@@ -24,7 +27,7 @@ API_VERSIONS = 18
 
 @pytest.fixture
 def loaded(tmp_path: Path) -> Iterator[BrokerProcess]:
-    raise_open_file_limit(IDLE + SLOW + DEAF + 200)
+    raise_test_process_limit(IDLE + SLOW + DEAF + 200)
     proc = BrokerProcess(tmp_path / "data")
     try:
         proc.start()
@@ -86,3 +89,14 @@ def test_idle_connections_are_closed() -> None:
             busy.send(encode_request(API_VERSIONS, 0, 2, "busy", {}))
             assert busy.recv_frame(), "a connection with traffic every 100 ms was closed"
 
+
+
+@pytest.mark.parametrize("hard,wanted_warning", [(20000, False), (2048, True)])
+def test_open_file_limit_is_raised_to_the_hard_limit(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, hard: int, wanted_warning: bool
+) -> None:
+    limits = {"now": (1024, hard)}
+    monkeypatch.setattr(resource, "getrlimit", lambda _kind: limits["now"])
+    monkeypatch.setattr(resource, "setrlimit", lambda _kind, value: limits.update(now=value))
+    assert raise_open_file_limit() == hard and limits["now"] == (hard, hard)
+    assert ("fewer than 4096 connections" in caplog.text) == wanted_warning

@@ -73,8 +73,7 @@ def address(broker: BrokerProcess, listener: str) -> str:
 
 
 def client_tls(tls: TlsFiles) -> ssl.SSLContext:
-    context = ssl.create_default_context(cafile=str(tls.ca))
-    return context
+    return ssl.create_default_context(cafile=str(tls.ca))
 
 
 def raw(broker: BrokerProcess, listener: str, tls: TlsFiles | None = None) -> RawConnection:

@@ -232,14 +232,15 @@ def test_interleaved_producers_abort_one_commit_other(broker: BrokerProcess, top
         loser.abort()
     end = 2 * rounds + 2
     assert latest_offsets(bootstrap, topic_name, PARTITIONS, READ_COMMITTED) == {p: end for p in range(PARTITIONS)}
-    results = read_all_clients(bootstrap, topic_name, {"read_committed": PARTITIONS * rounds, "read_uncommitted": 2 * PARTITIONS * rounds})
+    counts = {"read_committed": PARTITIONS * rounds, "read_uncommitted": 2 * PARTITIONS * rounds}
+    results = read_all_clients(bootstrap, topic_name, counts)
     for (reader, level), got in results.items():
         if level == "read_committed":
             assert got == {p: [b"winner-%d-%d" % (p, r) for r in range(rounds)] for p in range(PARTITIONS)}, reader
         else:
-            assert got == {
-                p: [v for r in range(rounds) for v in (b"loser-%d-%d" % (p, r), b"winner-%d-%d" % (p, r))] for p in range(PARTITIONS)
-            }, reader
+            both = {p: [v for r in range(rounds) for v in (b"loser-%d-%d" % (p, r), b"winner-%d-%d" % (p, r))]
+                    for p in range(PARTITIONS)}
+            assert got == both, reader
     for p in range(PARTITIONS):
         batches = read_segments(broker.data_dir, topic_name, p)
         kinds = [(b.header.producer_id, b.control_type) for b in batches]

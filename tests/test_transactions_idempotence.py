@@ -17,6 +17,8 @@ from typing import Any, Iterator
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
+from protocol.errors import ErrorCode
+from protocol.group_records import decode_offset_value, partition_for
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import Message, confluent_consumer, confluent_create_topic, confluent_produce
 from tests.txnutil import (
@@ -24,12 +26,15 @@ from tests.txnutil import (
     IDEMPOTENCE_SETTING,
     OP_TIMEOUT_S,
     ProduceDroppingProxy,
+    check_marker,
     consume,
     data_values,
     producer,
+    producer_of,
+    raw_offset_fetch,
     read_segments,
     running_broker,
-    supported_api_keys,
+    transactions_in,
     unique,
     values_by_partition,
 )
@@ -107,13 +112,15 @@ def test_idempotent_producer_retries_are_stored_once(
 
 # ---- consume-transform-produce ----
 
-TXN_OFFSET_COMMIT = 28
-TXN_OFFSET_COMMIT_MISSING = "TxnOffsetCommit not implemented yet"
 INPUT_RECORDS = 10
+OFFSETS_TOPIC_PARTITIONS = 50  # the session broker's offsets.topic.num.partitions (the default)
 
 
 def committed_offset(bootstrap: str, group_id: str, topic: str) -> int | None:
-    consumer = confluent_consumer(bootstrap, **{"group.id": group_id})
+    """The group's committed offset as a client sees it. The consumer is read_uncommitted so that librdkafka does
+    not ask for stable offsets (KIP-447: with require_stable it retries while a transaction holds pending offsets,
+    until the transaction ends); see check_pending for that side."""
+    consumer = confluent_consumer(bootstrap, **{"group.id": group_id, "isolation.level": "read_uncommitted"})
     try:
         [tp] = consumer.committed([TopicPartition(topic, 0)], timeout=OP_TIMEOUT_S)
     finally:
@@ -121,16 +128,19 @@ def committed_offset(bootstrap: str, group_id: str, topic: str) -> int | None:
     return tp.offset if tp.offset >= 0 else None
 
 
+def check_pending(bootstrap: str, group_id: str, topic: str, committed: int | None) -> None:
+    """While a transaction holds offsets for the partition: without require_stable OffsetFetch answers the last
+    committed offset (-1: none), with it UNSTABLE_OFFSET_COMMIT, which clients retry (KIP-447)."""
+    assert committed_offset(bootstrap, group_id, topic) == committed, "transactional offsets visible before the commit"
+    stored = -1 if committed is None else committed
+    assert raw_offset_fetch(bootstrap, group_id, topic, 0, require_stable=False) == (ErrorCode.NONE, stored)
+    error, _ = raw_offset_fetch(bootstrap, group_id, topic, 0, require_stable=True)
+    assert error == ErrorCode.UNSTABLE_OFFSET_COMMIT
+
+
 @pytest.mark.parametrize("client", CLIENTS)
-def test_consume_transform_produce(
-    client: str, broker: BrokerProcess, topic_name: str, request: pytest.FixtureRequest
-) -> None:
+def test_consume_transform_produce(client: str, broker: BrokerProcess, topic_name: str) -> None:
     bootstrap = broker.bootstrap
-    if TXN_OFFSET_COMMIT not in supported_api_keys(bootstrap):
-        # Each client refuses send_offsets_to_transaction without TxnOffsetCommit in ApiVersions (confluent
-        # _UNSUPPORTED_FEATURE, kafka-python and aiokafka IncompatibleBrokerVersion). Once the broker lists it,
-        # the test runs for real.
-        request.applymarker(pytest.mark.xfail(strict=False, reason=TXN_OFFSET_COMMIT_MISSING))
     source, sink, group_id = f"{topic_name}-in", f"{topic_name}-out", unique("ctp-group")
     confluent_create_topic(bootstrap, source, 1)
     confluent_create_topic(bootstrap, sink, 1)
@@ -150,7 +160,7 @@ def test_consume_transform_produce(
             for m in inputs[:half]:
                 txn.send(sink, 0, m.value().upper())
             txn.send_offsets(source, 0, half, group_id, consumer)
-            assert committed_offset(bootstrap, group_id, source) is None, "offsets visible before the commit"
+            check_pending(bootstrap, group_id, source, None)
             txn.commit()
             assert committed_offset(bootstrap, group_id, source) == half
             # Second half: transformed, offsets sent, aborted: the committed offset stays.
@@ -159,9 +169,21 @@ def test_consume_transform_produce(
                 txn.send(sink, 0, m.value().upper())
             txn.send_offsets(source, 0, INPUT_RECORDS, group_id, consumer)
             txn.flush()
+            check_pending(bootstrap, group_id, source, half)
             txn.abort()
             assert committed_offset(bootstrap, group_id, source) == half
     finally:
         consumer.close()
     got = values_by_partition(consume(client, bootstrap, sink, 1, half, "read_committed"))
     assert got == {0: [b"IN-%d" % i for i in range(half)]}
+
+    # The group's __consumer_offsets partition was part of both transactions: each offset commit record is followed
+    # by the marker of its transaction, as in the output topic.
+    producer_id, epoch = producer_of(read_segments(broker.data_dir, sink, 0), b"IN-0")
+    offsets_partition = partition_for(group_id, OFFSETS_TOPIC_PARTITIONS)
+    batches = read_segments(broker.data_dir, "__consumer_offsets", offsets_partition)
+    [(first, commit), (second, abort)] = transactions_in(batches, producer_id)
+    assert [decode_offset_value(v).offset for v in first] == [half]
+    assert [decode_offset_value(v).offset for v in second] == [INPUT_RECORDS]
+    check_marker(commit, commit=True, producer_id=producer_id, producer_epoch=epoch)
+    check_marker(abort, commit=False, producer_id=producer_id, producer_epoch=epoch)

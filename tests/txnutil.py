@@ -4,8 +4,9 @@
   (aiokafka runs on an event loop in a thread of its own), and the fenced error each client raises.
 - Assign-only consumers of the three clients with an isolation level, returning (partition, offset, value).
 - Reading a partition's segment files with the project's record-batch code, to find the control batches.
-- Raw ListOffsets (latest, per isolation level), a broker per test with small transaction settings, and a TCP proxy
-  that swallows the answer to every Nth Produce request, forcing the client to retry the same batch.
+- Raw ListOffsets (latest, per isolation level), Produce, InitProducerId and OffsetFetch requests.
+- A broker of a test's own with small internal topics, and a TCP proxy that swallows the answer to every Nth
+  Produce request, forcing the client to retry the same batch.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from protocol.frames import decode_response
 from protocol.records import (
     BatchHeader, ControlRecordType, Record, RecordInput, build_batch, decode_batch, iter_batches, parse_control_record,
 )
+from tests.asyncutil import quiet_exception_handler
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import Deadline, RawConnection, confluent_consumer
 
@@ -68,16 +70,6 @@ def running_broker(data_dir: Path, *settings: str, env: dict[str, str] | None = 
 
 
 # ---- an asyncio loop in a thread, for aiokafka behind a synchronous interface ----
-
-
-def quiet_exception_handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-    """The asyncio exception handler of the aiokafka loops: logs without a traceback.
-
-    A failed aiokafka future nobody awaited (a fenced sender task, a send of an aborted transaction) reports itself
-    from its finalizer, which the garbage collector may run in the middle of an unrelated ``ast.parse`` (pytest's
-    assertion rewriting, for one). On CPython 3.11 formatting a traceback parses source with ``ast`` for its carets,
-    and that nested parse breaks the outer one with "SystemError: AST constructor recursion depth mismatch"."""
-    log.debug("asyncio: %s (%r)", context.get("message"), context.get("exception"))
 
 
 class LoopThread:
@@ -312,7 +304,9 @@ class AIOKafkaTxnProducer(TxnProducer):
 
 
 # Client-specific settings for the same behaviour.
-TXN_TIMEOUT_SETTING = {"confluent": "transaction.timeout.ms", "kafka-python": "transaction_timeout_ms", "aiokafka": "transaction_timeout_ms"}
+TXN_TIMEOUT_SETTING = {
+    "confluent": "transaction.timeout.ms", "kafka-python": "transaction_timeout_ms", "aiokafka": "transaction_timeout_ms",
+}
 IDEMPOTENCE_SETTING = {"confluent": "enable.idempotence", "kafka-python": "enable_idempotence", "aiokafka": "enable_idempotence"}
 PRODUCERS: dict[str, Callable[..., TxnProducer]] = {
     "confluent": ConfluentTxnProducer, "kafka-python": KafkaPythonTxnProducer, "aiokafka": AIOKafkaTxnProducer,
@@ -324,7 +318,9 @@ def make_producer(client: str, bootstrap: str, transactional_id: str | None, **c
 
 
 @contextlib.contextmanager
-def producer(client: str, bootstrap: str, transactional_id: str | None, *, init: bool = True, **config: Any) -> Iterator[TxnProducer]:
+def producer(
+    client: str, bootstrap: str, transactional_id: str | None, *, init: bool = True, **config: Any
+) -> Iterator[TxnProducer]:
     """A started producer (transactions initialised unless ``init`` is false), closed on exit."""
     made = make_producer(client, bootstrap, transactional_id, **config)
     try:
@@ -528,17 +524,7 @@ def producer_of(batches: list[StoredBatch], value: bytes) -> tuple[int, int]:
     raise AssertionError(f"no record {value!r} in the log")
 
 
-# ---- raw requests: ApiVersions, ListOffsets ----
-
-API_VERSIONS = 18
-
-
-def supported_api_keys(bootstrap: str) -> set[int]:
-    """The API keys the broker lists in ApiVersions (v0)."""
-    with RawConnection(bootstrap) as conn:
-        _, answer = decode_response(API_VERSIONS, 0, conn.request(API_VERSIONS, 0, {}))
-    return {item["api_key"] for item in answer["api_keys"]}
-
+# ---- raw requests: ListOffsets, Produce, InitProducerId, OffsetFetch ----
 
 LIST_OFFSETS = 2
 LIST_OFFSETS_VERSION = 5
@@ -596,6 +582,20 @@ def raw_init_producer_id(bootstrap: str) -> tuple[int, int]:
         )
     assert answer["error_code"] == 0, f"InitProducerId: error {answer['error_code']}"
     return answer["producer_id"], answer["producer_epoch"]
+
+
+OFFSET_FETCH = 9
+OFFSET_FETCH_VERSION = 7  # the first with require_stable (KIP-447)
+
+
+def raw_offset_fetch(bootstrap: str, group_id: str, topic: str, partition: int, require_stable: bool) -> tuple[int, int]:
+    """OffsetFetch of one partition: (error code, committed offset)."""
+    body = {"group_id": group_id, "topics": [{"name": topic, "partition_indexes": [partition]}], "require_stable": require_stable}
+    with RawConnection(bootstrap) as conn:
+        _, answer = decode_response(OFFSET_FETCH, OFFSET_FETCH_VERSION, conn.request(OFFSET_FETCH, OFFSET_FETCH_VERSION, body))
+    assert answer["error_code"] == 0, f"OffsetFetch {group_id}: error {answer['error_code']}"
+    [item] = answer["topics"][0]["partitions"]
+    return item["error_code"], item["committed_offset"]
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float, what: str, interval: float = 0.05) -> None:

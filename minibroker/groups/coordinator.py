@@ -5,7 +5,9 @@ before a request reaches a group (group id, session timeout, partition still loa
 change to ``__consumer_offsets`` before answering, and rebuilds its state by replaying that log.
 Offsets change only by replaying records (at load, or right after a successful write), so memory
 never runs ahead of the log; group membership is the rebalancer's live state and is written as
-GroupMetadata records at the points Kafka writes them.
+GroupMetadata records at the points Kafka writes them. Transactional offset commits (TxnOffsetCommit) are
+written in the producer's transaction and stay pending (``txn_offsets``) until its marker reaches the group's
+partition: COMMIT makes them committed offsets, ABORT drops them, at load as when the marker is written.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from minibroker.groups.group import ClassicGroup, GroupState, Member, Responder
 from minibroker.groups.offsets import OffsetAndMetadata, OffsetStore
 from minibroker.groups.rebalance import JoinRequest, LeavingMember, Rebalancer, join_error, sync_error
 from minibroker.groups.timer import Timer
+from minibroker.groups.txn_offsets import PendingTxnOffsets, TopicPartition
 from protocol.errors import ErrorCode
 from protocol.group_records import (
     NO_LEADER_EPOCH,
@@ -36,6 +39,7 @@ from protocol.group_records import (
     encode_offset_value,
     partition_for,
 )
+from protocol.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 log = logging.getLogger(__name__)
 
@@ -74,8 +78,12 @@ class RecordLog(Protocol):
     @property
     def num_partitions(self) -> int: ...
 
-    def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]]) -> None:
-        """Append the (key, value) records as one batch, durably enough to answer clients; raises CoordinatorWriteError."""
+    def append(
+        self, partition: int, records: Sequence[tuple[bytes, bytes | None]], producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = NO_PRODUCER_EPOCH,
+    ) -> int:
+        """Append the (key, value) records as one batch (transactional when ``producer_id`` is set); returns the log
+        offset of the first record; raises CoordinatorWriteError."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +102,7 @@ class GroupCoordinator:
         self.records = records
         self.groups: dict[str, ClassicGroup] = {}
         self.offsets = OffsetStore()
+        self.pending = PendingTxnOffsets()
         self.loading: set[int] = set()
         self.rebalancer = Rebalancer(self.groups, timer, config, self._persist_group)
 
@@ -108,13 +117,36 @@ class GroupCoordinator:
     def begin_loading(self, partitions: Iterable[int]) -> None:
         self.loading.update(partitions)
 
-    def replay(self, key: bytes, value: bytes | None) -> None:
-        """Apply one record read back from the log (raises ProtocolError for bytes that do not decode)."""
+    def replay(self, key: bytes, value: bytes | None, offset: int, producer_id: int = NO_PRODUCER_ID) -> None:
+        """Apply one record read back from the log at ``offset`` (``producer_id``: that of its batch if transactional);
+        raises ProtocolError for bytes that do not decode."""
         decoded = decode_key(key)
         if isinstance(decoded, OffsetCommitKey):
-            self._apply(decoded, decode_offset_value(value))
+            self._apply(decoded, decode_offset_value(value), offset, producer_id)
+        elif producer_id != NO_PRODUCER_ID:
+            log.warning("group %s: skipping group metadata in a transactional batch at offset %d", decoded.group, offset)
         else:
             self._load_group(decoded.group, decode_group_value(value))
+
+    def complete_transaction(self, partition: int, producer_id: int, committed: bool) -> None:
+        """A COMMIT or ABORT marker of ``producer_id`` is in ``partition``: its pending offsets there become committed
+        (unless a plain commit written after them is newer, as Kafka decides) or are dropped."""
+        ended = self.pending.take(producer_id, lambda group_id: self.partition_of(group_id) == partition)
+        for group_id, offsets in ended.items():
+            log.debug("group %s: %d offset(s) of producer %d %s", group_id, len(offsets), producer_id,
+                      "committed" if committed else "aborted")
+            if not committed:
+                continue
+            self._ensure_group(group_id)
+            for (topic, index), offset in offsets.items():
+                current = self.offsets.get(group_id, topic, index)
+                if current is None or current.record_offset < offset.record_offset:
+                    self.offsets.put(group_id, topic, index, offset)
+
+    def on_marker(self, partition: int, producer_id: int, committed: bool) -> None:
+        """A marker was just written to ``partition``; while it loads, the loader reads the marker from the log."""
+        if partition not in self.loading:
+            self.complete_transaction(partition, producer_id, committed)
 
     def finish_loading(self, partition: int) -> None:
         """The partition's records are all replayed: its groups go live (members get a session to heartbeat in)."""
@@ -148,16 +180,28 @@ class GroupCoordinator:
         group.subscribed_topics = group.compute_subscribed_topics()
         self.groups[group_id] = group
 
-    def _apply(self, key: RecordKey, value: OffsetCommitValue | GroupMetadataValue | None) -> None:
-        """The in-memory effect of a record we wrote (group metadata values are already live state)."""
+    def _ensure_group(self, group_id: str) -> None:
+        if group_id not in self.groups:
+            log.info("group %s is a simple group (offsets committed without membership)", group_id)
+            self.groups[group_id] = ClassicGroup(group_id, created_ms=self.timer.now_ms())
+
+    def _apply(
+        self, key: RecordKey, value: OffsetCommitValue | GroupMetadataValue | None, record_offset: int,
+        producer_id: int = NO_PRODUCER_ID,
+    ) -> None:
+        """The in-memory effect of a record we wrote at ``record_offset`` (group metadata values are already live
+        state); a transactional offset commit stays pending until its marker."""
         if isinstance(key, OffsetCommitKey):
             if value is None:
                 self.offsets.remove(key.group, key.topic, key.partition)
+                self.pending.discard(key.group, key.topic, key.partition)
                 return
-            if key.group not in self.groups:
-                log.info("group %s is a simple group (offsets committed without membership)", key.group)
-                self.groups[key.group] = ClassicGroup(key.group, created_ms=self.timer.now_ms())
-            self.offsets.put(key.group, key.topic, key.partition, OffsetAndMetadata.from_record(value))
+            self._ensure_group(key.group)
+            offset = OffsetAndMetadata.from_record(value, record_offset)
+            if producer_id == NO_PRODUCER_ID:
+                self.offsets.put(key.group, key.topic, key.partition, offset)
+            else:
+                self.pending.put(producer_id, key.group, key.topic, key.partition, offset)
         elif value is None:
             group = self.groups.pop(key.group, None)
             if group is not None:
@@ -165,16 +209,20 @@ class GroupCoordinator:
                 group.transition_to(GroupState.DEAD, self.timer.now_ms())
                 log.info("group %s deleted", key.group)
 
-    def _write(self, group_id: str, records: list[Record]) -> ErrorCode:
-        """Append records for one group's partition, then apply them; the error to answer with."""
+    def _write(
+        self, group_id: str, records: list[Record], producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = NO_PRODUCER_EPOCH,
+    ) -> ErrorCode:
+        """Append records for one group's partition (in a producer's transaction if given), then apply them; the
+        error to answer with."""
         encoded = [(encode_key(key), _encode_value(value)) for key, value in records]
         try:
-            self.records.append(self.partition_of(group_id), encoded)
+            base_offset = self.records.append(self.partition_of(group_id), encoded, producer_id, producer_epoch)
         except CoordinatorWriteError as exc:
             log.warning("writing %d record(s) of group %s to __consumer_offsets failed: %s", len(records), group_id, exc)
             return WRITE_ERROR_ANSWERS.get(exc.error, exc.error)
-        for key, value in records:
-            self._apply(key, value)
+        for index, (key, value) in enumerate(records):
+            self._apply(key, value, base_offset + index, producer_id)
         return ErrorCode.NONE
 
     def _persist_group(self, group: ClassicGroup, assignment: dict[str, bytes]) -> ErrorCode:
@@ -239,20 +287,45 @@ class GroupCoordinator:
         commits: list[PartitionCommit], api_version: int,
     ) -> list[ErrorCode]:
         """OffsetCommit: one error per commit, in order."""
+        missing_group = ErrorCode.GROUP_ID_NOT_FOUND if api_version >= 9 else ErrorCode.ILLEGAL_GENERATION
+        return self._commit(group_id, member_id, instance_id, generation_id, commits, missing_group, retention_ms)
+
+    def commit_transactional_offsets(
+        self, group_id: str, producer_id: int, producer_epoch: int, member_id: str, instance_id: str | None,
+        generation_id: int, commits: list[PartitionCommit],
+    ) -> list[ErrorCode]:
+        """TxnOffsetCommit: offsets written in the producer's transaction, pending until its marker; one error per commit.
+
+        The caller has checked that the group's partition is in the transaction. Membership is checked as for
+        OffsetCommit (KIP-447 clients send the consumer's generation and member id), except that, as in Kafka, a group
+        in CompletingRebalance is accepted and so is a request naming no member (what clients before KIP-447 send).
+        """
+        return self._commit(
+            group_id, member_id, instance_id, generation_id, commits, ErrorCode.ILLEGAL_GENERATION, NO_RETENTION,
+            producer_id, producer_epoch,
+        )
+
+    def _commit(
+        self, group_id: str, member_id: str, instance_id: str | None, generation_id: int, commits: list[PartitionCommit],
+        missing_group: ErrorCode, retention_ms: int, producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = NO_PRODUCER_EPOCH,
+    ) -> list[ErrorCode]:
+        transactional = producer_id != NO_PRODUCER_ID
+        if not group_id:
+            return [ErrorCode.INVALID_GROUP_ID] * len(commits)
         if self.is_loading(group_id):
             return [ErrorCode.COORDINATOR_LOAD_IN_PROGRESS] * len(commits)
         group = self.groups.get(group_id)
         created = group is None
         if group is None:
             if generation_id >= 0:
-                error = ErrorCode.GROUP_ID_NOT_FOUND if api_version >= 9 else ErrorCode.ILLEGAL_GENERATION
-                return [error] * len(commits)
+                return [missing_group] * len(commits)
             log.info("creating simple group %s on a manual offset commit", group_id)
             group = self.groups[group_id] = ClassicGroup(group_id, created_ms=self.timer.now_ms())
-        error = self._validate_commit(group, member_id, instance_id, generation_id)
+        error = self._validate_commit(group, member_id, instance_id, generation_id, transactional)
         if error != ErrorCode.NONE:
             return [error] * len(commits)
-        if group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE):
+        if not transactional and group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE):
             self.rebalancer.reschedule_heartbeat(group, member_id)  # a commit keeps a classic member's session alive
         now = self.timer.now_ms()
         expire = -1 if retention_ms == NO_RETENTION else now + retention_ms
@@ -267,7 +340,7 @@ class GroupCoordinator:
             value = OffsetCommitValue(commit.offset, metadata, now, commit.leader_epoch, expire)
             records.append((OffsetCommitKey(group_id, commit.topic, commit.partition), value))
         if records:
-            error = self._write(group_id, records)
+            error = self._write(group_id, records, producer_id, producer_epoch)
             if error != ErrorCode.NONE:
                 if created:
                     del self.groups[group_id]  # as Kafka's reverted snapshot: a failed commit creates no group
@@ -275,8 +348,10 @@ class GroupCoordinator:
         return results
 
     @staticmethod
-    def _validate_commit(group: ClassicGroup, member_id: str, instance_id: str | None, generation_id: int) -> ErrorCode:
-        """Kafka's ClassicGroup.validateOffsetCommit: generation -1 commits need an empty group."""
+    def _validate_commit(
+        group: ClassicGroup, member_id: str, instance_id: str | None, generation_id: int, transactional: bool,
+    ) -> ErrorCode:
+        """Kafka's ClassicGroup.validateOffsetCommit: plain generation -1 commits need an empty group."""
         if group.is_in(GroupState.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if generation_id < 0 and group.is_empty:
@@ -287,16 +362,19 @@ class GroupCoordinator:
                 return error
             if generation_id != group.generation_id:
                 return ErrorCode.ILLEGAL_GENERATION
-        elif not group.is_empty:
+        elif not transactional and not group.is_empty:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if group.is_in(GroupState.COMPLETING_REBALANCE):
+        if not transactional and group.is_in(GroupState.COMPLETING_REBALANCE):
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE
 
-    def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None) -> dict[str, Any]:
+    def fetch_offsets(
+        self, group_id: str, topics: list[tuple[str, list[int]]] | None, require_stable: bool = False,
+    ) -> dict[str, Any]:
         """OffsetFetch for one group (``topics`` None: every committed offset), as a v8 response group.
 
-        RequireStable needs no waiting here: without transactional offset commits no offset is ever pending.
+        Offsets of open transactions are not shown; with ``require_stable`` a partition that has some is answered
+        UNSTABLE_OFFSET_COMMIT instead, so the client retries once the transaction has ended (KIP-447).
         """
         if self.is_loading(group_id):
             return {"group_id": group_id, "error_code": ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "topics": []}
@@ -308,7 +386,11 @@ class GroupCoordinator:
         answers = []
         for topic, partitions in topics:
             found = stored.get(topic, {})
-            answers.append({"name": topic, "partitions": [_offset_answer(index, found.get(index)) for index in partitions]})
+            answers.append({"name": topic, "partitions": [
+                _unstable_answer(index) if require_stable and self.pending.is_pending(group_id, topic, index)
+                else _offset_answer(index, found.get(index))
+                for index in partitions
+            ]})
         return {"group_id": group_id, "error_code": ErrorCode.NONE, "topics": answers}
 
     def delete_offsets(self, group_id: str, topics: list[tuple[str, list[int]]]) -> tuple[ErrorCode, list[dict[str, Any]]]:
@@ -329,7 +411,8 @@ class GroupCoordinator:
             answers.append({"name": topic, "partitions": [{"partition_index": p, "error_code": error} for p in partitions]})
             if error == ErrorCode.NONE:
                 records += [
-                    (OffsetCommitKey(group_id, topic, p), None) for p in partitions if self.offsets.get(group_id, topic, p)
+                    (OffsetCommitKey(group_id, topic, p), None) for p in partitions
+                    if self.offsets.get(group_id, topic, p) or self.pending.is_pending(group_id, topic, p)
                 ]
         if records:
             error = self._write(group_id, records)
@@ -403,12 +486,33 @@ class GroupCoordinator:
         if not group.is_empty:
             return ErrorCode.NON_EMPTY_GROUP
         records: list[Record] = [
-            (OffsetCommitKey(group_id, topic, partition), None)
-            for topic, partitions in self.offsets.group_offsets(group_id).items()
-            for partition in partitions
+            (OffsetCommitKey(group_id, topic, partition), None) for topic, partition in self._offset_partitions(group_id)
         ]
         records.append((GroupMetadataKey(group_id), None))
         return self._write(group_id, records)
+
+    def _offset_partitions(self, group_id: str) -> list[TopicPartition]:
+        """Partitions with a committed or a pending transactional offset: what deleting the group's offsets tombstones."""
+        committed = {(topic, p) for topic, partitions in self.offsets.group_offsets(group_id).items() for p in partitions}
+        return sorted(committed.union(self.pending.partitions(group_id)))
+
+    def delete_topic_offsets(self, topics: set[str]) -> int:
+        """Deleted topics (Kafka's onPartitionsDeleted): tombstones for every group's offsets of them, committed or
+        pending; returns how many were written."""
+        written = 0
+        for group_id in list(self.groups):
+            records: list[Record] = [
+                (OffsetCommitKey(group_id, topic, partition), None)
+                for topic, partition in self._offset_partitions(group_id) if topic in topics
+            ]
+            if not records:
+                continue
+            if self.is_loading(group_id):
+                log.warning("group %s is loading: its offsets of deleted topics %s stay", group_id, sorted(topics))
+            elif self._write(group_id, records) == ErrorCode.NONE:
+                log.info("group %s: %d offset(s) of deleted topics removed", group_id, len(records))
+                written += len(records)
+        return written
 
     # ---- offset expiration ----
 
@@ -423,7 +527,7 @@ class GroupCoordinator:
             records, all_expired = self._expired_offsets(group, now)
             if records:
                 log.info("group %s: %d offset(s) expired", group_id, len(records))
-            if all_expired and group.is_empty:
+            if all_expired and group.is_empty and not self.pending.has_group(group_id):
                 log.info("group %s is empty and has no offsets left: deleting it", group_id)
                 records.append((GroupMetadataKey(group_id), None))
             if records and self._write(group_id, records) == ErrorCode.NONE:
@@ -473,6 +577,13 @@ def _encode_value(value: OffsetCommitValue | GroupMetadataValue | None) -> bytes
     if isinstance(value, OffsetCommitValue):
         return encode_offset_value(value)
     return encode_group_value(value)
+
+
+def _unstable_answer(partition: int) -> dict[str, Any]:
+    return {
+        "partition_index": partition, "committed_offset": INVALID_OFFSET, "committed_leader_epoch": NO_LEADER_EPOCH,
+        "metadata": "", "error_code": ErrorCode.UNSTABLE_OFFSET_COMMIT,
+    }
 
 
 def _offset_answer(partition: int, offset: OffsetAndMetadata | None) -> dict[str, Any]:

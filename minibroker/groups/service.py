@@ -3,7 +3,12 @@
 Loading runs as a task after the broker starts: every partition of ``__consumer_offsets`` is marked
 as loading first (so its groups answer COORDINATOR_LOAD_IN_PROGRESS), then replayed in offset order
 and released one by one, yielding to the event loop now and then so a large topic does not stall
-the broker.
+the broker. Transactional offset commits are replayed honouring the markers that follow them (COMMIT applies
+them, ABORT drops them, none yet leaves them pending). Markers the transaction coordinator writes to
+``__consumer_offsets`` reach the coordinator through ``broker.marker_listeners``, except on a partition still
+loading: the loader reads to the log end, so it meets those markers itself. That includes the markers
+``TransactionService.start()`` writes for transactions a crash left half-completed, which the broker writes
+before this service starts.
 """
 
 from __future__ import annotations
@@ -16,14 +21,15 @@ from typing import TYPE_CHECKING, Sequence
 from minibroker.groups.config import MINUTE_MS, GroupConfig
 from minibroker.groups.coordinator import CoordinatorWriteError, GroupCoordinator
 from minibroker.groups.timer import LoopTimer
-from minibroker.internal_topics import append_records, ensure_internal_topic, replay
+from minibroker.internal_topics import InternalTopic, PendingFlushes, replay
 from protocol.errors import ErrorCode
 from protocol.group_records import UnknownRecordTypeError
 from protocol.primitives import ProtocolError
-from protocol.records import InvalidRecordError
-from storage.errors import StorageError
+from protocol.records import (
+    NO_PRODUCER_EPOCH, NO_PRODUCER_ID, BatchHeader, ControlRecordType, InvalidRecordError, Record, parse_control_record,
+)
+from storage.errors import ProducerStateError, StorageError
 from storage.log_manager import TopicInfo
-from storage.partition_log import PartitionLog
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
@@ -48,38 +54,42 @@ def group_config(config: BrokerConfig) -> GroupConfig:
 
 
 class OffsetsTopic:
-    """The coordinator's ``RecordLog``: one batch per write, appended on the event loop before anyone is answered."""
+    """The coordinator's ``RecordLog``: ``__consumer_offsets`` (offsets.topic.num.partitions, compacted) written
+    through the internal-topic path, with failures turned into the Kafka errors of a failed append."""
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
-        self.unflushed: set[PartitionLog] = set()
+        self.internal = InternalTopic(
+            broker, CONSUMER_OFFSETS_TOPIC, broker.config.offsets_topic_num_partitions, PendingFlushes(broker)
+        )
 
     @property
     def num_partitions(self) -> int:
-        """The existing topic's partition count wins over the setting, as in Kafka."""
-        info = self.broker.topic(CONSUMER_OFFSETS_TOPIC)
-        return len(info.partitions) if info is not None else self.broker.config.offsets_topic_num_partitions
+        return self.internal.num_partitions
 
     def ensure(self) -> TopicInfo:
-        """The topic, created (compacted, offsets.topic.num.partitions) on first use."""
-        return ensure_internal_topic(self.broker, CONSUMER_OFFSETS_TOPIC, self.num_partitions)
+        return self.internal.ensure()
 
-    def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]]) -> None:
+    def append(
+        self, partition: int, records: Sequence[tuple[bytes, bytes | None]], producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = NO_PRODUCER_EPOCH,
+    ) -> int:
         try:
-            self.ensure()
-            append_records(self.broker, CONSUMER_OFFSETS_TOPIC, partition, records, base_timestamp=self.broker.clock())
+            info = self.internal.append(
+                partition, records, base_timestamp=self.broker.clock(), producer_id=producer_id,
+                producer_epoch=producer_epoch, is_transactional=producer_id != NO_PRODUCER_ID,
+            )
         except LookupError as exc:
             raise CoordinatorWriteError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, str(exc)) from exc
+        except ProducerStateError as exc:
+            raise CoordinatorWriteError(ErrorCode(exc.error_code), str(exc)) from exc
         except (OSError, StorageError) as exc:
             raise CoordinatorWriteError(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)) from exc
-        partition_log = self.broker.partition(CONSUMER_OFFSETS_TOPIC, partition)
-        if partition_log is not None and partition_log.needs_flush(self.broker.clock()):
-            self.unflushed.add(partition_log)
+        return info.base_offset
 
     async def flush(self) -> None:
         """fsync what the flush policy says must be durable before clients hear about it."""
-        while self.unflushed:
-            await self.broker.flush_log(self.unflushed.pop())
+        await self.internal.flushes.flush()
 
 
 class GroupService:
@@ -101,8 +111,11 @@ class GroupService:
             self.coordinator.begin_loading(range(len(info.partitions)))
             self._tasks.append(loop.create_task(self._load(info)))
         self._tasks.append(loop.create_task(self._expire_periodically()))
+        self.broker.marker_listeners.append(self._on_marker)
 
     def stop(self) -> None:
+        if self._on_marker in self.broker.marker_listeners:
+            self.broker.marker_listeners.remove(self._on_marker)
         for task in self._tasks:
             task.cancel()
         self._tasks.clear()
@@ -112,15 +125,23 @@ class GroupService:
     async def flush(self) -> None:
         await self.topic.flush()
 
+    def _on_marker(self, topic: str, partition: int, producer_id: int, committed: bool) -> None:
+        if topic == CONSUMER_OFFSETS_TOPIC and self.coordinator is not None:
+            self.coordinator.on_marker(partition, producer_id, committed)
+
     async def _load(self, info: TopicInfo) -> None:
         started = time.monotonic()
         records = 0
         for partition, partition_log in enumerate(info.partitions):
             try:
                 for header, record in replay(partition_log):
-                    if header.is_control or header.is_transactional or record.key is None:
+                    if header.is_control:
+                        self._replay_marker(partition, header, record)
                         continue
-                    self._replay_one(partition, record.offset, record.key, record.value)
+                    if record.key is None:
+                        continue
+                    producer_id = header.producer_id if header.is_transactional else NO_PRODUCER_ID
+                    self._replay_one(partition, record.offset, record.key, record.value, producer_id)
                     records += 1
                     if records % RECORDS_PER_YIELD == 0:
                         await asyncio.sleep(0)
@@ -131,9 +152,19 @@ class GroupService:
         log.info("loaded %d group(s) and their offsets from %d record(s) of %s in %.0f ms",
                  len(self.coordinator.groups), records, CONSUMER_OFFSETS_TOPIC, (time.monotonic() - started) * 1000)
 
-    def _replay_one(self, partition: int, offset: int, key: bytes, value: bytes | None) -> None:
+    def _replay_marker(self, partition: int, header: BatchHeader, record: Record) -> None:
         try:
-            self.coordinator.replay(key, value)
+            record_type, _ = parse_control_record(record)
+        except InvalidRecordError as exc:
+            log.warning("%s-%d offset %d: skipping unreadable control record: %s", CONSUMER_OFFSETS_TOPIC, partition,
+                        record.offset, exc)
+            return
+        if record_type in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
+            self.coordinator.complete_transaction(partition, header.producer_id, record_type == ControlRecordType.COMMIT)
+
+    def _replay_one(self, partition: int, offset: int, key: bytes, value: bytes | None, producer_id: int) -> None:
+        try:
+            self.coordinator.replay(key, value, offset, producer_id)
         except UnknownRecordTypeError as exc:
             log.debug("%s-%d offset %d: skipping record type %d", CONSUMER_OFFSETS_TOPIC, partition, offset, exc.record_type)
         except ProtocolError as exc:

@@ -105,6 +105,7 @@ async def delete_topics(ctx: RequestContext, body: dict[str, Any]) -> dict[str, 
     by_id = {info.topic_id: name for name, info in broker.logs.topics.items()}
     requests = body["topics"] or [{"name": n, "topic_id": bytes(16)} for n in body["topic_names"]]
     responses = []
+    deleted = set()
     for request in requests:
         name = request["name"] if request["name"] is not None else by_id.get(request["topic_id"])
         info = broker.topic(name) if name is not None else None
@@ -115,8 +116,12 @@ async def delete_topics(ctx: RequestContext, body: dict[str, Any]) -> dict[str, 
             response["error_code"] = ErrorCode.UNKNOWN_TOPIC_ID if request["name"] is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         else:
             broker.logs.delete_topic(name)
+            deleted.add(name)
             log.info("deleted topic %s", name)
         responses.append(response)
+    if deleted:
+        broker.groups.coordinator.delete_topic_offsets(deleted)  # as Kafka: groups forget offsets of deleted topics
+        await broker.groups.flush()
     return {"responses": responses}
 
 

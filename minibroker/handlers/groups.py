@@ -1,5 +1,5 @@
-"""Consumer group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
-ListGroups, DescribeGroups, DeleteGroups and OffsetDelete.
+"""Consumer group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, TxnOffsetCommit,
+OffsetFetch, ListGroups, DescribeGroups, DeleteGroups and OffsetDelete.
 
 These handlers only translate between API versions and the coordinator (``minibroker.groups``), which
 holds every rule. JoinGroup and SyncGroup answers may come later (when the rebalance gets there), so
@@ -9,12 +9,14 @@ those handlers wait on a future the coordinator completes. This broker is the co
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 from minibroker.context import RequestContext
 from minibroker.groups.coordinator import GroupCoordinator, PartitionCommit
 from minibroker.groups.group import Responder
 from minibroker.groups.rebalance import JoinRequest, LeavingMember
+from minibroker.groups.service import CONSUMER_OFFSETS_TOPIC
 from minibroker.handlers.registry import api
 from protocol.errors import ErrorCode
 from storage.errors import StorageError
@@ -22,6 +24,8 @@ from storage.errors import StorageError
 GROUP_KEY = 0
 TRANSACTION_KEY = 1
 NO_NODE = {"node_id": -1, "host": "", "port": -1}
+
+log = logging.getLogger(__name__)
 
 
 def coordinator(ctx: RequestContext) -> GroupCoordinator:
@@ -139,28 +143,30 @@ async def leave_group(ctx: RequestContext, body: dict[str, Any]) -> dict[str, An
 # ---- offsets ----
 
 
-@api(8, 2, 9)
-async def offset_commit(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
-    """Partitions of unknown topics are refused here, before the coordinator, as in Kafka's KafkaApis."""
-    answers: dict[str, dict[int, ErrorCode]] = {}
+CommitAnswers = dict[str, dict[int, ErrorCode]]
+
+
+def known_commits(ctx: RequestContext, topics: list[dict[str, Any]]) -> tuple[CommitAnswers, list[PartitionCommit]]:
+    """Partitions of unknown topics are refused here, before the coordinator, as in Kafka's KafkaApis: (answers so
+    far, commits of known partitions)."""
+    answers: CommitAnswers = {}
     commits = []
-    for topic in body["topics"]:
+    for topic in topics:
         answers[topic["name"]] = {}
         for p in topic["partitions"]:
             if ctx.broker.partition(topic["name"], p["partition_index"]) is None:
                 answers[topic["name"]][p["partition_index"]] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
+            answers[topic["name"]][p["partition_index"]] = ErrorCode.NONE  # the coordinator's answer replaces it
             commits.append(PartitionCommit(
                 topic["name"], p["partition_index"], p["committed_offset"], p["committed_leader_epoch"], p["committed_metadata"]
             ))
-    if commits:
-        errors = coordinator(ctx).commit_offsets(
-            body["group_id"], body["member_id"], body["group_instance_id"], body["generation_id_or_member_epoch"],
-            body["retention_time_ms"], commits, ctx.api_version,
-        )
-        for commit, error in zip(commits, errors):
-            answers[commit.topic][commit.partition] = error
-        await ctx.broker.groups.flush()
+    return answers, commits
+
+
+def commit_response(answers: CommitAnswers, commits: list[PartitionCommit], errors: list[ErrorCode]) -> dict[str, Any]:
+    for commit, error in zip(commits, errors):
+        answers[commit.topic][commit.partition] = error
     return {
         "topics": [
             {"name": name, "partitions": [{"partition_index": p, "error_code": e} for p, e in partitions.items()]}
@@ -169,17 +175,65 @@ async def offset_commit(ctx: RequestContext, body: dict[str, Any]) -> dict[str, 
     }
 
 
+@api(8, 2, 9)
+async def offset_commit(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    answers, commits = known_commits(ctx, body["topics"])
+    errors = []
+    if commits:
+        errors = coordinator(ctx).commit_offsets(
+            body["group_id"], body["member_id"], body["group_instance_id"], body["generation_id_or_member_epoch"],
+            body["retention_time_ms"], commits, ctx.api_version,
+        )
+        await ctx.broker.groups.flush()
+    return commit_response(answers, commits, errors)
+
+
+def transaction_error(ctx: RequestContext, body: dict[str, Any]) -> ErrorCode:
+    """Whether the group's __consumer_offsets partition is in the producer's ongoing transaction (AddOffsetsToTxn
+    put it there): otherwise no marker would ever end these offsets. A fenced producer hears INVALID_PRODUCER_EPOCH,
+    as Kafka's verification answers."""
+    partition = (CONSUMER_OFFSETS_TOPIC, coordinator(ctx).partition_of(body["group_id"]))
+    error = ctx.broker.transactions.coordinator.verify_partition(
+        body["transactional_id"], body["producer_id"], body["producer_epoch"], partition
+    )
+    return ErrorCode.INVALID_PRODUCER_EPOCH if error == ErrorCode.PRODUCER_FENCED else error
+
+
+@api(28, 0, 3)
+async def txn_offset_commit(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    """v3 (KIP-447) carries the consumer's group metadata (generation, member id, group instance id), checked as
+    Kafka does; older versions name no member. The offsets stay invisible until the transaction commits."""
+    answers, commits = known_commits(ctx, body["topics"])
+    errors: list[ErrorCode] = []
+    if commits:
+        group_id = body["group_id"]
+        error = transaction_error(ctx, body) if group_id else ErrorCode.INVALID_GROUP_ID
+        if error != ErrorCode.NONE:
+            log.info("TxnOffsetCommit of %s for group %s refused: %s", body["transactional_id"], group_id, error.name)
+            errors = [error] * len(commits)
+        else:
+            errors = coordinator(ctx).commit_transactional_offsets(
+                group_id, body["producer_id"], body["producer_epoch"], body["member_id"], body["group_instance_id"],
+                body["generation_id"], commits,
+            )
+            await ctx.broker.groups.flush()
+    return commit_response(answers, commits, errors)
+
+
 def requested_topics(topics: list[dict[str, Any]] | None) -> list[tuple[str, list[int]]] | None:
     return None if topics is None else [(t["name"], t["partition_indexes"]) for t in topics]
 
 
 @api(9, 1, 8)
 async def offset_fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    stable = body["require_stable"]
     if ctx.api_version >= 8:
-        groups = [coordinator(ctx).fetch_offsets(g["group_id"], requested_topics(g["topics"])) for g in body["groups"]]
+        groups = [
+            coordinator(ctx).fetch_offsets(g["group_id"], requested_topics(g["topics"]), stable) for g in body["groups"]
+        ]
         return {"groups": groups}
     topics = requested_topics(body["topics"])
-    group = coordinator(ctx).fetch_offsets(body["group_id"], topics)
+    group = coordinator(ctx).fetch_offsets(body["group_id"], topics, stable)
     error = group["error_code"]
     if error != ErrorCode.NONE and ctx.api_version < 2:
         # v0-1 have no group-level error: every requested partition carries it.

@@ -6,7 +6,9 @@ from typing import Any
 
 from minibroker.context import RequestContext
 from minibroker.handlers.registry import HANDLERS, api
+from minibroker.internal_topics import InternalTopic
 from protocol.errors import ErrorCode
+from storage.errors import StorageError
 from storage.log_manager import TopicInfo
 
 LEADER_EPOCH = 0
@@ -53,6 +55,25 @@ def missing_topic(name: str | None, topic_id: bytes, error: ErrorCode) -> dict[s
     return {"error_code": error, "name": name, "topic_id": topic_id, "partitions": []}
 
 
+def internal_topic(ctx: RequestContext, name: str) -> InternalTopic | None:
+    by_name = {topic.name: topic for topic in (ctx.broker.groups.topic.internal, ctx.broker.transactions.topic)}
+    return by_name.get(name)
+
+
+def auto_create(ctx: RequestContext, name: str) -> ErrorCode:
+    """Kafka's AutoTopicCreationManager: an internal topic gets its coordinator's partition count and configs
+    (offsets.topic.num.partitions or transaction.state.log.num.partitions, compacted), others num.partitions."""
+    internal = internal_topic(ctx, name)
+    if internal is None:
+        error, _ = ctx.broker.create_topic(name, ctx.broker.config.num_partitions, {})
+        return error
+    try:
+        internal.ensure()
+    except (OSError, StorageError):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    return ErrorCode.NONE
+
+
 @api(3, 0, 12)
 async def metadata(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     broker = ctx.broker
@@ -72,7 +93,7 @@ async def metadata(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
                 continue
             info = broker.topic(name)
             if info is None and body["allow_auto_topic_creation"] and broker.config.auto_create_topics_enable:
-                error, _ = broker.create_topic(name, broker.config.num_partitions, {})
+                error = auto_create(ctx, name)
                 if error != ErrorCode.NONE:
                     topics.append(missing_topic(name, bytes(16), error))
                     continue

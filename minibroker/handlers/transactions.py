@@ -1,5 +1,8 @@
 """Producer ids and transactions: InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
-WriteTxnMarkers, and the admin views DescribeTransactions, ListTransactions, DescribeProducers."""
+WriteTxnMarkers, and the admin views DescribeTransactions, ListTransactions, DescribeProducers.
+
+Handlers that change a transaction await ``TransactionService.flush`` before answering (the flush policy).
+"""
 
 from __future__ import annotations
 
@@ -7,13 +10,11 @@ from typing import Any
 
 from minibroker.context import RequestContext
 from minibroker.handlers.registry import api
-from minibroker.internal_topics import ensure_internal_topic
+from minibroker.groups.service import CONSUMER_OFFSETS_TOPIC
 from minibroker.transactions.markers import write_markers
 from minibroker.transactions.metadata import TxnState
 from protocol.errors import ErrorCode
-from protocol.group_records import partition_for
-
-CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
+from storage.errors import StorageError
 
 
 def fenced_error(error: ErrorCode, version: int, first_version_with_fenced: int) -> ErrorCode:
@@ -31,6 +32,7 @@ async def init_producer_id(ctx: RequestContext, body: dict[str, Any]) -> dict[st
     result = ctx.broker.transactions.coordinator.init_producer_id(
         transactional_id, body["transaction_timeout_ms"], body["producer_id"], body["producer_epoch"]
     )
+    await ctx.broker.transactions.flush()
     return {
         "error_code": fenced_error(result.error, ctx.api_version, 4),
         "producer_id": result.producer_id,
@@ -49,6 +51,7 @@ async def add_partitions_to_txn(ctx: RequestContext, body: dict[str, Any]) -> di
         body["v3_and_below_transactional_id"], body["v3_and_below_producer_id"], body["v3_and_below_producer_epoch"],
         partitions, lambda tp: partition_exists(ctx, tp),
     )
+    await ctx.broker.transactions.flush()
     by_topic: dict[str, list[dict[str, int]]] = {}
     for (topic, partition), error in results.items():
         by_topic.setdefault(topic, []).append(
@@ -64,12 +67,15 @@ async def add_partitions_to_txn(ctx: RequestContext, body: dict[str, Any]) -> di
 @api(25, 0, 3)
 async def add_offsets_to_txn(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     broker = ctx.broker
-    partitions = broker.config.offsets_topic_num_partitions
-    ensure_internal_topic(broker, CONSUMER_OFFSETS_TOPIC, partitions)
-    tp = (CONSUMER_OFFSETS_TOPIC, partition_for(body["group_id"], partitions))
+    try:
+        broker.groups.topic.ensure()
+    except (OSError, StorageError):
+        return {"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
+    tp = (CONSUMER_OFFSETS_TOPIC, broker.groups.coordinator.partition_of(body["group_id"]))
     results = broker.transactions.coordinator.add_partitions(
         body["transactional_id"], body["producer_id"], body["producer_epoch"], [tp], lambda tp: partition_exists(ctx, tp)
     )
+    await broker.transactions.flush()
     return {"error_code": fenced_error(results[tp], ctx.api_version, 2)}
 
 
@@ -78,6 +84,7 @@ async def end_txn(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     error = ctx.broker.transactions.coordinator.end_transaction(
         body["transactional_id"], body["producer_id"], body["producer_epoch"], body["committed"]
     )
+    await ctx.broker.transactions.flush()
     return {"error_code": fenced_error(error, ctx.api_version, 2)}
 
 

@@ -178,6 +178,21 @@ class TransactionCoordinator:
             self._persist(txn)
         return {tp: ErrorCode.NONE for tp in partitions}
 
+    def verify_partition(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, partition: TopicPartition
+    ) -> ErrorCode:
+        """May a broker-side write (TxnOffsetCommit) join this transaction in ``partition``? Only if the partition was
+        added to the ongoing transaction, else its marker would never be written (Kafka's KIP-890 verification)."""
+        txn = self.transactions.get(transactional_id)
+        error = self._check_producer(txn, producer_id, producer_epoch)
+        if error != ErrorCode.NONE:
+            return error
+        if txn.completing:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        if txn.state != TxnState.ONGOING or partition not in txn.partitions:
+            return ErrorCode.INVALID_TXN_STATE
+        return ErrorCode.NONE
+
     def end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> ErrorCode:
         txn = self.transactions.get(transactional_id)
         error = self._check_producer(txn, producer_id, producer_epoch)

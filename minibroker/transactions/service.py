@@ -1,4 +1,8 @@
-"""The transaction coordinator wired to the broker: ``__transaction_state``, markers, timeouts, recovery."""
+"""The transaction coordinator wired to the broker: ``__transaction_state``, markers, timeouts, recovery.
+
+The coordinator writes synchronously; request handlers await ``flush`` before answering, so what the flush
+policy says must be durable (its ``__transaction_state`` records and the markers) is fsynced first.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ import os
 import signal
 from typing import TYPE_CHECKING, Iterable
 
-from minibroker.internal_topics import append_records, ensure_internal_topic, replay
+from minibroker.internal_topics import InternalTopic, PendingFlushes, replay
 from minibroker.transactions.coordinator import COORDINATOR_EPOCH, TransactionCoordinator
 from minibroker.transactions.markers import TopicPartition, write_markers
 from protocol.errors import ErrorCode
@@ -28,7 +32,10 @@ class TransactionService:
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
-        self.partitions = broker.config.transaction_state_log_num_partitions
+        self.flushes = PendingFlushes(broker)
+        self.topic = InternalTopic(
+            broker, TRANSACTION_STATE_TOPIC, broker.config.transaction_state_log_num_partitions, self.flushes
+        )
         self.coordinator = TransactionCoordinator(
             log_writer=self,
             markers=self,
@@ -54,17 +61,29 @@ class TransactionService:
         self.coordinator.complete_pending()
 
     def partition_for(self, transactional_id: str) -> int:
-        return partition_for(transactional_id, self.partitions)
+        return partition_for(transactional_id, self.topic.num_partitions)
 
     def write(self, transactional_id: str, value: TransactionLogValue | None) -> None:
-        ensure_internal_topic(self.broker, TRANSACTION_STATE_TOPIC, self.partitions)
         record = (encode_key(transactional_id), None if value is None else encode_value(value))
-        append_records(self.broker, TRANSACTION_STATE_TOPIC, self.partition_for(transactional_id), [record])
+        self.topic.append(self.partition_for(transactional_id), [record])
 
     def write_markers(
         self, producer_id: int, producer_epoch: int, committed: bool, partitions: Iterable[TopicPartition]
     ) -> dict[TopicPartition, ErrorCode]:
-        return write_markers(self.broker, producer_id, producer_epoch, COORDINATOR_EPOCH, committed, partitions)
+        results = write_markers(self.broker, producer_id, producer_epoch, COORDINATOR_EPOCH, committed, partitions)
+        for (topic, index), error in results.items():
+            partition_log = self.broker.partition(topic, index)
+            if error == ErrorCode.NONE and partition_log is not None:
+                self.flushes.note(partition_log)
+        return results
+
+    async def flush(self) -> None:
+        await self.flushes.flush()
+
+    async def abort_timed_out(self) -> None:
+        """The periodic abort of transactions past their timeout, flushed as a request's writes would be."""
+        self.coordinator.abort_timed_out()
+        await self.flush()
 
     @staticmethod
     def crash_hook(point: str) -> None:
