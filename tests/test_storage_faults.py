@@ -215,3 +215,23 @@ def test_full_disk(small_disk: Path, caplog: pytest.LogCaptureFixture) -> None:
         with RawConnection(broker.bootstrap_servers) as conn:
             assert [v for _, v in values(conn, 0)] == [*acknowledged, b"after"]
     assert "truncated" not in caplog.text
+
+
+def test_failed_fsync_is_storage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With flush.messages=1 an acknowledgement waits for fsync; when fsync fails the producer hears 56, not OK."""
+    with Broker(data_dir=tmp_path / "data", log_flush_interval_messages=1) as running:
+        with RawConnection(running.bootstrap_servers) as conn:
+            body = {"topics": [{"name": TOPIC, "num_partitions": 2, "replication_factor": 1, "assignments": [], "configs": []}],
+                    "timeout_ms": 5000, "validate_only": False}
+            assert decode_response(CREATE_TOPICS, 5, conn.request(CREATE_TOPICS, 5, body))[1]["topics"][0]["error_code"] == 0
+            assert produce(conn, {0: batch_of("synced")})[0]["error_code"] == 0
+
+            def failing_fsync(fd: int) -> None:
+                raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+            monkeypatch.setattr(os, "fsync", failing_fsync)
+            answer = produce(conn, {0: batch_of("unsynced")})
+            assert answer[0]["error_code"] == KAFKA_STORAGE_ERROR
+            assert "fsync" in answer[0]["error_message"]
+            monkeypatch.undo()
+            assert produce(conn, {1: batch_of("later")})[1]["error_code"] == 0

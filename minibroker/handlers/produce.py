@@ -11,6 +11,7 @@ from protocol.compression import ZSTD
 from protocol.errors import ErrorCode
 from protocol.records import BatchHeader, InvalidRecordError, decode_batch, validate_batches
 from storage.errors import ProducerStateError
+from storage.partition_log import PartitionLog
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +22,9 @@ def partition_error(index: int, error: ErrorCode, message: str | None = None) ->
     return {"index": index, "error_code": error, "base_offset": -1, "error_message": message}
 
 
-def append_partition(ctx: RequestContext, topic: str, index: int, records: memoryview | None, flush: list) -> dict[str, Any]:
+def append_partition(
+    ctx: RequestContext, topic: str, index: int, records: memoryview | None, flush: list[tuple[PartitionLog, dict[str, Any]]]
+) -> dict[str, Any]:
     broker = ctx.broker
     partition_log = broker.partition(topic, index)
     if partition_log is None:
@@ -55,15 +58,16 @@ def append_partition(ctx: RequestContext, topic: str, index: int, records: memor
         return partition_error(index, ErrorCode.KAFKA_STORAGE_ERROR, str(exc))
     if not info.duplicate:
         broker.notify_append((topic, index))
-    if partition_log.needs_flush(broker.clock()):
-        flush.append(partition_log)
-    return {
+    response = {
         "index": index,
         "error_code": ErrorCode.NONE,
         "base_offset": info.base_offset,
         "log_append_time_ms": info.log_append_time_ms,
         "log_start_offset": info.log_start_offset,
     }
+    if partition_log.needs_flush(broker.clock()):
+        flush.append((partition_log, response))
+    return response
 
 
 def keyless_records(records: memoryview, header: BatchHeader, topic: str, index: int) -> dict[str, Any] | None:
@@ -94,7 +98,7 @@ def keyless_records(records: memoryview, header: BatchHeader, topic: str, index:
 @api(0, 3, 11)
 async def produce(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any] | None:
     acks = body["acks"]
-    flush: list = []
+    flush: list[tuple[PartitionLog, dict[str, Any]]] = []
     responses = []
     for topic in body["topic_data"]:
         name = topic["name"]
@@ -103,8 +107,12 @@ async def produce(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any] |
         else:
             results = [append_partition(ctx, name, p["index"], p["records"], flush) for p in topic["partition_data"]]
         responses.append({"name": name, "partition_responses": results})
-    for partition_log in flush:
-        await ctx.broker.flush_log(partition_log)
+    for partition_log, response in flush:
+        try:
+            await ctx.broker.flush_log(partition_log)
+        except OSError as exc:
+            log.error("fsync of %s failed: %s", partition_log.directory, exc)
+            response.update(error_code=ErrorCode.KAFKA_STORAGE_ERROR, error_message=f"fsync failed: {exc}")
     if acks == 0:
         return None
     return {"responses": responses}
