@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("minibroker")
 
-COMMANDS = ("serve", "probe", "dump", "config-reference")
+COMMANDS = ("serve", "probe", "dump", "config-reference", "api-reference")
 DESCRIPTION = """\
 A small, fast, Kafka wire-protocol compatible broker for test suites and throwaway containers.
 Real Kafka clients connect to it; it stores data in Kafka's own on-disk layout.
@@ -32,6 +32,7 @@ examples:
   minibroker probe 127.0.0.1:9092                  exit 0 once a broker answers
   minibroker dump --print-data ./minibroker-data/orders-0
   minibroker config-reference                      every setting, its default and environment variable
+  minibroker api-reference                         every implemented API and its versions
 
 Run `minibroker COMMAND --help` for the options of a command."""
 SERVE_EPILOG = """\
@@ -108,6 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
         "config-reference", help="print every setting as a Markdown table",
         description="Print every setting with its default, environment variable and meaning, as a Markdown table.",
     )
+    commands.add_parser(
+        "api-reference", help="print every implemented API and its versions as a Markdown table",
+        description="Print every API the broker implements with the versions ApiVersions advertises, as a Markdown table.",
+    )
     return parser
 
 
@@ -154,10 +159,10 @@ def main(argv: list[str] | None = None) -> int:
         except BrokenPipeError:  # `minibroker dump ... | head`: stop quietly, as other tools do
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 1
-    if args.command == "config-reference":
-        from minibroker.config_reference import markdown_table
+    if args.command in ("config-reference", "api-reference"):
+        from minibroker.reference import TABLES
 
-        sys.stdout.write(markdown_table())
+        sys.stdout.write(TABLES[args.command]())
         return 0
     return run_serve(args)
 

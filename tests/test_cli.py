@@ -14,7 +14,7 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Producer, TopicPartition
 
-from minibroker.config_reference import markdown_table
+from minibroker.reference import config_table
 from protocol.frames import decode_response, encode_request
 from storage.checkpoint import RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT, read_offset_checkpoint
 from tests.brokerproc import BrokerProcess, wait_for_ready
@@ -59,7 +59,7 @@ def test_help_lists_commands_and_examples() -> None:
 def test_config_reference_prints_the_generated_table() -> None:
     result = run("config-reference")
     assert result.returncode == 0
-    assert result.stdout == markdown_table()
+    assert result.stdout == config_table()
     assert "| `num.partitions` | `1` | `MINIBROKER_NUM_PARTITIONS` |" in result.stdout
 
 

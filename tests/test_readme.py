@@ -1,16 +1,18 @@
-"""README.md's configuration reference is the one the code generates, so documentation cannot drift."""
+"""README.md's generated tables are the ones the code generates, so documentation cannot drift."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from minibroker.config_reference import markdown_table, readme_block
+import pytest
+
+from minibroker.reference import TABLES, readme_block
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def test_readme_configuration_reference_matches_broker_config() -> None:
-    documented = readme_block(README.read_text())
-    assert documented == markdown_table(), (
-        "README.md's configuration table differs from BrokerConfig: run `python tools/sync_readme_config.py`"
+@pytest.mark.parametrize("name", sorted(TABLES))
+def test_readme_tables_match_the_code(name: str) -> None:
+    assert readme_block(README.read_text(), name) == TABLES[name](), (
+        f"README.md's {name} table differs from the code: run `python tools/sync_readme_config.py`"
     )

@@ -1,4 +1,4 @@
-"""Rewrite README.md's configuration reference from ``BrokerConfig`` (run after adding or changing a setting)."""
+"""Rewrite README.md's generated tables (settings and APIs): run after adding a setting or an API."""
 
 from __future__ import annotations
 
@@ -7,19 +7,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from minibroker.config_reference import with_table  # noqa: E402
+from minibroker.reference import with_tables  # noqa: E402
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def main() -> int:
     text = README.read_text()
-    updated = with_table(text)
+    updated = with_tables(text)
     if updated == text:
-        print("README.md configuration reference is up to date")
+        print("README.md generated tables are up to date")
     else:
         README.write_text(updated)
-        print("README.md configuration reference rewritten")
+        print("README.md generated tables rewritten")
     return 0
 
 
