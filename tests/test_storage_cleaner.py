@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from protocol.compression import GZIP, NONE, ZSTD
-from protocol.records import DELETE_HORIZON_FLAG, build_batch, decode_all, iter_batches, validate_batches
+from protocol.records import DELETE_HORIZON_FLAG, batch_crc_ok, build_batch, decode_all, iter_batches, validate_batches
 from storage.checkpoint import read_offset_checkpoint
 from storage.cleaner import CLEANER_OFFSET_CHECKPOINT, LogCleaner
 from storage.config import LogConfig
@@ -83,7 +83,7 @@ def rows(log: PartitionLog) -> list[Row]:
 
 
 def batches(log: PartitionLog) -> list[tuple[int, int, int, int]]:
-    """(base offset, last offset, record count, attributes) of every batch."""
+    """(base offset, last offset, record count, attributes) of every batch, each checked against its CRC."""
     out = []
     offset = log.log_start_offset
     while offset < log.log_end_offset:
@@ -91,6 +91,7 @@ def batches(log: PartitionLog) -> list[tuple[int, int, int, int]]:
         if not data:
             break
         for header in iter_batches(data):
+            assert batch_crc_ok(data, header), header
             out.append((header.base_offset, header.last_offset, header.records_count, header.attributes))
             offset = header.last_offset + 1
     return out
@@ -117,7 +118,7 @@ def test_latest_record_per_key_survives_with_its_offset(manager: LogManager, clo
     horizon = DELETE_HORIZON_FLAG | codec
     # Kept batches keep their base and last offsets; the one holding a tombstone now carries the delete horizon.
     assert batches(log) == [(3, 4, 2, horizon), (5, 7, 2, codec), (8, 8, 1, 0)]
-    [(header, _)] = decode_all(log.read(3, 100))
+    header = next(iter_batches(log.read(3, 1)))
     assert header.base_timestamp == T0 + 1000 and header.max_timestamp == T0
     assert log.log_end_offset == 9 and log.segment_base_offsets == [0, 8]
 
@@ -505,6 +506,48 @@ def test_ten_thousand_offset_commits_leave_consumer_offsets_small(tmp_path: Path
         [committed] = consumer.committed([confluent_kafka.TopicPartition("orders", 0)], timeout=10)
         consumer.close()
     assert committed.offset == commits + 2000
+
+
+def test_a_real_consumer_reads_a_cleaned_compressed_topic_to_its_end(tmp_path: Path) -> None:
+    """Rewritten gzip batches, gaps, delete horizons and emptied batches, as librdkafka reads them."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from minibroker.testing import Broker
+
+    latest: dict[bytes, bytes | None] = {}
+    with Broker({"log.cleaner.backoff.ms": 20}, data_dir=tmp_path / "data") as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        configs = {"cleanup.policy": "compact", "internal.segment.bytes": "1500", "min.cleanable.dirty.ratio": "0.01"}
+        admin.create_topics([NewTopic("table", 1, 1, config=configs)])["table"].result(10)
+        producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap_servers, "compression.type": "gzip",
+                                             "linger.ms": 0})
+        for round_ in range(20):
+            for key in range(10):
+                value = None if (round_, key) == (19, 3) else f"{key}@{round_}".encode()
+                producer.produce("table", key=b"k%d" % key, value=value)
+                latest[b"k%d" % key] = value
+            producer.flush(10)
+        deadline = time.monotonic() + 10
+        checkpoint = tmp_path / "data" / CLEANER_OFFSET_CHECKPOINT
+        while time.monotonic() < deadline and "table 0" not in (checkpoint.read_text() if checkpoint.exists() else ""):
+            time.sleep(0.02)
+        consumer = confluent_kafka.Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "reader",
+                                             "auto.offset.reset": "earliest", "enable.partition.eof": True})
+        consumer.assign([confluent_kafka.TopicPartition("table", 0, 0)])
+        seen: dict[bytes, bytes | None] = {}
+        offsets: list[int] = []
+        while True:
+            message = consumer.poll(10)
+            assert message is not None, "the consumer got stuck"
+            if message.error():
+                assert message.error().code() == confluent_kafka.KafkaError._PARTITION_EOF
+                break
+            seen[message.key()] = message.value()
+            offsets.append(message.offset())
+        consumer.close()
+    assert seen == latest
+    assert offsets == sorted(set(offsets)) and len(offsets) < 200 and offsets[-1] == 199
 
 
 def test_a_compacted_topic_refuses_records_without_a_key() -> None:
