@@ -408,7 +408,7 @@ def build_batch(
         base_timestamp = inputs[0].timestamp if inputs[0].timestamp is not None else int(time.time() * 1000)
     timestamps = [base_timestamp if item.timestamp is None else item.timestamp for item in inputs]
     body = b"".join(
-        _encode_record(delta, timestamp - base_timestamp, item)
+        encode_record(delta, timestamp - base_timestamp, item)
         for delta, (timestamp, item) in enumerate(zip(timestamps, inputs))
     )
     if compression:
@@ -437,7 +437,8 @@ def build_batch(
     return bytes(batch)
 
 
-def _encode_record(offset_delta: int, timestamp_delta: int, record: RecordInput) -> bytes:
+def encode_record(offset_delta: int, timestamp_delta: int, record: RecordInput | Record) -> bytes:
+    """One record as Kafka's DefaultRecord writes it: length-prefixed attributes (0), deltas, key, value, headers."""
     body = bytearray(1)  # attributes: unused, always 0
     body += encode_varlong(timestamp_delta)
     body += encode_varint(offset_delta)

@@ -27,8 +27,8 @@ from protocol.records import (
     TRANSACTIONAL_FLAG,
     BatchHeader,
     Record,
+    encode_record,
 )
-from protocol.varint import encode_varint, encode_varlong
 
 NO_TIMESTAMP = -1
 _HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -45,7 +45,7 @@ def rebuild_batch(header: BatchHeader, records: Sequence[Record], delete_horizon
     log_append_time = header.attributes & TIMESTAMP_TYPE_FLAG
     base_timestamp = delete_horizon_ms if delete_horizon_ms != NO_TIMESTAMP else records[0].timestamp
     body = b"".join(
-        _encode_record(record.offset - header.base_offset, record.timestamp - base_timestamp, record)
+        encode_record(record.offset - header.base_offset, record.timestamp - base_timestamp, record)
         for record in records
     )
     max_timestamp = header.max_timestamp if log_append_time else max(record.timestamp for record in records)
@@ -72,27 +72,3 @@ def _finish(header: BatchHeader, body: bytes, attributes: int, base_timestamp: i
     )
     _CRC.pack_into(batch, CRC_OFFSET, crc32c(memoryview(batch)[CRC_START:]))
     return bytes(batch)
-
-
-def _encode_record(offset_delta: int, timestamp_delta: int, record: Record) -> bytes:
-    """DefaultRecord.writeTo: attributes 0, deltas, key, value, headers, prefixed by the length."""
-    body = bytearray(1)
-    body += encode_varlong(timestamp_delta)
-    body += encode_varint(offset_delta)
-    _put_nullable(body, record.key)
-    _put_nullable(body, record.value)
-    body += encode_varint(len(record.headers))
-    for name, value in record.headers:
-        encoded = name.encode()
-        body += encode_varint(len(encoded))
-        body += encoded
-        _put_nullable(body, value)
-    return encode_varint(len(body)) + body
-
-
-def _put_nullable(out: bytearray, data: bytes | None) -> None:
-    if data is None:
-        out += encode_varint(-1)
-    else:
-        out += encode_varint(len(data))
-        out += data
