@@ -581,10 +581,16 @@ class PartitionLog:
 
         Batches whose base offset is >= ``upper_offset`` are left out; one segment is read per call.
         """
+        found = self._locate(offset, upper_offset)
+        return b"" if found is None else self._read_bytes(*found, max_bytes, upper_offset)
+
+    def _locate(self, offset: int, upper_offset: int | None) -> tuple[LogSegment, BatchHeader] | None:
+        """The segment and the first batch a read from ``offset`` starts with; None when no batch below
+        ``upper_offset`` holds or follows ``offset``."""
         if offset < self._log_start_offset or offset > self.log_end_offset:
             raise OffsetOutOfRangeError(offset, self._log_start_offset, self.log_end_offset)
         if upper_offset is not None and offset >= upper_offset:
-            return b""
+            return None
         for segment in self._segments[self._segment_slot(offset):]:
             if offset >= segment.next_offset:
                 continue
@@ -592,11 +598,15 @@ class PartitionLog:
             if first is None:
                 continue
             if upper_offset is not None and first.base_offset >= upper_offset:
-                return b""
-            length = max(first.size, min(max_bytes, segment.size - first.position))
-            data = segment.read(first.position, length)
-            return data[:_whole_batches_end(data, first.size, upper_offset)]
-        return b""
+                return None
+            return segment, first
+        return None
+
+    @staticmethod
+    def _read_bytes(segment: LogSegment, first: BatchHeader, max_bytes: int, upper_offset: int | None) -> bytes:
+        length = max(first.size, min(max_bytes, segment.size - first.position))
+        data = segment.read(first.position, length)
+        return data[:_whole_batches_end(data, first.size, upper_offset)]
 
     def read_region(
         self, offset: int, max_bytes: int, *, upper_offset: int | None = None, min_region_bytes: int = 64 * 1024
@@ -609,40 +619,29 @@ class PartitionLog:
         interval short of the limit; the first batch is always whole). Returns (data, end) where ``end`` is an
         offset at or above the one after the last returned batch (None for bytes: read it from them).
         """
-        if offset < self._log_start_offset or offset > self.log_end_offset:
-            raise OffsetOutOfRangeError(offset, self._log_start_offset, self.log_end_offset)
-        if upper_offset is not None and offset >= upper_offset:
+        found = self._locate(offset, upper_offset)
+        if found is None:
             return b"", None
-        for segment in self._segments[self._segment_slot(offset):]:
-            if offset >= segment.next_offset:
-                continue
-            first = segment.find_batch(offset)
-            if first is None:
-                continue
-            if upper_offset is not None and first.base_offset >= upper_offset:
-                return b"", None
-            start = first.position
-            end, end_offset = segment.size, segment.next_offset
-            if upper_offset is not None and upper_offset < segment.next_offset:
-                bound = segment.find_batch(upper_offset)
-                if bound is not None:
-                    if bound.base_offset >= upper_offset:
-                        end, end_offset = bound.position, upper_offset
-                    else:
-                        end, end_offset = bound.position + bound.size, bound.last_offset + 1
-            limit = start + max(first.size, max_bytes)
-            if end - start < min_region_bytes or limit - start < min_region_bytes:
-                length = max(first.size, min(max_bytes, segment.size - start))
-                data = segment.read(start, length)
-                return data[:_whole_batches_end(data, first.size, upper_offset)], None
-            if end > limit:
-                entry = segment.index.floor_by_position(limit)
-                if entry is not None and entry[1] > start + first.size:
-                    end, end_offset = entry[1], entry[0] + 1  # that entry's batch is left out: an upper bound
+        segment, first = found
+        start = first.position
+        end, end_offset = segment.size, segment.next_offset
+        if upper_offset is not None and upper_offset < segment.next_offset:
+            bound = segment.find_batch(upper_offset)
+            if bound is not None:
+                if bound.base_offset >= upper_offset:
+                    end, end_offset = bound.position, upper_offset
                 else:
-                    end, end_offset = start + first.size, first.last_offset + 1
-            return FileRegion(segment.fd, start, end - start), end_offset
-        return b"", None
+                    end, end_offset = bound.position + bound.size, bound.last_offset + 1
+        limit = start + max(first.size, max_bytes)
+        if end - start < min_region_bytes or limit - start < min_region_bytes:
+            return self._read_bytes(segment, first, max_bytes, upper_offset), None
+        if end > limit:
+            entry = segment.index.floor_by_position(limit)
+            if entry is not None and entry[1] > start + first.size:
+                end, end_offset = entry[1], entry[0] + 1  # that entry's batch is left out: an upper bound
+            else:
+                end, end_offset = start + first.size, first.last_offset + 1
+        return FileRegion(segment.fd, start, end - start), end_offset
 
     def _segment_slot(self, offset: int) -> int:
         return max(bisect_right(self._base_offsets, offset) - 1, 0)
