@@ -241,11 +241,11 @@ def check_resource(ctx: RequestContext, resource: dict[str, Any]) -> dict | None
 async def alter_configs(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     responses = []
     for resource in body["resources"]:
-        problem = check_resource(ctx, resource)
-        if problem is None:
+        response = check_resource(ctx, resource)
+        if response is None:
             new = {c["name"]: c["value"] for c in resource["configs"]}
-            problem = apply_topic_configs(ctx, resource, new, body["validate_only"])
-        responses.append(problem)
+            response = apply_topic_configs(ctx, resource, new, body["validate_only"])
+        responses.append(response)
     return {"responses": responses}
 
 
@@ -268,18 +268,18 @@ def incremental_change(current: dict[str, str], op: dict[str, Any]) -> None:
 async def incremental_alter_configs(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     responses = []
     for resource in body["resources"]:
-        problem = check_resource(ctx, resource)
-        if problem is None:
+        response = check_resource(ctx, resource)
+        if response is None:
             new = dict(ctx.broker.topic(resource["resource_name"]).overrides)
             try:
                 for op in resource["configs"]:
                     incremental_change(new, op)
             except InvalidConfigError as exc:
-                problem = {
+                response = {
                     "resource_type": resource["resource_type"], "resource_name": resource["resource_name"],
                     "error_code": ErrorCode.INVALID_CONFIG, "error_message": str(exc),
                 }
             else:
-                problem = apply_topic_configs(ctx, resource, new, body["validate_only"])
-        responses.append(problem)
+                response = apply_topic_configs(ctx, resource, new, body["validate_only"])
+        responses.append(response)
     return {"responses": responses}
