@@ -249,14 +249,18 @@ async def alter_configs(ctx: RequestContext, body: dict[str, Any]) -> dict[str, 
     return {"responses": responses}
 
 
-def incremental_change(current: dict[str, str], op: dict[str, Any]) -> None:
+def incremental_change(current: dict[str, str], op: dict[str, Any], defaults: dict[str, str]) -> None:
+    """One IncrementalAlterConfigs operation on a topic's overrides; APPEND and SUBTRACT start from the override,
+    or from the default value when there is none, as Kafka's ConfigAdminManager does."""
     name, value, kind = op["name"], op["value"], op["config_operation"]
     if kind == OP_SET:
         current[name] = value
     elif kind == OP_DELETE:
         current.pop(name, None)
     elif kind in (OP_APPEND, OP_SUBTRACT):
-        items = [v for v in current.get(name, "").split(",") if v]
+        if TOPIC_CONFIGS.get(name) is None or TOPIC_CONFIGS[name].type != "LIST":
+            raise InvalidConfigError(name, f"Config value append/subtract is not allowed for config {name} (not a list)")
+        items = [v for v in current.get(name, defaults.get(name, "")).split(",") if v]
         change = [v for v in (value or "").split(",") if v]
         items = items + [v for v in change if v not in items] if kind == OP_APPEND else [v for v in items if v not in change]
         current[name] = ",".join(items)
@@ -272,8 +276,9 @@ async def incremental_alter_configs(ctx: RequestContext, body: dict[str, Any]) -
         if response is None:
             new = dict(ctx.broker.topic(resource["resource_name"]).overrides)
             try:
+                defaults = ctx.broker.logs.default_config.to_kafka_configs()
                 for op in resource["configs"]:
-                    incremental_change(new, op)
+                    incremental_change(new, op, defaults)
             except InvalidConfigError as exc:
                 response = {
                     "resource_type": resource["resource_type"], "resource_name": resource["resource_name"],
