@@ -1,0 +1,99 @@
+"""The admin views of transactions and producers, WriteTxnMarkers (Admin.abortTransaction's request),
+DescribeCluster and OffsetForLeaderEpoch, with an open transaction from a real transactional producer."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import pytest
+from confluent_kafka import Producer
+
+from protocol.frames import decode_response
+from tests.clientutil import TIMEOUT_S, RawConnection, confluent_admin, confluent_create_topic
+
+LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH, WRITE_TXN_MARKERS = 2, 23, 27
+DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 61, 65, 66
+
+
+def ask(bootstrap: str, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
+    with RawConnection(bootstrap) as conn:
+        return decode_response(api_key, version, conn.request(api_key, version, body))[1]
+
+
+@pytest.fixture
+def open_transaction(bootstrap: str, topic_name: str) -> Iterator[tuple[str, Producer]]:
+    """A transaction with 3 records in partition 0 of a fresh topic, flushed and left open."""
+    confluent_create_topic(bootstrap, topic_name, 2)
+    transactional_id = f"{topic_name}-tx"
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id})
+    producer.init_transactions(TIMEOUT_S)
+    producer.begin_transaction()
+    for value in (b"a", b"b", b"c"):
+        producer.produce(topic_name, value, partition=0)
+    assert producer.flush(TIMEOUT_S) == 0
+    try:
+        yield transactional_id, producer
+    finally:
+        producer.abort_transaction(TIMEOUT_S)
+
+
+def read_committed_end(bootstrap: str, topic: str) -> int:
+    body = {"replica_id": -1, "isolation_level": 1,
+            "topics": [{"name": topic, "partitions": [{"partition_index": 0, "timestamp": -1}]}]}
+    return ask(bootstrap, LIST_OFFSETS, 5, body)["topics"][0]["partitions"][0]["offset"]
+
+
+def test_open_transaction_in_every_view(bootstrap: str, topic_name: str, open_transaction: tuple[str, Producer]) -> None:
+    transactional_id, _ = open_transaction
+    listed = ask(bootstrap, LIST_TRANSACTIONS, 1, {"state_filters": ["Ongoing"], "producer_id_filters": []})
+    mine = [t for t in listed["transaction_states"] if t["transactional_id"] == transactional_id]
+    assert [t["transaction_state"] for t in mine] == ["Ongoing"]
+    producer_id = mine[0]["producer_id"]
+    assert ask(bootstrap, LIST_TRANSACTIONS, 0, {"state_filters": ["Nonsense"], "producer_id_filters": []})[
+        "unknown_state_filters"] == ["Nonsense"]
+
+    [described] = ask(bootstrap, DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": [transactional_id]})["transaction_states"]
+    assert (described["error_code"], described["transaction_state"], described["producer_id"]) == (0, "Ongoing", producer_id)
+    assert described["topics"] == [{"topic": topic_name, "partitions": [0]}]
+    [missing] = ask(bootstrap, DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": ["nobody"]})["transaction_states"]
+    assert missing["error_code"] == 105  # TRANSACTIONAL_ID_NOT_FOUND
+
+    body = {"topics": [{"name": topic_name, "partition_indexes": [0, 1]}]}
+    [p0, p1] = ask(bootstrap, DESCRIBE_PRODUCERS, 0, body)["topics"][0]["partitions"]
+    [active] = p0["active_producers"]
+    assert (active["producer_id"], active["current_txn_start_offset"], active["last_sequence"]) == (producer_id, 0, 2)
+    assert p1["active_producers"] == []
+    assert read_committed_end(bootstrap, topic_name) == 0
+
+
+def test_write_txn_markers_aborts_a_hanging_transaction(
+    bootstrap: str, topic_name: str, open_transaction: tuple[str, Producer]
+) -> None:
+    """What Kafka's Admin.abortTransaction does: an ABORT marker written straight to the partition."""
+    transactional_id, _ = open_transaction
+    [state] = ask(bootstrap, DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": [transactional_id]})["transaction_states"]
+    marker = {"producer_id": state["producer_id"], "producer_epoch": state["producer_epoch"], "transaction_result": False,
+              "topics": [{"name": topic_name, "partition_indexes": [0]}], "coordinator_epoch": 0}
+    [result] = ask(bootstrap, WRITE_TXN_MARKERS, 1, {"markers": [marker]})["markers"]
+    assert result["topics"][0]["partitions"] == [{"partition_index": 0, "error_code": 0}]
+    assert read_committed_end(bootstrap, topic_name) == 4, "3 records and the marker are all stable now"
+
+
+def test_offset_for_leader_epoch_and_describe_cluster(bootstrap: str, topic_name: str) -> None:
+    confluent_create_topic(bootstrap, topic_name, 1)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for value in (b"x", b"y"):
+        producer.produce(topic_name, value)
+    assert producer.flush(TIMEOUT_S) == 0
+    body = {"replica_id": -1, "topics": [{"topic": topic_name, "partitions": [
+        {"partition": 0, "current_leader_epoch": 0, "leader_epoch": 0},
+        {"partition": 7, "current_leader_epoch": 0, "leader_epoch": 0},
+    ]}]}
+    [known, unknown] = ask(bootstrap, OFFSET_FOR_LEADER_EPOCH, 4, body)["topics"][0]["partitions"]
+    assert (known["error_code"], known["leader_epoch"], known["end_offset"]) == (0, 0, 2)
+    assert unknown["error_code"] == 3
+
+    admin = confluent_admin(bootstrap)
+    cluster = admin.describe_cluster(request_timeout=TIMEOUT_S).result(TIMEOUT_S)
+    [node] = cluster.nodes
+    assert f"{node.host}:{node.port}" == bootstrap and cluster.controller.id == node.id
