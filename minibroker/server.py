@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from minibroker.dispatch import Disconnect, dispatch
 from minibroker.sasl.session import SaslSession
-from protocol.frames import FrameDecoder, FrameTooLarge
+from protocol.frames import FrameReader, FrameTooLarge
 from protocol.primitives import FileRegion
 
 if TYPE_CHECKING:
@@ -35,14 +35,14 @@ MAX_QUEUED_FRAMES = 64
 SSL_SHUTDOWN_TIMEOUT_S = 1.0
 
 
-class KafkaConnection(asyncio.Protocol):
+class KafkaConnection(asyncio.BufferedProtocol):
     use_sendfile: bool | None = None  # decided on the first answer holding a FileRegion
 
     def __init__(self, broker: Broker, listener: Listener) -> None:
         self.broker = broker
         self.listener = listener
         self.sasl = SaslSession(broker.sasl) if listener.protocol.uses_sasl and broker.sasl is not None else None
-        self.decoder = FrameDecoder(broker.config.socket_request_max_bytes)
+        self.decoder = FrameReader(broker.config.socket_request_max_bytes)  # reads land in frame buffers
         self.queue: deque[memoryview] = deque()
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
@@ -94,12 +94,15 @@ class KafkaConnection(asyncio.Protocol):
             self.reading_paused = False
             self.transport.resume_reading()
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.decoder.get_buffer(sizehint)
+
+    def buffer_updated(self, nbytes: int) -> None:
         self.last_active = asyncio.get_running_loop().time()
         if not self.accepting or self.closed_by_us:
-            return
+            return  # the bytes are dropped: the decoder did not count them
         try:
-            frames = self.decoder.feed(data)
+            frames = self.decoder.buffer_updated(nbytes)
         except FrameTooLarge as exc:
             log.warning("closing %s: %s", self.peer, exc)
             self.close()

@@ -1,7 +1,8 @@
 """Size-prefixed frames, request headers and response headers: the byte-level state machine of a connection.
 
-``FrameDecoder`` is fed whatever bytes arrive and hands back complete frames; it refuses an
-oversize or negative length prefix before buffering anything. ``parse_request_header`` reads
+``FrameReader`` takes whatever bytes arrive (read straight into its buffers by an
+``asyncio.BufferedProtocol``, or handed over with ``feed``) and hands back complete frames; it refuses
+an oversize or negative length prefix before buffering the frame. ``parse_request_header`` reads
 only the header, so the caller can answer or refuse an unknown API key or version before
 touching the body. ``encode_response`` returns the buffers to write, size prefix first.
 """
@@ -24,41 +25,89 @@ class FrameTooLarge(ProtocolError):
     """A length prefix above the configured cap (``socket.request.max.bytes``) or below zero."""
 
 
-class FrameDecoder:
-    """Accumulates stream bytes and yields whole frames (without their 4-byte size prefix)."""
+class FrameReader:
+    """Frames out of a byte stream, for ``asyncio.BufferedProtocol``: the transport reads straight into our buffers.
+
+    Small frames (up to ``SCRATCH`` bytes with their prefix) are read into one reusable scratch buffer and copied
+    out once each; a larger frame gets a buffer of its exact size as soon as its prefix is known, and the next
+    reads fill it directly, so a megabyte of Produce data is never copied on its way in. Frames are writable memoryviews (offsets are assigned in place). Like Kafka, a large frame's buffer is
+    allocated once its size is read, bounded by ``max_frame_bytes``. The scratch buffer is let go whenever it
+    holds no partial frame, so an idle connection holds no buffer at all.
+    """
+
+    SCRATCH = 8 * 1024
 
     def __init__(self, max_frame_bytes: int) -> None:
         self.max_frame_bytes = max_frame_bytes
-        self._buf = bytearray()
-        self._need = -1  # size of the frame being read, -1 while its prefix is incomplete
+        self._scratch: bytearray | None = None
+        self._start = 0  # first byte not parsed yet
+        self._end = 0  # end of the bytes received into the scratch buffer
+        self._frame: bytearray | None = None  # the large frame being filled
+        self._filled = 0
 
     @property
     def buffered(self) -> int:
-        return len(self._buf)
+        """Bytes of incomplete frames held (prefixes included)."""
+        return self._end - self._start + (4 + self._filled if self._frame is not None else 0)
 
-    def feed(self, data: bytes) -> list[memoryview]:
-        """Add bytes; return the frames completed by them. Raises ``FrameTooLarge`` on a bad prefix."""
-        self._buf += data
+    def get_buffer(self, sizehint: int = -1) -> memoryview:
+        """Where the next read goes: the rest of the large frame, else free room in the scratch buffer."""
+        if self._frame is not None:
+            return memoryview(self._frame)[self._filled :]
+        if self._scratch is None:
+            self._scratch = bytearray(self.SCRATCH)
+        if self._start == self._end:
+            self._start = self._end = 0
+        elif len(self._scratch) - self._end < self.SCRATCH // 4:
+            # Move the incomplete frame to the front; it fits, being no larger than the buffer.
+            pending = self._end - self._start
+            self._scratch[:pending] = self._scratch[self._start : self._end]
+            self._start, self._end = 0, pending
+        return memoryview(self._scratch)[self._end :]
+
+    def buffer_updated(self, nbytes: int) -> list[memoryview]:
+        """``nbytes`` arrived in the last buffer; the frames they complete. Raises ``FrameTooLarge``."""
+        if self._frame is not None:
+            self._filled += nbytes
+            if self._filled < len(self._frame):
+                return []
+            frame, self._frame, self._filled = self._frame, None, 0
+            return [memoryview(frame)]
+        self._end += nbytes
         frames: list[memoryview] = []
-        start = 0
-        buf = self._buf
-        end = len(buf)
-        while True:
-            if self._need < 0:
-                if end - start < 4:
-                    break
-                size = _SIZE.unpack_from(buf, start)[0]
-                if size < 0 or size > self.max_frame_bytes:
-                    raise FrameTooLarge(f"frame size {size} outside 0..{self.max_frame_bytes}")
-                self._need = size
-                start += 4
-            if end - start < self._need:
+        buf = self._scratch
+        start, end = self._start, self._end
+        while end - start >= 4:
+            size = _SIZE.unpack_from(buf, start)[0]
+            if size < 0 or size > self.max_frame_bytes:
+                raise FrameTooLarge(f"frame size {size} outside 0..{self.max_frame_bytes}")
+            if 4 + size > len(buf):
+                # Too big for the scratch buffer: its own buffer, which the next reads fill.
+                have = end - start - 4  # < size, since everything received fits in the scratch buffer
+                frame = bytearray(size)
+                frame[:have] = buf[start + 4 : end]
+                self._frame, self._filled = frame, have
+                start = end = 0
                 break
-            frames.append(memoryview(buf[start : start + self._need]))
-            start += self._need
-            self._need = -1
-        if start:
-            del buf[:start]
+            if end - start - 4 < size:
+                break
+            frames.append(memoryview(buf[start + 4 : start + 4 + size]))  # a bytearray slice: a copy
+            start += 4 + size
+        if start == end:
+            self._scratch, start, end = None, 0, 0  # nothing pending: an idle connection keeps no buffer
+        self._start, self._end = start, end
+        return frames
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[memoryview]:
+        """Hand over bytes received some other way; the frames they complete. Raises ``FrameTooLarge``."""
+        frames: list[memoryview] = []
+        view = memoryview(data)
+        while view:
+            buffer = self.get_buffer(len(view))
+            size = min(len(buffer), len(view))
+            buffer[:size] = view[:size]
+            view = view[size:]
+            frames += self.buffer_updated(size)
         return frames
 
 

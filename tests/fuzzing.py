@@ -16,7 +16,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from minibroker.handlers import HANDLERS
-from protocol.frames import FrameDecoder, decode_request_body, encode_request, parse_request_header
+from protocol.frames import FrameReader, decode_request_body, encode_request, parse_request_header
 from protocol.messages import REQUESTS
 from protocol.primitives import ProtocolError
 from protocol.records import InvalidRecordError, build_batch, decode_batch, validate_batches
@@ -47,8 +47,8 @@ def check_batches(data: bytes) -> None:
 
 
 def feed_in_chunks(stream: bytes, cuts: list[int], max_frame: int) -> list[bytes]:
-    """Feed ``stream`` to a FrameDecoder split at ``cuts``; the frames it yields."""
-    decoder = FrameDecoder(max_frame)
+    """Feed ``stream`` to a FrameReader split at ``cuts``; the frames it yields."""
+    decoder = FrameReader(max_frame)
     frames: list[bytes] = []
     start = 0
     for end in sorted({*cuts, len(stream)}):

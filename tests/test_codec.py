@@ -96,7 +96,7 @@ def test_large_records_stay_separate_parts() -> None:
 
 
 def test_frame_decoder_splits_and_joins() -> None:
-    decoder = frames.FrameDecoder(100)
+    decoder = frames.FrameReader(100)
     stream = b"\x00\x00\x00\x02ab\x00\x00\x00\x01c"
     got = [bytes(f) for i in range(len(stream)) for f in decoder.feed(stream[i : i + 1])]
     assert got == [b"ab", b"c"]
@@ -105,12 +105,12 @@ def test_frame_decoder_splits_and_joins() -> None:
 @pytest.mark.parametrize("prefix", [b"\x7f\xff\xff\xff", b"\xff\xff\xff\xff", b"\x00\x00\x00\x65"])
 def test_frame_decoder_refuses_bad_prefix_before_buffering(prefix: bytes) -> None:
     with pytest.raises(frames.FrameTooLarge):
-        frames.FrameDecoder(100).feed(prefix)
+        frames.FrameReader(100).feed(prefix)
 
 
 def test_request_round_trip_through_frames() -> None:
     data = frames.encode_request(3, 12, 42, "client", {"topics": None, "allow_auto_topic_creation": True})
-    frame = frames.FrameDecoder(1 << 20).feed(data)[0]
+    frame = frames.FrameReader(1 << 20).feed(data)[0]
     header = frames.parse_request_header(frame)
     assert (header.api_key, header.api_version, header.correlation_id, header.client_id) == (3, 12, 42, "client")
     assert frames.decode_request_body(header, frame)["topics"] is None
