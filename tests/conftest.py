@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
 from tests.asyncutil import QuietLoopPolicy
 from tests.brokerproc import BrokerProcess
 
+SUMMARY_LINES = pytest.StashKey[list[str]]()
 SPEC_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "kafka-protocol"
 
 
@@ -47,3 +48,17 @@ def bootstrap(broker: BrokerProcess) -> str:
 @pytest.fixture
 def topic_name() -> str:
     return f"t-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def summary_line(request: pytest.FixtureRequest) -> Callable[[str], None]:
+    """Lines a test wants in the run's closing summary (figures such as the fuzz inputs tried)."""
+    return request.config.stash.setdefault(SUMMARY_LINES, []).append
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    lines = config.stash.get(SUMMARY_LINES, [])
+    if lines:
+        terminalreporter.section("figures")
+        for line in lines:
+            terminalreporter.write_line(line)

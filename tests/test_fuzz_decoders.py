@@ -15,7 +15,7 @@ import struct
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import crc32c
 import pytest
@@ -124,8 +124,8 @@ def test_generated_batches_are_valid(batches: list[bytes]) -> None:
     assert [parse_header(batch).size for batch in batches] == [len(batch) for batch in batches]
 
 
-def test_atheris_fuzz_run(tmp_path: Path) -> None:
-    """A bounded coverage-guided run (``ATHERIS_RUNS`` inputs) of the same targets; prints how many it tried."""
+def test_atheris_fuzz_run(tmp_path: Path, summary_line: Callable[[str], None]) -> None:
+    """A bounded coverage-guided run (``ATHERIS_RUNS`` inputs) of the same targets; reports how many it tried."""
     pytest.importorskip("atheris")
     result = subprocess.run(
         [sys.executable, "-m", "tests.fuzz_decoders", str(tmp_path), f"-runs={ATHERIS_RUNS}", "-seed=1", "-max_len=4096"],
@@ -134,4 +134,4 @@ def test_atheris_fuzz_run(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
     done = re.search(r"Done (\d+) runs in (\d+) second", result.stderr)
     assert done and int(done.group(1)) >= ATHERIS_RUNS, result.stderr[-2000:]
-    print(f"\natheris: {done.group(1)} inputs tried in {done.group(2)} s, no failure")
+    summary_line(f"atheris: {done.group(1)} inputs tried in {done.group(2)} s, no failure")
