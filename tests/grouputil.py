@@ -17,6 +17,8 @@ from confluent_kafka import Producer
 from tests.clientutil import TIMEOUT_MS, TIMEOUT_S, Deadline
 
 GROUP_PARTITIONS = 4
+ALL = set(range(GROUP_PARTITIONS))
+SETTLE_S = 0.5  # time given to a consumer to show a duplicate after it has what it should
 HEARTBEAT_MS = 200
 KILLED_SESSION_MS = 1500
 # A broker that allows the short session timeout of the member the session-timeout tests kill.
@@ -189,3 +191,48 @@ class MemberProcess:
             self.proc.kill()
         self.proc.wait(TIMEOUT_S)
         self.proc.stdout.close()
+
+
+def stop_all(members: list[ThreadedMember]) -> None:
+    while members:
+        members.pop().stop()
+
+
+def share_take_over_and_resume(bootstrap: str, topic: str, start: Callable[[str], ThreadedMember]) -> None:
+    """Two members split the topic, the one left takes every partition over, and a member started after both
+    resumes exactly after their commits. ``start(name)`` makes a member of the group with the client under test."""
+    members: list[ThreadedMember] = []
+    try:
+        a = start("a")
+        members.append(a)
+        wait_until(lambda: a.assignment == ALL, "the first member to own every partition")
+        b = start("b")
+        members.append(b)
+        wait_until(lambda: is_split([a.assignment, b.assignment]), "two members to split the partitions")
+        assert_split([a.assignment, b.assignment])
+
+        first = produce_batch(bootstrap, topic, 1, 5)
+        wait_until(lambda: len(a.records) + len(b.records) >= len(first), "the members to consume the first batch")
+        time.sleep(SETTLE_S)
+        assert {p for p, _ in a.records} <= a.assignment and {p for p, _ in b.records} <= b.assignment
+        assert sorted(a.records + b.records) == sorted(first)
+
+        b.stop()
+        members.remove(b)
+        wait_until(lambda: a.assignment == ALL, "the remaining member to take over every partition")
+        seen = len(a.records)
+        second = produce_batch(bootstrap, topic, 2, 5)
+        wait_until(lambda: len(a.records) - seen >= len(second), "the second batch")
+        time.sleep(SETTLE_S)
+        assert sorted(a.records[seen:]) == sorted(second)  # b's partitions resume after b's commits
+
+        a.stop()
+        members.remove(a)
+        third = produce_batch(bootstrap, topic, 3, 5)
+        c = start("c")
+        members.append(c)
+        wait_until(lambda: len(c.records) >= len(third), "a new member to consume the third batch")
+        time.sleep(SETTLE_S)
+        assert sorted(c.records) == sorted(third)
+    finally:
+        stop_all(members)

@@ -21,6 +21,8 @@ from protocol.errors import ErrorCode
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import TIMEOUT_MS, TIMEOUT_S, confluent_create_topic
 from tests.grouputil import (
+    ALL,
+    SETTLE_S,
     GROUP_PARTITIONS,
     HEARTBEAT_MS,
     KILLED_SESSION_MS,
@@ -34,8 +36,6 @@ from tests.grouputil import (
     produce_batch,
 )
 
-ALL = set(range(GROUP_PARTITIONS))
-SETTLE_S = 0.5
 
 
 class AiokafkaMember:

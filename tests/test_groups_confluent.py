@@ -13,6 +13,8 @@ from confluent_kafka import Consumer, ConsumerGroupState, ConsumerGroupTopicPart
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import TIMEOUT_MS, TIMEOUT_S, confluent_admin, confluent_create_topic
 from tests.grouputil import (
+    ALL,
+    SETTLE_S,
     GROUP_PARTITIONS,
     HEARTBEAT_MS,
     KILLED_SESSION_MS,
@@ -20,14 +22,13 @@ from tests.grouputil import (
     Consumed,
     MemberProcess,
     ThreadedMember,
-    assert_split,
     is_split,
     produce_batch,
+    share_take_over_and_resume,
+    stop_all,
     wait_until,
 )
 
-ALL = set(range(GROUP_PARTITIONS))
-SETTLE_S = 0.5  # time given to a consumer to show a duplicate after it has what it should
 
 
 class ConfluentMember:
@@ -65,51 +66,12 @@ def member(name: str, bootstrap: str, group: str, topic: str, **config: Any) -> 
     return ThreadedMember(name, lambda: ConfluentMember(bootstrap, group, topic, **config))
 
 
-def stop_all(members: list[ThreadedMember]) -> None:
-    while members:
-        members.pop().stop()
-
-
 @pytest.mark.parametrize("strategy", ["range", "roundrobin", "cooperative-sticky"])
 def test_members_share_take_over_and_resume(bootstrap: str, topic_name: str, strategy: str) -> None:
     confluent_create_topic(bootstrap, topic_name, GROUP_PARTITIONS)
     group = f"g-{topic_name}"
     config = {"partition.assignment.strategy": strategy}
-    members: list[ThreadedMember] = []
-    try:
-        a = member("a", bootstrap, group, topic_name, **config)
-        members.append(a)
-        wait_until(lambda: a.assignment == ALL, "the first member to own every partition")
-        b = member("b", bootstrap, group, topic_name, **config)
-        members.append(b)
-        wait_until(lambda: is_split([a.assignment, b.assignment]), "two members to split the partitions")
-        assert_split([a.assignment, b.assignment])
-
-        first = produce_batch(bootstrap, topic_name, 1, 5)
-        wait_until(lambda: len(a.records) + len(b.records) >= len(first), "the members to consume the first batch")
-        time.sleep(SETTLE_S)
-        assert {p for p, _ in a.records} <= a.assignment and {p for p, _ in b.records} <= b.assignment
-        assert sorted(a.records + b.records) == sorted(first)
-
-        b.stop()
-        members.remove(b)
-        wait_until(lambda: a.assignment == ALL, "the remaining member to take over every partition")
-        seen = len(a.records)
-        second = produce_batch(bootstrap, topic_name, 2, 5)
-        wait_until(lambda: len(a.records) - seen >= len(second), "the second batch")
-        time.sleep(SETTLE_S)
-        assert sorted(a.records[seen:]) == sorted(second)  # b's partitions resume after b's commits
-
-        a.stop()
-        members.remove(a)
-        third = produce_batch(bootstrap, topic_name, 3, 5)
-        c = member("c", bootstrap, group, topic_name, **config)
-        members.append(c)
-        wait_until(lambda: len(c.records) >= len(third), "a new member to consume the third batch")
-        time.sleep(SETTLE_S)
-        assert sorted(c.records) == sorted(third)
-    finally:
-        stop_all(members)
+    share_take_over_and_resume(bootstrap, topic_name, lambda name: member(name, bootstrap, group, topic_name, **config))
 
 
 def committed(bootstrap: str, group: str) -> dict[int, int]:
