@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -24,30 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from minibroker.probe import ProbeError, probe  # noqa: E402
-
-PROBE_INTERVAL_S = 0.005
-PROBE_TIMEOUT_S = 0.5
-GIVE_UP_S = 20.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for_api_versions(address: str, started: float, proc: subprocess.Popen | None = None) -> float:
-    """Seconds from ``started`` until ``address`` answers ApiVersions, probing every 5 ms."""
-    while time.perf_counter() - started < GIVE_UP_S:
-        try:
-            probe(address, PROBE_TIMEOUT_S)
-            return time.perf_counter() - started
-        except ProbeError:
-            if proc is not None and proc.poll() is not None:
-                raise RuntimeError(f"broker exited with {proc.returncode}") from None
-            time.sleep(PROBE_INTERVAL_S)
-    raise RuntimeError(f"no ApiVersions answer from {address} within {GIVE_UP_S}s")
+from benchmarks.common import free_port, wait_for_api_versions  # noqa: E402
 
 
 def fresh_process_once(env: dict[str, str]) -> float:

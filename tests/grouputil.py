@@ -14,7 +14,8 @@ from typing import Awaitable, Callable, Protocol
 
 from confluent_kafka import Producer
 
-from tests.clientutil import TIMEOUT_MS, TIMEOUT_S, Deadline
+from tests.brokerproc import BrokerProcess
+from tests.clientutil import TIMEOUT_MS, TIMEOUT_S, Deadline, confluent_create_topic
 
 GROUP_PARTITIONS = 4
 ALL = set(range(GROUP_PARTITIONS))
@@ -236,3 +237,32 @@ def share_take_over_and_resume(bootstrap: str, topic: str, start: Callable[[str]
         assert sorted(c.records) == sorted(third)
     finally:
         stop_all(members)
+
+
+def silent_member_is_removed(
+    data_dir: Path, topic: str, client: str, start: Callable[[str, str, str], ThreadedMember],
+    check: Callable[[str, str], None] = lambda bootstrap, group: None,
+) -> None:
+    """A member process of ``client`` is killed (it stops heartbeating): after its session timeout, not at the
+    disconnect, the member started by ``start(name, bootstrap, group)`` owns every partition; then
+    ``check(bootstrap, group)`` runs while that member is still in the group."""
+    broker = BrokerProcess(data_dir, *SHORT_SESSION_SETTINGS).start()
+    silent: MemberProcess | None = None
+    members: list[ThreadedMember] = []
+    try:
+        confluent_create_topic(broker.bootstrap, topic, GROUP_PARTITIONS)
+        group = f"g-{topic}"
+        silent = MemberProcess(client, broker.bootstrap, group, topic, KILLED_SESSION_MS)
+        wait_until(lambda: silent.assignment == ALL, "the member process to own every partition")
+        a = start("a", broker.bootstrap, group)
+        members.append(a)
+        wait_until(lambda: is_split([a.assignment, silent.assignment]), "the partitions to be split")
+        silent.kill()
+        took = wait_until(lambda: a.assignment == ALL, "the survivor to own every partition")
+        assert took >= KILLED_SESSION_MS / 1000 - 2 * HEARTBEAT_MS / 1000  # the session timeout, not the disconnect
+        check(broker.bootstrap, group)
+    finally:
+        stop_all(members)
+        if silent is not None:
+            silent.kill()
+        broker.stop()

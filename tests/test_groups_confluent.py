@@ -17,14 +17,11 @@ from tests.grouputil import (
     SETTLE_S,
     GROUP_PARTITIONS,
     HEARTBEAT_MS,
-    KILLED_SESSION_MS,
-    SHORT_SESSION_SETTINGS,
     Consumed,
-    MemberProcess,
     ThreadedMember,
-    is_split,
     produce_batch,
     share_take_over_and_resume,
+    silent_member_is_removed,
     stop_all,
     wait_until,
 )
@@ -146,25 +143,12 @@ def test_admin_lists_describes_and_deletes_groups(bootstrap: str, topic_name: st
 
 
 def test_a_member_that_stops_heartbeating_is_removed(tmp_path: Path, topic_name: str) -> None:
-    broker = BrokerProcess(tmp_path / "data", *SHORT_SESSION_SETTINGS).start()
-    silent: MemberProcess | None = None
-    members: list[ThreadedMember] = []
-    try:
-        confluent_create_topic(broker.bootstrap, topic_name, GROUP_PARTITIONS)
-        group = f"g-{topic_name}"
-        silent = MemberProcess("confluent", broker.bootstrap, group, topic_name, KILLED_SESSION_MS)
-        wait_until(lambda: silent.assignment == ALL, "the member process to own every partition")
-        a = member("a", broker.bootstrap, group, topic_name)
-        members.append(a)
-        wait_until(lambda: is_split([a.assignment, silent.assignment]), "the partitions to be split")
-        silent.kill()
-        took = wait_until(lambda: a.assignment == ALL, "the survivor to own every partition")
-        assert took >= KILLED_SESSION_MS / 1000 - 2 * HEARTBEAT_MS / 1000  # the session timeout, not the disconnect
-        admin = confluent_admin(broker.bootstrap)
+    def one_member_left(bootstrap: str, group: str) -> None:
+        admin = confluent_admin(bootstrap)
         description = admin.describe_consumer_groups([group])[group].result(timeout=TIMEOUT_S)
         assert len(description.members) == 1
-    finally:
-        stop_all(members)
-        if silent is not None:
-            silent.kill()
-        broker.stop()
+
+    silent_member_is_removed(
+        tmp_path / "data", topic_name, "confluent",
+        lambda name, bootstrap, group: member(name, bootstrap, group, topic_name), one_member_left,
+    )
