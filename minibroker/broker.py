@@ -22,7 +22,7 @@ from minibroker.server import KafkaConnection, start_server
 from minibroker.tls import server_context
 from minibroker.transactions.service import TransactionService
 from protocol.errors import ErrorCode
-from storage.errors import InvalidConfigError, InvalidTopicError
+from storage.errors import InvalidConfigError, InvalidTopicError, PartitionCreationError
 from storage.log_manager import LogManager, TopicInfo, validate_topic_name
 from storage.partition_log import PartitionLog
 
@@ -203,6 +203,9 @@ class Broker:
             self.logs.create_topic(name, num_partitions, overrides)
         except InvalidTopicError as exc:
             return ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc)
+        except PartitionCreationError as exc:
+            log.error("%s", exc)
+            return ErrorCode.KAFKA_STORAGE_ERROR, str(exc)
         log.info("created topic %s with %d partitions %s", name, num_partitions, overrides or "")
         return ErrorCode.NONE, None
 

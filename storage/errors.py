@@ -44,6 +44,11 @@ class InvalidPartitionsError(StorageError):
     """A partition count that is not positive or does not grow the topic (INVALID_PARTITIONS)."""
 
 
+class PartitionCreationError(StorageError):
+    """A new partition's files could not be made (too many open files, a full disk): KAFKA_STORAGE_ERROR. The
+    topic is left as it was before the request."""
+
+
 class LogDirLockedError(StorageError):
     """Another process (or LogManager) already holds the data directory's .lock."""
 

@@ -26,7 +26,7 @@ def _increasing(values: array, ordered: Callable[[int, int], bool]) -> bool:
 
 
 class _IndexFile:
-    """One index file opened read-write; entries are written at ``count * ENTRY_SIZE``."""
+    """One index file, its entries held in memory; entries are written at ``count * ENTRY_SIZE``."""
 
     ENTRY_SIZE = 0
 
@@ -35,14 +35,28 @@ class _IndexFile:
         self.base_offset = base_offset
         self.max_entries = max_index_bytes // self.ENTRY_SIZE
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        self.file_size = os.fstat(self.fd).st_size
+        try:
+            self.file_size = os.fstat(self.fd).st_size
+            self._load(self._read_whole_entries())
+        finally:
+            os.close(self.fd)
+            self.fd = -1
 
     def __len__(self) -> int:
+        raise NotImplementedError
+
+    def _load(self, data: bytes) -> None:
         raise NotImplementedError
 
     @property
     def is_full(self) -> bool:
         return len(self) >= self.max_entries
+
+    def _writable_fd(self) -> int:
+        """The descriptor, opened on the first write after a release: only segments being written hold one."""
+        if self.fd < 0:
+            self.fd = os.open(self.path, os.O_RDWR)
+        return self.fd
 
     def _read_whole_entries(self) -> bytes:
         size = self.file_size - self.file_size % self.ENTRY_SIZE
@@ -52,7 +66,7 @@ class _IndexFile:
         position = (len(self) - 1) * self.ENTRY_SIZE
         written = 0
         while written < len(packed):  # a short write (a disk filling up) is followed by the error, if any
-            written += os.pwrite(self.fd, packed[written:], position + written)
+            written += os.pwrite(self._writable_fd(), packed[written:], position + written)
         self.file_size = position + self.ENTRY_SIZE
 
     def _size_problem(self) -> str | None:
@@ -68,7 +82,7 @@ class _IndexFile:
         self._keep_first(count)
         size = count * self.ENTRY_SIZE
         if self.file_size > size:
-            os.ftruncate(self.fd, size)
+            os.ftruncate(self._writable_fd(), size)
             self.file_size = size
 
     def _keep_first(self, count: int) -> None:
@@ -77,19 +91,20 @@ class _IndexFile:
     def reset(self) -> None:
         """Drop every entry (the index is about to be rebuilt from the log)."""
         self._clear()
-        os.ftruncate(self.fd, 0)
+        os.ftruncate(self._writable_fd(), 0)
         self.file_size = 0
 
     def close(self) -> None:
-        """Trim to the valid entries and close."""
-        if self.fd < 0:
-            return
+        """Trim the file to the valid entries and close the descriptor; the entries stay in memory and a later
+        write reopens the file. Segments that are not written hold no index descriptor, so a broker with
+        thousands of partitions needs about one descriptor per partition."""
         valid = len(self) * self.ENTRY_SIZE
         if self.file_size != valid:
-            os.ftruncate(self.fd, valid)
+            os.ftruncate(self._writable_fd(), valid)
             self.file_size = valid
-        os.close(self.fd)
-        self.fd = -1
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 class OffsetIndex(_IndexFile):
@@ -97,9 +112,8 @@ class OffsetIndex(_IndexFile):
 
     ENTRY_SIZE = _OFFSET_ENTRY.size
 
-    def __init__(self, path: Path, base_offset: int, max_index_bytes: int) -> None:
-        super().__init__(path, base_offset, max_index_bytes)
-        raw = array("i", self._read_whole_entries())
+    def _load(self, data: bytes) -> None:
+        raw = array("i", data)
         if sys.byteorder == "little":
             raw.byteswap()
         self._offsets = raw[0::2]
@@ -159,9 +173,7 @@ class TimeIndex(_IndexFile):
 
     ENTRY_SIZE = _TIME_ENTRY.size
 
-    def __init__(self, path: Path, base_offset: int, max_index_bytes: int) -> None:
-        super().__init__(path, base_offset, max_index_bytes)
-        data = self._read_whole_entries()
+    def _load(self, data: bytes) -> None:
         flat = struct.unpack(">" + "qi" * (len(data) // self.ENTRY_SIZE), data)  # one C call, not a loop
         self._timestamps = array("q", flat[0::2])
         self._offsets = array("i", flat[1::2])

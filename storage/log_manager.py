@@ -30,6 +30,7 @@ from storage.errors import (
     InvalidPartitionsError,
     InvalidTopicError,
     LogDirLockedError,
+    PartitionCreationError,
     StorageError,
     TopicExistsError,
     UnknownTopicError,
@@ -72,6 +73,14 @@ def delete_dir_name(topic: str, partition: int) -> str:
     """Kafka's LogFileUtils.logDeleteDirName: ``<topic>-<p>.<uuid hex>-delete``, topic cut to fit 255 chars."""
     suffix = f"-{partition}.{random_uuid().hex()}{DELETE_DIR_SUFFIX}"
     return topic[: min(len(topic), _MAX_DIR_NAME - len(suffix))] + suffix
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a directory and everything in it, as far as possible (shutil is imported only when needed: it is
+    not cheap to import at start-up)."""
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
 
 
 class LogManager:
@@ -155,9 +164,7 @@ class LogManager:
                 continue
             if path.name.endswith(DELETE_DIR_SUFFIX):
                 log.info("Removing %s, left over from a topic deletion", path)
-                import shutil
-
-                shutil.rmtree(path, ignore_errors=True)
+                remove_tree(path)
                 continue
             if path.name.endswith((FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)):
                 log.info("Ignoring %s", path)
@@ -263,7 +270,13 @@ class LogManager:
         self._save_store()
         info = TopicInfo(name, topic_id, overrides, config, [])
         self.topics[name] = info
-        self._grow(info, num_partitions)
+        try:
+            self._grow(info, num_partitions)
+        except OSError as exc:
+            del self.topics[name]
+            del self._stored[name]
+            self._save_store()
+            raise PartitionCreationError(f"could not create topic {name}: {exc}") from exc
         log.info("Created topic %s (%s) with %d partition(s)", name, uuid_to_str(topic_id), num_partitions)
         return info
 
@@ -279,15 +292,31 @@ class LogManager:
             )
         self._stored[name].partitions = new_total
         self._save_store()
-        self._grow(info, new_total)
+        try:
+            self._grow(info, new_total)
+        except OSError as exc:
+            self._stored[name].partitions = current
+            self._save_store()
+            raise PartitionCreationError(f"could not add partitions to {name}: {exc}") from exc
         return info
 
     def _grow(self, info: TopicInfo, total: int) -> None:
-        for partition in range(len(info.partitions), total):
-            partition_log = PartitionLog.open(self.data_dir / f"{info.name}-{partition}", info.config,
-                                              clock=self._clock)
-            partition_log.assign_topic_id(info.topic_id)
-            info.partitions.append(partition_log)
+        """Open partitions up to ``total``: all of them, or (on an OSError such as too many open files) none,
+        the directories made so far removed again."""
+        first_new = partition = len(info.partitions)
+        try:
+            for partition in range(first_new, total):
+                partition_log = PartitionLog.open(self.data_dir / f"{info.name}-{partition}", info.config,
+                                                  clock=self._clock)
+                info.partitions.append(partition_log)
+                partition_log.assign_topic_id(info.topic_id)
+        except OSError:
+            for partition_log in info.partitions[first_new:]:
+                partition_log.close(snapshot=False)
+            del info.partitions[first_new:]
+            for made in range(first_new, partition + 1):
+                remove_tree(self.data_dir / f"{info.name}-{made}")
+            raise
 
     def delete_topic(self, name: str) -> None:
         """DeleteTopics: forget the topic, rename its directories to ``*-delete``, then remove them."""
@@ -299,9 +328,7 @@ class LogManager:
             partition_log.close(snapshot=False)
             doomed = self.data_dir / delete_dir_name(name, partition)
             os.replace(partition_log.directory, doomed)
-            import shutil  # here: rarely needed, and not cheap to import at start-up
-
-            shutil.rmtree(doomed, ignore_errors=True)
+            remove_tree(doomed)
         log.info("Deleted topic %s", name)
 
     def alter_config(self, name: str, overrides: dict[str, str]) -> TopicInfo:

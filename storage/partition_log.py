@@ -839,7 +839,7 @@ class PartitionLog:
         try:
             for segment in self._segments:
                 if segment.next_offset > self._recovery_point:
-                    ticket.fds.extend(os.dup(fd) for fd in segment.fds())
+                    ticket.fds.extend(segment.open_for_sync())
             for offset in sorted(self._unsynced_snapshots):
                 ticket.fds.append(os.open(snapshot_path(self.directory, offset), os.O_RDONLY))
                 ticket.snapshot_offsets.append(offset)

@@ -244,6 +244,8 @@ class LogSegment:
         self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
         self.bytes_since_last_index_entry = 0
         self._load_first_batch_timestamp()
+        self.index.close()
+        self.time_index.close()
         return truncated, scanner.problem
 
     def _load_first_batch_timestamp(self) -> None:
@@ -302,9 +304,11 @@ class LogSegment:
                 log.error("%s: undoing a failed append at position %d: %s", self.log_path, start, exc)
 
     def on_become_inactive(self) -> None:
-        """On roll and close Kafka makes sure the time index ends with the segment's max timestamp."""
-        if self.time_index.fd >= 0:
-            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+        """On roll and close Kafka makes sure the time index ends with the segment's max timestamp; the index
+        descriptors are closed then (they reopen if the segment is written again, as truncation may do)."""
+        self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+        self.index.close()
+        self.time_index.close()
 
     # ---- reading ----
 
@@ -328,10 +332,19 @@ class LogSegment:
             return self.max_timestamp
         return os.fstat(self.fd).st_mtime_ns // 1_000_000
 
-    def fds(self) -> list[int]:
-        fds = [self.fd, self.index.fd, self.time_index.fd]
-        if self.txn_index.exists:
-            fds.append(self.txn_index.fd)
+    def open_for_sync(self) -> list[int]:
+        """New descriptors of every file of this segment, for an fsync elsewhere (the caller closes them): index
+        files whose descriptor was closed are opened again by path."""
+        fds = [os.dup(self.fd)]
+        try:
+            for index in (self.index, self.time_index):
+                fds.append(os.dup(index.fd) if index.fd >= 0 else os.open(index.path, os.O_RDONLY))
+            if self.txn_index.exists:
+                fds.append(os.dup(self.txn_index.fd))
+        except OSError:
+            for fd in fds:
+                os.close(fd)
+            raise
         return fds
 
     # ---- lifecycle ----
@@ -340,8 +353,6 @@ class LogSegment:
         if self.fd < 0:
             return
         self.on_become_inactive()
-        self.index.close()
-        self.time_index.close()
         self.txn_index.close()
         os.close(self.fd)
         self.fd = -1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -30,9 +31,12 @@ def wait_for_ready(log_path: Path, proc: subprocess.Popen, timeout: float = 20.0
 class BrokerProcess:
     """A broker child process; ``bootstrap`` is its ``host:port`` once ``start()`` returns."""
 
-    def __init__(self, data_dir: Path, *settings: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, data_dir: Path, *settings: str, env: dict[str, str] | None = None, max_open_files: int | None = None
+    ) -> None:
         self.data_dir = data_dir
         self.settings = list(settings)
+        self.max_open_files = max_open_files  # RLIMIT_NOFILE (soft and hard) of the child, to test running out
         # Extra environment variables for the child, on top of os.environ (may be changed between starts).
         self.env = dict(env or {})
         self.log_path = data_dir.parent / f"{data_dir.name}-broker.log"
@@ -52,7 +56,8 @@ class BrokerProcess:
             args += ["-c", setting]
         log = open(self.log_path, "a")
         start_offset = log.tell()
-        self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env})
+        self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
+                                     preexec_fn=self._limit_open_files if self.max_open_files else None)
         log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -67,6 +72,9 @@ class BrokerProcess:
             time.sleep(0.02)
         self.stop()
         raise RuntimeError(f"broker not ready after {timeout}s:\n{self.log_path.read_text()}")
+
+    def _limit_open_files(self) -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (self.max_open_files, self.max_open_files))
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int | None:
         if self.proc is None or self.proc.poll() is not None:

@@ -10,7 +10,7 @@ from minibroker.context import RequestContext
 from minibroker.handlers.registry import api
 from protocol.errors import ErrorCode
 from storage.config import TOPIC_CONFIGS, LogConfig
-from storage.errors import InvalidConfigError, OffsetOutOfRangeError
+from storage.errors import InvalidConfigError, OffsetOutOfRangeError, PartitionCreationError
 
 log = logging.getLogger(__name__)
 
@@ -143,8 +143,13 @@ async def create_partitions(ctx: RequestContext, body: dict[str, Any]) -> dict[s
                 error_message=f"Topic currently has {current} partitions, which is {relation} the requested {request['count']}.",
             )
         elif not body["validate_only"]:
-            broker.logs.add_partitions(name, request["count"])
-            log.info("topic %s now has %d partitions", name, request["count"])
+            try:
+                broker.logs.add_partitions(name, request["count"])
+            except PartitionCreationError as exc:
+                log.error("%s", exc)
+                result.update(error_code=ErrorCode.KAFKA_STORAGE_ERROR, error_message=str(exc))
+            else:
+                log.info("topic %s now has %d partitions", name, request["count"])
         results.append(result)
     return {"results": results}
 
