@@ -11,6 +11,7 @@ GroupCoordinatorRecordSerde.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from protocol.messages import (
     GROUP_METADATA_KEY,
@@ -100,8 +101,10 @@ def java_string_hash(text: str) -> int:
     return value - (1 << 32) if value & 0x80000000 else value
 
 
+@lru_cache(maxsize=65536)
 def partition_for(group_id: str, partitions: int) -> int:
-    """Kafka's ``Utils.abs(groupId.hashCode()) % partitions`` (``Utils.abs(Integer.MIN_VALUE)`` is 0)."""
+    """Kafka's ``Utils.abs(groupId.hashCode()) % partitions`` (``Utils.abs(Integer.MIN_VALUE)`` is 0); cached, as
+    coordinators ask for the same few ids on every request."""
     hash_code = java_string_hash(group_id)
     return (0 if hash_code == _INT_MIN else abs(hash_code)) % partitions
 

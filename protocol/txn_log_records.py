@@ -8,6 +8,7 @@ version 0, as Kafka does then, and reads 0 and 1. A ``None`` value is a tombston
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from protocol.messages import TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE
 from protocol.primitives import ProtocolError, Reader, Writer
@@ -28,7 +29,9 @@ class TransactionLogValue:
     start_ms: int = -1
 
 
+@lru_cache(maxsize=65536)
 def encode_key(transactional_id: str) -> bytes:
+    """The record key of a transactional id; cached, as every state change of a transaction writes it again."""
     writer = Writer()
     writer.int16(KEY_TYPE)
     codec(TRANSACTION_LOG_KEY, 0).encode(writer, {"transactional_id": transactional_id})

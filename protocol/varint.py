@@ -40,7 +40,12 @@ def decode_varlong(buf: Buffer, pos: int, end: int | None = None) -> tuple[int, 
     return _unzigzag(raw & 0xFFFFFFFFFFFFFFFF), pos
 
 
+_ONE_BYTE = tuple(bytes((n,)) for n in range(0x80))  # most varints in a batch are small: no loop, no allocation
+
+
 def _encode_unsigned(n: int) -> bytes:
+    if n < 0x80:
+        return _ONE_BYTE[n]
     out = bytearray()
     while n > 0x7F:
         out.append((n & 0x7F) | 0x80)
