@@ -13,20 +13,20 @@ import time
 from typing import TYPE_CHECKING, Callable
 
 from minibroker.config import BrokerConfig
-from minibroker.groups.service import GroupService
 from minibroker.listeners import Listener, advertised_addresses, default_advertised, parse_listeners
 from minibroker.producer_ids import ProducerIdAllocator
-from minibroker.sasl.credentials import CredentialStore, parse_mechanisms, parse_users
-from minibroker.sasl.session import SaslAuthority
 from minibroker.server import KafkaConnection, start_server
 from minibroker.tls import server_context
-from minibroker.transactions.service import TransactionService
 from protocol.errors import ErrorCode
 from storage.errors import InvalidConfigError, InvalidTopicError, PartitionCreationError
 from storage.log_manager import LogManager, TopicInfo, validate_topic_name
 from storage.partition_log import PartitionLog
+from storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 
 if TYPE_CHECKING:
+    from minibroker.groups.service import GroupService
+    from minibroker.sasl.session import SaslAuthority
+    from minibroker.transactions.service import TransactionService
     from storage.cleaner import LogCleaner
 
 log = logging.getLogger(__name__)
@@ -55,19 +55,18 @@ class Broker:
         self._tasks: list[asyncio.Task] = []
         self._waiters: dict[PartitionKey, list[asyncio.Future]] = {}
         self.marker_listeners: list[Callable[[str, int, int, bool], None]] = []
-        self.transactions: TransactionService | None = None
-        self.groups: GroupService | None = None
+        self._transactions: TransactionService | None = None
+        self._groups: GroupService | None = None
 
     # lifecycle
 
     async def start(self) -> None:
         self.logs.open()
         self.producer_ids = ProducerIdAllocator(self.config.data_dir)
-        self.transactions = TransactionService(self)
-        self.transactions.start()
-        await self.transactions.flush()
-        self.groups = GroupService(self)
-        self.groups.start()
+        if TRANSACTION_STATE_TOPIC in self.logs.topics:  # transactions a crash left half-completed finish now
+            await self.transactions.flush()
+        if CONSUMER_OFFSETS_TOPIC in self.logs.topics:  # groups answer COORDINATOR_LOAD_IN_PROGRESS until loaded
+            self._start_groups()
         await self._start_listeners()
         first = self.listeners[0]
         self.port = first.port
@@ -83,7 +82,7 @@ class Broker:
             loop.create_task(
                 self._every(
                     self.config.transaction_abort_timed_out_transaction_cleanup_interval_ms / 1000,
-                    self.transactions.abort_timed_out,
+                    self.abort_timed_out_transactions,
                 )
             ),
         ]
@@ -99,6 +98,10 @@ class Broker:
         advertised = advertised_addresses(self.config)
         tls = server_context(self.config) if any(spec.protocol.uses_tls for spec in specs) else None
         if any(spec.protocol.uses_sasl for spec in specs):
+            from minibroker.sasl.credentials import CredentialStore  # SASL only
+            from minibroker.sasl.session import SaslAuthority
+            from minibroker.sasl.settings import parse_mechanisms, parse_users
+
             self.sasl = SaslAuthority(
                 tuple(parse_mechanisms(self.config.sasl_enabled_mechanisms)), CredentialStore(parse_users(self.config.sasl_users))
             )
@@ -134,8 +137,8 @@ class Broker:
             await self.cleaner.stop()
         for task in self._tasks:
             task.cancel()
-        if self.groups is not None:
-            self.groups.stop()
+        if self._groups is not None:
+            self._groups.stop()
         await self._finish_requests()
         for server in self._servers:
             await server.wait_closed()
@@ -170,6 +173,41 @@ class Broker:
                     await result
             except Exception:
                 log.exception("background task %s failed", getattr(action, "__name__", action))
+
+    # coordinators: created on first use, so a broker that never sees a group or a transaction neither imports
+    # their modules nor creates their internal topics
+
+    @property
+    def transactions(self) -> TransactionService:
+        """The transaction coordinator; created with ``__transaction_state`` loaded and half-completed transactions
+        finished (their markers written, to be flushed by the caller)."""
+        if self._transactions is None:
+            from minibroker.transactions.service import TransactionService
+
+            self._transactions = TransactionService(self)
+            self._transactions.start()
+        return self._transactions
+
+    @property
+    def groups(self) -> GroupService:
+        """The group coordinator; loading of ``__consumer_offsets`` starts when it is created."""
+        return self._groups or self._start_groups()
+
+    def _start_groups(self) -> GroupService:
+        from minibroker.groups.service import GroupService
+
+        self._groups = GroupService(self)
+        self._groups.start()
+        return self._groups
+
+    @property
+    def loaded_groups(self) -> GroupService | None:
+        """The group coordinator if something has used it already (None: there are no groups to update)."""
+        return self._groups
+
+    async def abort_timed_out_transactions(self) -> None:
+        if self._transactions is not None:
+            await self._transactions.abort_timed_out()
 
     # topics and partitions
 

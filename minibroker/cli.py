@@ -10,6 +10,7 @@ import argparse
 import logging
 import os
 import sys
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -58,10 +59,24 @@ class CommandParser(argparse.ArgumentParser):
         return super().parse_known_args(with_default_command(argv), namespace)
 
 
+def terminal_columns() -> int:
+    """The width ``shutil.get_terminal_size`` would give argparse, found without importing shutil (argparse's own
+    formatter imports it, about a tenth of the broker's start-up)."""
+    try:
+        return int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        pass
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = CommandParser(
-        prog="minibroker", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    width = terminal_columns() - 2  # as argparse does
+    raw = partial(argparse.RawDescriptionHelpFormatter, width=width)
+    wrapped = partial(argparse.HelpFormatter, width=width)
+    parser = CommandParser(prog="minibroker", description=DESCRIPTION, epilog=EPILOG, formatter_class=raw)
     parser.add_argument("--version", action="version", version=f"minibroker {__version__}")
     commands = parser.add_subparsers(
         dest="command", title="commands", metavar="COMMAND", parser_class=argparse.ArgumentParser
@@ -69,14 +84,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser(
         "serve", help="run the broker (the default command)", description="Run the broker until SIGTERM or SIGINT.",
-        epilog=SERVE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=SERVE_EPILOG, formatter_class=raw,
     )
     add_serve_arguments(serve)
 
     probe = commands.add_parser(
         "probe", help="exit 0 if a broker answers ApiVersions, 1 if not",
         description="Send one ApiVersions request and wait for the answer: exit 0 if it comes, 1 otherwise. "
-        "Used by the container's HEALTHCHECK and handy in scripts waiting for a broker.",
+        "Used by the container's HEALTHCHECK and handy in scripts waiting for a broker.", formatter_class=wrapped,
     )
     probe.add_argument(
         "address", nargs="?", metavar="HOST:PORT",
@@ -88,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     dump = commands.add_parser(
         "dump", help="print segments and partitions like kafka-dump-log",
         description="Decode .log segment files, or every segment of partition directories.",
-        epilog=DUMP_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=DUMP_EPILOG, formatter_class=raw,
     )
     dump.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="a .log file or a partition directory")
     dump.add_argument(
@@ -108,10 +123,12 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "config-reference", help="print every setting as a Markdown table",
         description="Print every setting with its default, environment variable and meaning, as a Markdown table.",
+        formatter_class=wrapped,
     )
     commands.add_parser(
         "api-reference", help="print every implemented API and its versions as a Markdown table",
         description="Print every API the broker implements with the versions ApiVersions advertises, as a Markdown table.",
+        formatter_class=wrapped,
     )
     return parser
 

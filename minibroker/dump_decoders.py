@@ -19,11 +19,10 @@ from typing import Any
 
 from protocol.records import Record
 from protocol.schema import Field, Message, default_value, in_range, snake_case
+from storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 
 OFFSETS = "offsets"
 TRANSACTION_LOG = "transaction-log"
-CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
-TRANSACTION_STATE_TOPIC = "__transaction_state"
 DECODER_BY_TOPIC = {CONSUMER_OFFSETS_TOPIC: OFFSETS, TRANSACTION_STATE_TOPIC: TRANSACTION_LOG}
 
 _VERSION = struct.Struct(">h")

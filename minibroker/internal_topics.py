@@ -13,6 +13,7 @@ from protocol.records import BatchHeader, Record, RecordInput, build_batch, deco
 from storage.log_manager import TopicInfo
 from storage.partition_log import AppendInfo, PartitionLog
 from storage.producer_state import AppendOrigin
+from storage.topic_names import CONSUMER_OFFSETS_TOPIC
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 INTERNAL_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024), "compression.type": "producer"}
-OFFSETS_TOPIC = "__consumer_offsets"  # its segment size is offsets.topic.segment.bytes
 MIN_SEGMENT_BYTES = 1024 * 1024  # segment.bytes' minimum (Kafka 4)
 REPLAY_CHUNK = 1 << 20
 
@@ -89,7 +89,7 @@ def internal_topic_configs(broker: Broker, name: str) -> dict[str, str]:
     """The configs an internal topic is created with; a test-sized offsets.topic.segment.bytes (below the 1 MiB
     minimum of segment.bytes) goes into internal.segment.bytes, as Kafka's own tests do."""
     configs = dict(INTERNAL_TOPIC_CONFIGS)
-    if name == OFFSETS_TOPIC:
+    if name == CONSUMER_OFFSETS_TOPIC:  # its segment size is offsets.topic.segment.bytes
         segment_bytes = broker.config.offsets_topic_segment_bytes
         if segment_bytes < MIN_SEGMENT_BYTES:
             configs["internal.segment.bytes"] = str(segment_bytes)

@@ -101,7 +101,7 @@ def advertised_addresses(config: BrokerConfig) -> dict[str, tuple[str, int]]:
 def check_security_settings(config: BrokerConfig) -> None:
     """Refuse at start-up what would only fail at the first connection: unknown names, TLS without a
     certificate, SASL without users, an unknown mechanism."""
-    from minibroker.sasl.credentials import parse_mechanisms, parse_users  # the SASL package builds on config
+    from minibroker.sasl.settings import parse_mechanisms, parse_users  # the SASL package builds on config
 
     specs = parse_listeners(config)
     advertised_addresses(config)

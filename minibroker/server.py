@@ -17,7 +17,6 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from minibroker.dispatch import Disconnect, dispatch
-from minibroker.sasl.session import SaslSession
 from protocol.frames import FrameReader, FrameTooLarge
 from protocol.primitives import FileRegion
 
@@ -41,7 +40,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def __init__(self, broker: Broker, listener: Listener) -> None:
         self.broker = broker
         self.listener = listener
-        self.sasl = SaslSession(broker.sasl) if listener.protocol.uses_sasl and broker.sasl is not None else None
+        self.sasl = broker.sasl.new_session() if listener.protocol.uses_sasl and broker.sasl is not None else None
         self.decoder = FrameReader(broker.config.socket_request_max_bytes)  # reads land in frame buffers
         self.queue: deque[memoryview] = deque()
         self.transport: asyncio.Transport | None = None

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 MAX_NAME_LENGTH = 249
+CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"  # Kafka's Topic.GROUP_METADATA_TOPIC_NAME
+TRANSACTION_STATE_TOPIC = "__transaction_state"  # Kafka's Topic.TRANSACTION_STATE_TOPIC_NAME
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 import pytest
 
 from minibroker.groups.config import GroupConfig
-from minibroker.groups.coordinator import GroupCoordinator, PartitionCommit
+from minibroker.groups.coordinator import GroupCoordinator
 from minibroker.groups.group import GroupState
-from minibroker.groups.rebalance import JoinRequest, LeavingMember
+from minibroker.groups.requests import JoinRequest, LeavingMember, PartitionCommit
 from protocol.errors import ErrorCode
 from protocol.group_records import (
     GroupMetadataKey,

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from minibroker.groups.coordinator import GroupCoordinator, PartitionCommit
+from minibroker.groups.coordinator import GroupCoordinator
 from minibroker.groups.group import GroupState
+from minibroker.groups.requests import PartitionCommit
 from protocol.errors import ErrorCode
 from protocol.group_records import OffsetCommitKey, decode_key, partition_for
 from tests.groupfakes import replay_entry

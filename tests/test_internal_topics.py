@@ -15,7 +15,7 @@ from protocol.errors import ErrorCode
 from protocol.frames import decode_response
 from tests.clientutil import RawConnection
 
-METADATA, OFFSET_COMMIT, OFFSET_FETCH, CREATE_TOPICS, DELETE_TOPICS = 3, 8, 9, 19, 20
+METADATA, OFFSET_COMMIT, OFFSET_FETCH, CREATE_TOPICS, DELETE_TOPICS, WRITE_TXN_MARKERS = 3, 8, 9, 19, 20, 27
 TIMEOUT_S = 20
 
 
@@ -88,6 +88,20 @@ async def test_coordinator_writes_are_flushed_before_the_answer_with_flush_messa
             assert fully_flushed(broker, "__consumer_offsets")  # its marker
         finally:
             await producer.stop()
+
+
+async def test_write_txn_markers_are_flushed_before_the_answer_with_flush_messages_1() -> None:
+    """WriteTxnMarkers (Admin.abortTransaction) honours the flush policy as the coordinator's own markers do."""
+    async with Broker({"log.flush.interval.messages": 1}) as broker:
+        await acall(broker, CREATE_TOPICS, 5, {"topics": [
+            {"name": "hanging", "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
+        ], "timeout_ms": 5000, "validate_only": False})
+        partition_log = broker.core.partition("hanging", 0)
+        marker = {"producer_id": 7, "producer_epoch": 0, "transaction_result": False,
+                  "topics": [{"name": "hanging", "partition_indexes": [0]}], "coordinator_epoch": 0}
+        [result] = (await acall(broker, WRITE_TXN_MARKERS, 1, {"markers": [marker]}))["markers"]
+        assert result["topics"][0]["partitions"] == [{"partition_index": 0, "error_code": 0}]
+        assert partition_log.log_end_offset == 1 and fully_flushed(broker, "hanging")
 
 
 async def test_deleting_a_topic_deletes_the_groups_offsets_of_it() -> None:

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from kafka.net.sasl.scram import ScramClient
 
 from minibroker.config import ConfigError
-from minibroker.sasl.credentials import CredentialStore, parse_mechanisms, parse_users
+from minibroker.sasl.credentials import CredentialStore
+from minibroker.sasl.settings import parse_mechanisms, parse_users
 from minibroker.sasl.mechanism import AuthenticationFailed
 from minibroker.sasl.plain import PlainServer
 from minibroker.sasl.scram import ScramServer

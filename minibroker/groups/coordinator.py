@@ -13,13 +13,13 @@ partition: COMMIT makes them committed offsets, ABORT drops them, at load as whe
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Any, Iterable, Protocol, Sequence
 
 from minibroker.groups.config import GroupConfig
-from minibroker.groups.group import ClassicGroup, GroupState, Member, Responder
+from minibroker.groups.group import ClassicGroup, GroupState, Member
 from minibroker.groups.offsets import OffsetAndMetadata, OffsetStore
-from minibroker.groups.rebalance import JoinRequest, LeavingMember, Rebalancer, join_error, sync_error
+from minibroker.groups.rebalance import Rebalancer, join_error, sync_error
+from minibroker.groups.requests import JoinRequest, LeavingMember, PartitionCommit, Responder
 from minibroker.groups.timer import Timer
 from minibroker.groups.txn_offsets import PendingTxnOffsets, TopicPartition
 from protocol.errors import ErrorCode
@@ -84,15 +84,6 @@ class RecordLog(Protocol):
     ) -> int:
         """Append the (key, value) records as one batch (transactional when ``producer_id`` is set); returns the log
         offset of the first record; raises CoordinatorWriteError."""
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionCommit:
-    topic: str
-    partition: int
-    offset: int
-    leader_epoch: int
-    metadata: str | None
 
 
 class GroupCoordinator:

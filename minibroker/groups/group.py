@@ -11,8 +11,9 @@ import logging
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable
+from typing import Any
 
+from minibroker.groups.requests import Protocols, Responder
 from protocol.errors import ErrorCode
 from protocol.messages import CONSUMER_PROTOCOL_SUBSCRIPTION
 from protocol.primitives import ProtocolError, Reader
@@ -20,8 +21,6 @@ from protocol.schema import codec
 
 log = logging.getLogger(__name__)
 
-Responder = Callable[[dict[str, Any]], None]
-Protocols = tuple[tuple[str, bytes], ...]  # (name, metadata) in the member's order of preference
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 MEMBER_ID_DELIMITER = "-"

@@ -11,11 +11,11 @@ coordinator's thread (the event loop); delayed work goes through the injected ``
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from minibroker.groups.config import GroupConfig
-from minibroker.groups.group import ClassicGroup, GroupState, Member, Protocols, Responder
+from minibroker.groups.group import ClassicGroup, GroupState, Member
+from minibroker.groups.requests import JoinRequest, LeavingMember, Responder
 from minibroker.groups.timer import Timer
 from protocol.errors import ErrorCode
 
@@ -29,29 +29,6 @@ PersistGroup = Callable[[ClassicGroup, dict[str, bytes]], ErrorCode]
 Empty, Preparing, Completing, Stable, Dead = (
     GroupState.EMPTY, GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE, GroupState.STABLE, GroupState.DEAD,
 )
-
-
-@dataclass(frozen=True, slots=True)
-class JoinRequest:
-    group_id: str
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    protocol_type: str
-    protocols: Protocols
-    require_known_member_id: bool  # JoinGroup v4+: a first join gets MEMBER_ID_REQUIRED
-    supports_skip_assignment: bool  # JoinGroup v9+
-    reason: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class LeavingMember:
-    member_id: str
-    group_instance_id: str | None
-    reason: str | None = None
 
 
 def heartbeat_key(group_id: str, member_id: str) -> str:

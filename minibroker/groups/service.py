@@ -30,6 +30,7 @@ from protocol.records import (
 )
 from storage.errors import ProducerStateError, StorageError
 from storage.log_manager import TopicInfo
+from storage.topic_names import CONSUMER_OFFSETS_TOPIC
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
 RECORDS_PER_YIELD = 1000
 
 

@@ -119,9 +119,10 @@ async def delete_topics(ctx: RequestContext, body: dict[str, Any]) -> dict[str, 
             deleted.add(name)
             log.info("deleted topic %s", name)
         responses.append(response)
-    if deleted:
-        broker.groups.coordinator.delete_topic_offsets(deleted)  # as Kafka: groups forget offsets of deleted topics
-        await broker.groups.flush()
+    groups = broker.loaded_groups  # None: no group has used the broker, so no offsets to forget
+    if deleted and groups is not None:
+        groups.coordinator.delete_topic_offsets(deleted)  # as Kafka: groups forget offsets of deleted topics
+        await groups.flush()
     return {"responses": responses}
 
 

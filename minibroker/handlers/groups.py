@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from minibroker.context import RequestContext
-from minibroker.groups.coordinator import GroupCoordinator, PartitionCommit
-from minibroker.groups.group import Responder
-from minibroker.groups.rebalance import JoinRequest, LeavingMember
-from minibroker.groups.service import CONSUMER_OFFSETS_TOPIC
+from minibroker.groups.requests import JoinRequest, LeavingMember, PartitionCommit, Responder
 from minibroker.handlers.registry import api
 from protocol.errors import ErrorCode
 from storage.errors import StorageError
+from storage.topic_names import CONSUMER_OFFSETS_TOPIC
+
+if TYPE_CHECKING:
+    from minibroker.groups.coordinator import GroupCoordinator
 
 GROUP_KEY = 0
 TRANSACTION_KEY = 1

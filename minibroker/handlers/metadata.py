@@ -10,6 +10,7 @@ from minibroker.internal_topics import InternalTopic
 from protocol.errors import ErrorCode
 from storage.errors import StorageError
 from storage.log_manager import TopicInfo
+from storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 
 LEADER_EPOCH = 0
 
@@ -56,8 +57,11 @@ def missing_topic(name: str | None, topic_id: bytes, error: ErrorCode) -> dict[s
 
 
 def internal_topic(ctx: RequestContext, name: str) -> InternalTopic | None:
-    by_name = {topic.name: topic for topic in (ctx.broker.groups.topic.internal, ctx.broker.transactions.topic)}
-    return by_name.get(name)
+    if name == CONSUMER_OFFSETS_TOPIC:
+        return ctx.broker.groups.topic.internal
+    if name == TRANSACTION_STATE_TOPIC:
+        return ctx.broker.transactions.topic
+    return None
 
 
 def auto_create(ctx: RequestContext, name: str) -> ErrorCode:

@@ -10,11 +10,11 @@ from typing import Any
 
 from minibroker.context import RequestContext
 from minibroker.handlers.registry import api
-from minibroker.groups.service import CONSUMER_OFFSETS_TOPIC
+from minibroker.internal_topics import PendingFlushes
 from minibroker.transactions.markers import write_markers
-from minibroker.transactions.metadata import TxnState
 from protocol.errors import ErrorCode
 from storage.errors import StorageError
+from storage.topic_names import CONSUMER_OFFSETS_TOPIC
 
 
 def fenced_error(error: ErrorCode, version: int, first_version_with_fenced: int) -> ErrorCode:
@@ -91,11 +91,12 @@ async def end_txn(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
 @api(27, 1, 2)
 async def write_txn_markers(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     markers = []
+    flushes = PendingFlushes(ctx.broker)
     for marker in body["markers"]:
         partitions = [(t["name"], p) for t in marker["topics"] for p in t["partition_indexes"]]
         results = write_markers(
             ctx.broker, marker["producer_id"], marker["producer_epoch"], marker["coordinator_epoch"],
-            marker["transaction_result"], partitions,
+            marker["transaction_result"], partitions, flushes,
         )
         by_topic: dict[str, list[dict[str, int]]] = {}
         for (topic, partition), error in results.items():
@@ -103,6 +104,7 @@ async def write_txn_markers(ctx: RequestContext, body: dict[str, Any]) -> dict[s
         markers.append(
             {"producer_id": marker["producer_id"], "topics": [{"name": t, "partitions": p} for t, p in by_topic.items()]}
         )
+    await flushes.flush()  # what the flush policy says must be durable is, before the answer
     return {"markers": markers}
 
 
@@ -139,6 +141,8 @@ async def describe_transactions(ctx: RequestContext, body: dict[str, Any]) -> di
 
 @api(66, 0, 1)
 async def list_transactions(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    from minibroker.transactions.metadata import TxnState  # here: the coordinator's modules load on first use
+
     by_name = {state.kafka_name: state for state in TxnState}
     wanted = {by_name[name] for name in body["state_filters"] if name in by_name}
     unknown = [name for name in body["state_filters"] if name not in by_name]

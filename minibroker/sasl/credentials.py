@@ -14,11 +14,8 @@ import secrets
 from dataclasses import dataclass
 from typing import Mapping
 
-from minibroker.config import ConfigError
+from minibroker.sasl.settings import SCRAM_HASHES
 
-PLAIN = "PLAIN"
-SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
-MECHANISMS = (PLAIN, *SCRAM_HASHES)
 SCRAM_ITERATIONS = 4096  # Kafka's default (and minimum) for SCRAM-SHA-256/512
 SALT_BYTES = 32
 PLAIN_CHECK_MECHANISM = "SCRAM-SHA-256"
@@ -30,30 +27,6 @@ class ScramCredential:
     iterations: int
     stored_key: bytes
     server_key: bytes
-
-
-def parse_mechanisms(text: str) -> list[str]:
-    """``sasl.enabled.mechanisms`` as a list; unknown mechanisms are configuration errors."""
-    mechanisms = [item.strip().upper() for item in text.split(",") if item.strip()]
-    unknown = [m for m in mechanisms if m not in MECHANISMS]
-    if unknown:
-        raise ConfigError(f"sasl.enabled.mechanisms: {', '.join(unknown)} not supported (supported: {', '.join(MECHANISMS)})")
-    return mechanisms
-
-
-def parse_users(text: str) -> dict[str, str]:
-    """``alice:secret,bob:pw`` -> {user: password}. Error messages name entries by position, never by content,
-    since the content holds passwords."""
-    users: dict[str, str] = {}
-    for position, item in enumerate((part for part in text.split(",") if part.strip()), 1):
-        user, sep, password = item.partition(":")
-        user = user.strip()
-        if not sep or not user or not password:
-            raise ConfigError(f"sasl.users: entry {position} is not USER:PASSWORD with both parts non-empty")
-        if user in users:
-            raise ConfigError(f"sasl.users: user {user!r} appears twice")
-        users[user] = password
-    return users
 
 
 def salted_password(hash_name: str, password: bytes, salt: bytes, iterations: int) -> bytes:

@@ -14,7 +14,8 @@ import hashlib
 import hmac
 import secrets
 
-from minibroker.sasl.credentials import SCRAM_HASHES, CredentialStore, ScramCredential, hmac_digest
+from minibroker.sasl.credentials import CredentialStore, ScramCredential, hmac_digest
+from minibroker.sasl.settings import SCRAM_HASHES
 from minibroker.sasl.mechanism import AuthenticationFailed
 
 NONCE_BYTES = 24

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from minibroker.sasl.credentials import PLAIN, SCRAM_HASHES, CredentialStore
+from minibroker.sasl.credentials import CredentialStore
+from minibroker.sasl.settings import PLAIN, SCRAM_HASHES
 from minibroker.sasl.mechanism import AuthenticationFailed, MechanismServer
 from minibroker.sasl.plain import PlainServer
 from minibroker.sasl.scram import ScramServer
@@ -32,6 +33,10 @@ class SaslAuthority:
 
     mechanisms: tuple[str, ...]
     store: CredentialStore
+
+    def new_session(self) -> SaslSession:
+        """The authentication state of one new connection to a SASL listener."""
+        return SaslSession(self)
 
     def mechanism_server(self, mechanism: str) -> MechanismServer:
         if mechanism == PLAIN:

@@ -10,6 +10,7 @@ from storage.errors import StorageError
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
+    from minibroker.internal_topics import PendingFlushes
 
 log = logging.getLogger(__name__)
 
@@ -18,9 +19,10 @@ TopicPartition = tuple[str, int]
 
 def write_markers(
     broker: Broker, producer_id: int, producer_epoch: int, coordinator_epoch: int, committed: bool,
-    partitions: Iterable[TopicPartition],
+    partitions: Iterable[TopicPartition], flushes: PendingFlushes,
 ) -> dict[TopicPartition, ErrorCode]:
-    """Append one control batch per partition; listeners (the group coordinator) learn of each marker."""
+    """Append one control batch per partition; listeners (the group coordinator) learn of each marker, and
+    ``flushes`` of the partitions the flush policy wants fsynced before the caller answers."""
     results: dict[TopicPartition, ErrorCode] = {}
     for topic, partition in partitions:
         partition_log = broker.partition(topic, partition)
@@ -40,6 +42,7 @@ def write_markers(
             log.error("marker for producer %d not written to %s-%d: %s", producer_id, topic, partition, exc)
             continue
         broker.notify_append((topic, partition))
+        flushes.note(partition_log)
         for listener in broker.marker_listeners:
             listener(topic, partition, producer_id, committed)
         results[(topic, partition)] = ErrorCode.NONE

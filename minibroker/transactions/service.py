@@ -17,13 +17,13 @@ from minibroker.transactions.markers import TopicPartition, write_markers
 from protocol.errors import ErrorCode
 from protocol.group_records import partition_for
 from protocol.txn_log_records import TransactionLogValue, decode_key, decode_value, encode_key, encode_value
+from storage.topic_names import TRANSACTION_STATE_TOPIC
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
 
 log = logging.getLogger(__name__)
 
-TRANSACTION_STATE_TOPIC = "__transaction_state"
 CRASH_POINT_ENV = "MINIBROKER_TEST_CRASH_POINT"
 
 
@@ -70,12 +70,9 @@ class TransactionService:
     def write_markers(
         self, producer_id: int, producer_epoch: int, committed: bool, partitions: Iterable[TopicPartition]
     ) -> dict[TopicPartition, ErrorCode]:
-        results = write_markers(self.broker, producer_id, producer_epoch, COORDINATOR_EPOCH, committed, partitions)
-        for (topic, index), error in results.items():
-            partition_log = self.broker.partition(topic, index)
-            if error == ErrorCode.NONE and partition_log is not None:
-                self.flushes.note(partition_log)
-        return results
+        return write_markers(
+            self.broker, producer_id, producer_epoch, COORDINATOR_EPOCH, committed, partitions, self.flushes
+        )
 
     async def flush(self) -> None:
         await self.flushes.flush()
