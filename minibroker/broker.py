@@ -18,8 +18,8 @@ from minibroker.producer_ids import ProducerIdAllocator
 from minibroker.server import KafkaConnection, start_server
 from minibroker.tls import server_context
 from protocol.errors import ErrorCode
-from storage.errors import InvalidConfigError, InvalidTopicError, PartitionCreationError
-from storage.log_manager import LogManager, TopicInfo, validate_topic_name
+from storage.errors import InvalidConfigError, InvalidTopicError, TopicExistsError
+from storage.log_manager import LogManager, NewTopic, TopicInfo, validate_topic_name
 from storage.partition_log import PartitionLog
 from storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 
@@ -54,6 +54,7 @@ class Broker:
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: list[asyncio.Task] = []
         self._waiters: dict[PartitionKey, list[asyncio.Future]] = {}
+        self._creating: dict[str, asyncio.Task[tuple[ErrorCode, str | None]]] = {}  # topics whose partitions are being made
         self.marker_listeners: list[Callable[[str, int, int, bool], None]] = []
         self._transactions: TransactionService | None = None
         self._groups: GroupService | None = None
@@ -140,6 +141,8 @@ class Broker:
         if self._groups is not None:
             self._groups.stop()
         await self._finish_requests()
+        if self._creating:  # partitions being made in a thread: let them land before the logs close
+            await asyncio.wait(list(self._creating.values()), timeout=SHUTDOWN_GRACE_S)
         for server in self._servers:
             await server.wait_closed()
         self._servers = []
@@ -220,14 +223,16 @@ class Broker:
             return None
         return info.partitions[index]
 
-    def create_topic(
+    async def create_topic(
         self, name: str, num_partitions: int, overrides: dict[str, str], validate_only: bool = False
     ) -> tuple[ErrorCode, str | None]:
-        """Create a topic the way CreateTopics and auto-creation both need: (error code, message)."""
+        """Create a topic the way CreateTopics, auto-creation and the coordinators need: (error code, message). The
+        partition directories are made in an executor thread; until they are, the name is taken but the topic is
+        not visible (``topic_created`` waits for it)."""
         problem = validate_topic_name(name)
         if problem is not None:
             return ErrorCode.INVALID_TOPIC_EXCEPTION, problem
-        if name in self.logs.topics:
+        if name in self.logs.topics or name in self._creating:
             return ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
         if num_partitions < 1:
             return ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0."
@@ -238,14 +243,38 @@ class Broker:
         if validate_only:
             return ErrorCode.NONE, None
         try:
-            self.logs.create_topic(name, num_partitions, overrides)
+            new = self.logs.begin_topic(name, num_partitions, overrides)
         except InvalidTopicError as exc:
             return ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc)
-        except PartitionCreationError as exc:
-            log.error("%s", exc)
-            return ErrorCode.KAFKA_STORAGE_ERROR, str(exc)
-        log.info("created topic %s with %d partitions %s", name, num_partitions, overrides or "")
+        except TopicExistsError as exc:
+            return ErrorCode.TOPIC_ALREADY_EXISTS, str(exc)
+        # A task of its own: a requester that goes away (its connection closed) must not leave the name taken.
+        self._creating[name] = creation = asyncio.get_running_loop().create_task(self._make_partitions(new))
+        return await asyncio.shield(creation)
+
+    async def _make_partitions(self, new: NewTopic) -> tuple[ErrorCode, str | None]:
+        name = new.info.name
+        try:
+            partitions = await asyncio.get_running_loop().run_in_executor(None, new.build)
+        except Exception as exc:
+            error = self.logs.abandon_topic(new, exc)
+            if not isinstance(exc, OSError):
+                log.exception("%s", error)
+                return ErrorCode.UNKNOWN_SERVER_ERROR, str(error)
+            log.error("%s", error)
+            return ErrorCode.KAFKA_STORAGE_ERROR, str(error)
+        finally:
+            del self._creating[name]
+        self.logs.finish_topic(new, partitions)
+        log.info("created topic %s with %d partitions %s", name, new.num_partitions, new.info.overrides or "")
         return ErrorCode.NONE, None
+
+    async def topic_created(self, name: str) -> TopicInfo | None:
+        """The topic, once a creation of it that is under way has finished; None if there is no such topic."""
+        creation = self._creating.get(name)
+        if creation is not None:
+            await asyncio.shield(creation)
+        return self.logs.topics.get(name)
 
     # fetch wake-ups
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Iterator, Sequence
 
+from protocol.errors import ErrorCode
 from protocol.records import BatchHeader, Record, RecordInput, build_batch, decode_batch, iter_batches, parse_header
+from storage.errors import StorageError
 from storage.log_manager import TopicInfo
 from storage.partition_log import AppendInfo, PartitionLog
 from storage.producer_state import AppendOrigin
@@ -60,7 +62,25 @@ class InternalTopic:
         info = self.broker.topic(self.name)
         return len(info.partitions) if info is not None else self.configured_partitions
 
+    async def create(self) -> TopicInfo:
+        """The topic, created (as CreateTopics does: partitions made off the event loop) unless it exists or is being
+        created; raises StorageError when it cannot be made."""
+        info = await self.broker.topic_created(self.name)
+        if info is None:
+            error, message = await self.broker.create_topic(
+                self.name, self.configured_partitions, internal_topic_configs(self.broker, self.name)
+            )
+            if error == ErrorCode.NONE:
+                log.info("created internal topic %s with %d partitions", self.name, self.configured_partitions)
+            info = await self.broker.topic_created(self.name)
+        if info is None:
+            log.warning("internal topic %s could not be created: %s %s", self.name, error.name, message)
+            raise StorageError(f"internal topic {self.name} could not be created: {message}")
+        return info
+
     def ensure(self) -> TopicInfo:
+        """The topic, created on the spot if need be (coordinator writes are synchronous; requests that lead to
+        them create the topic with ``create`` first, so this is a fallback)."""
         info = self.broker.topic(self.name)
         if info is None:
             info = self.broker.logs.create_topic(

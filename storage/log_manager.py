@@ -83,6 +83,40 @@ def remove_tree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
+def open_new_partitions(data_dir: Path, info: TopicInfo, indexes: range, clock: Clock) -> list[PartitionLog]:
+    """Make and open the directories of new partitions: all of them, or (on an OSError such as too many open files
+    or a full disk) none, the directories made so far removed again. Touches nothing but those new directories."""
+    made: list[PartitionLog] = []
+    partition = indexes.start
+    try:
+        for partition in indexes:
+            partition_log = PartitionLog.open(data_dir / f"{info.name}-{partition}", info.config, clock=clock)
+            made.append(partition_log)
+            partition_log.assign_topic_id(info.topic_id)
+    except OSError:
+        for partition_log in made:
+            partition_log.close(snapshot=False)
+        for index in range(indexes.start, partition + 1):
+            remove_tree(data_dir / f"{info.name}-{index}")
+        raise
+    return made
+
+
+@dataclass
+class NewTopic:
+    """A topic whose name is reserved and metadata persisted, its partition directories still to be made. ``build``
+    touches only those new directories, so the broker runs it in an executor thread: creating thousands of
+    partitions (and their fsyncs) does not stall the event loop."""
+
+    info: TopicInfo
+    num_partitions: int
+    data_dir: Path
+    clock: Clock
+
+    def build(self) -> list[PartitionLog]:
+        return open_new_partitions(self.data_dir, self.info, range(self.num_partitions), self.clock)
+
+
 class LogManager:
     """Owns the data directory: lock, meta.properties, checkpoints, topic metadata and every PartitionLog."""
 
@@ -252,13 +286,23 @@ class LogManager:
     # ---- topic administration ----
 
     def create_topic(self, name: str, num_partitions: int, overrides: dict[str, str] | None = None) -> TopicInfo:
-        """CreateTopics: validate, persist the metadata, then create each partition with a fresh topic id."""
+        """CreateTopics in one step, on the calling thread (``begin_topic`` and ``NewTopic.build`` split it)."""
+        new = self.begin_topic(name, num_partitions, overrides)
+        try:
+            partitions = new.build()
+        except OSError as exc:
+            raise self.abandon_topic(new, exc) from exc
+        return self.finish_topic(new, partitions)
+
+    def begin_topic(self, name: str, num_partitions: int, overrides: dict[str, str] | None = None) -> NewTopic:
+        """Validate, reserve the name and persist the topic's metadata; its partitions are made by ``NewTopic.build``
+        (in any thread) and installed by ``finish_topic``, or the reservation is dropped by ``abandon_topic``."""
         reason = validate_topic_name(name)
         if reason is not None:
             raise InvalidTopicError(reason)
-        if name in self.topics:
+        if name in self._stored:  # existing, or being created
             raise TopicExistsError(f"Topic '{name}' already exists.")
-        for other in self.topics:
+        for other in self._stored:
             if collides(name, other):
                 raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {other}")
         if num_partitions < 1:
@@ -268,17 +312,20 @@ class LogManager:
         topic_id = random_uuid()
         self._stored[name] = StoredTopic(topic_id, num_partitions, overrides)
         self._save_store()
-        info = TopicInfo(name, topic_id, overrides, config, [])
-        self.topics[name] = info
-        try:
-            self._grow(info, num_partitions)
-        except OSError as exc:
-            del self.topics[name]
-            del self._stored[name]
-            self._save_store()
-            raise PartitionCreationError(f"could not create topic {name}: {exc}") from exc
-        log.info("Created topic %s (%s) with %d partition(s)", name, uuid_to_str(topic_id), num_partitions)
+        return NewTopic(TopicInfo(name, topic_id, overrides, config, []), num_partitions, self.data_dir, self._clock)
+
+    def finish_topic(self, new: NewTopic, partitions: list[PartitionLog]) -> TopicInfo:
+        info = new.info
+        info.partitions = partitions
+        self.topics[info.name] = info
+        log.info("Created topic %s (%s) with %d partition(s)", info.name, uuid_to_str(info.topic_id), len(partitions))
         return info
+
+    def abandon_topic(self, new: NewTopic, cause: Exception) -> PartitionCreationError:
+        """Forget a topic whose partitions could not be made; returns the error to raise."""
+        del self._stored[new.info.name]
+        self._save_store()
+        return PartitionCreationError(f"could not create topic {new.info.name}: {cause}")
 
     def add_partitions(self, name: str, new_total: int) -> TopicInfo:
         """CreatePartitions: grow a topic to ``new_total`` partitions."""
@@ -293,30 +340,12 @@ class LogManager:
         self._stored[name].partitions = new_total
         self._save_store()
         try:
-            self._grow(info, new_total)
+            info.partitions += open_new_partitions(self.data_dir, info, range(current, new_total), self._clock)
         except OSError as exc:
             self._stored[name].partitions = current
             self._save_store()
             raise PartitionCreationError(f"could not add partitions to {name}: {exc}") from exc
         return info
-
-    def _grow(self, info: TopicInfo, total: int) -> None:
-        """Open partitions up to ``total``: all of them, or (on an OSError such as too many open files) none,
-        the directories made so far removed again."""
-        first_new = partition = len(info.partitions)
-        try:
-            for partition in range(first_new, total):
-                partition_log = PartitionLog.open(self.data_dir / f"{info.name}-{partition}", info.config,
-                                                  clock=self._clock)
-                info.partitions.append(partition_log)
-                partition_log.assign_topic_id(info.topic_id)
-        except OSError:
-            for partition_log in info.partitions[first_new:]:
-                partition_log.close(snapshot=False)
-            del info.partitions[first_new:]
-            for made in range(first_new, partition + 1):
-                remove_tree(self.data_dir / f"{info.name}-{made}")
-            raise
 
     def delete_topic(self, name: str) -> None:
         """DeleteTopics: forget the topic, rename its directories to ``*-delete``, then remove them."""

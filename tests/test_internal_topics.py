@@ -133,3 +133,19 @@ async def test_deleting_a_topic_deletes_the_groups_offsets_of_it() -> None:
         assert (await fetched("doomed"), await fetched("kept")) == (-1, 5)
         await broker.arestart()
         assert (await fetched("doomed"), await fetched("kept")) == (-1, 5)
+
+
+async def test_topic_creation_outlives_a_requester_that_goes_away() -> None:
+    """Partitions are made off the event loop; a requester cancelled meanwhile (its connection closed, as librdkafka
+    does with its bootstrap connection) neither stops the creation nor leaves the name taken, and concurrent
+    requesters of an internal topic share one creation."""
+    async with Broker(offsets_topic_num_partitions=20) as broker:
+        core = broker.core
+        abandoned = asyncio.ensure_future(core.create_topic("wide", 20, {}))
+        await asyncio.sleep(0)
+        abandoned.cancel()
+        info = await core.topic_created("wide")
+        assert info is not None and len(info.partitions) == 20
+        assert await core.create_topic("wide", 1, {}) == (ErrorCode.TOPIC_ALREADY_EXISTS, "Topic 'wide' already exists.")
+        first, second = await asyncio.gather(core.groups.topic.create(), core.groups.topic.create())
+        assert first is second and len(first.partitions) == 20

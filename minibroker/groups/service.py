@@ -67,8 +67,8 @@ class OffsetsTopic:
     def num_partitions(self) -> int:
         return self.internal.num_partitions
 
-    def ensure(self) -> TopicInfo:
-        return self.internal.ensure()
+    async def create(self) -> TopicInfo:
+        return await self.internal.create()
 
     def append(
         self, partition: int, records: Sequence[tuple[bytes, bytes | None]], producer_id: int = NO_PRODUCER_ID,

@@ -64,7 +64,7 @@ def config_entries(ctx: RequestContext, overrides: dict[str, str], names: list[s
     return entries
 
 
-def create_one(ctx: RequestContext, request: dict[str, Any], validate_only: bool) -> dict[str, Any]:
+async def create_one(ctx: RequestContext, request: dict[str, Any], validate_only: bool) -> dict[str, Any]:
     broker = ctx.broker
     name = request["name"]
     result: dict[str, Any] = {"name": name, "error_code": ErrorCode.NONE, "error_message": None}
@@ -78,7 +78,7 @@ def create_one(ctx: RequestContext, request: dict[str, Any], validate_only: bool
     if problem is not None:
         return {**result, "error_code": ErrorCode.INVALID_REPLICATION_FACTOR, "error_message": problem}
     overrides = {c["name"]: c["value"] for c in request["configs"]}
-    error, message = broker.create_topic(name, partitions, overrides, validate_only)
+    error, message = await broker.create_topic(name, partitions, overrides, validate_only)
     if error != ErrorCode.NONE:
         return {**result, "error_code": error, "error_message": message}
     info = broker.topic(name)
@@ -96,7 +96,7 @@ def create_one(ctx: RequestContext, request: dict[str, Any], validate_only: bool
 
 @api(19, 2, 7)
 async def create_topics(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
-    return {"topics": [create_one(ctx, t, body["validate_only"]) for t in body["topics"]]}
+    return {"topics": [await create_one(ctx, t, body["validate_only"]) for t in body["topics"]]}
 
 
 @api(20, 1, 6)

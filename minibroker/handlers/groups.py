@@ -52,15 +52,15 @@ def client_host(ctx: RequestContext) -> str:
 # ---- FindCoordinator ----
 
 
-def find_one(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
+async def find_one(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
     broker = ctx.broker
     if key_type not in (GROUP_KEY, TRANSACTION_KEY):
         return {"key": key, **NO_NODE, "error_code": ErrorCode.INVALID_REQUEST, "error_message": f"Unknown key type {key_type}"}
-    if key_type == GROUP_KEY:
-        try:
-            broker.groups.topic.ensure()
-        except (OSError, StorageError) as exc:
-            return {"key": key, **NO_NODE, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "error_message": str(exc)}
+    topic = broker.groups.topic if key_type == GROUP_KEY else broker.transactions.topic
+    try:
+        await topic.create()  # as Kafka: the coordinator's topic exists once a client has found the coordinator
+    except (OSError, StorageError) as exc:
+        return {"key": key, **NO_NODE, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "error_message": str(exc)}
     host, port = ctx.advertised_address()
     return {
         "key": key, "node_id": broker.config.node_id, "host": host, "port": port,
@@ -71,8 +71,8 @@ def find_one(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
 @api(10, 0, 4)
 async def find_coordinator(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     if ctx.api_version >= 4:
-        return {"coordinators": [find_one(ctx, key, body["key_type"]) for key in body["coordinator_keys"]]}
-    found = find_one(ctx, body["key"], body["key_type"])
+        return {"coordinators": [await find_one(ctx, key, body["key_type"]) for key in body["coordinator_keys"]]}
+    found = await find_one(ctx, body["key"], body["key_type"])
     return {k: found[k] for k in ("error_code", "error_message", "node_id", "host", "port")}
 
 

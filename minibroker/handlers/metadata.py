@@ -64,15 +64,15 @@ def internal_topic(ctx: RequestContext, name: str) -> InternalTopic | None:
     return None
 
 
-def auto_create(ctx: RequestContext, name: str) -> ErrorCode:
+async def auto_create(ctx: RequestContext, name: str) -> ErrorCode:
     """Kafka's AutoTopicCreationManager: an internal topic gets its coordinator's partition count and configs
     (offsets.topic.num.partitions or transaction.state.log.num.partitions, compacted), others num.partitions."""
     internal = internal_topic(ctx, name)
     if internal is None:
-        error, _ = ctx.broker.create_topic(name, ctx.broker.config.num_partitions, {})
-        return error
+        error, _ = await ctx.broker.create_topic(name, ctx.broker.config.num_partitions, {})
+        return ErrorCode.LEADER_NOT_AVAILABLE if error == ErrorCode.TOPIC_ALREADY_EXISTS else error  # being created
     try:
-        internal.ensure()
+        await internal.create()
     except (OSError, StorageError):
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     return ErrorCode.NONE
@@ -97,7 +97,7 @@ async def metadata(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
                 continue
             info = broker.topic(name)
             if info is None and body["allow_auto_topic_creation"] and broker.config.auto_create_topics_enable:
-                error = auto_create(ctx, name)
+                error = await auto_create(ctx, name)
                 if error != ErrorCode.NONE:
                     topics.append(missing_topic(name, bytes(16), error))
                     continue

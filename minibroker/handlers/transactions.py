@@ -29,6 +29,10 @@ async def init_producer_id(ctx: RequestContext, body: dict[str, Any]) -> dict[st
     transactional_id = body["transactional_id"]
     if transactional_id is None:
         return {"error_code": ErrorCode.NONE, "producer_id": ctx.broker.producer_ids.allocate(), "producer_epoch": 0}
+    try:
+        await ctx.broker.transactions.topic.create()
+    except (OSError, StorageError):
+        return {"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "producer_id": -1, "producer_epoch": -1}
     result = ctx.broker.transactions.coordinator.init_producer_id(
         transactional_id, body["transaction_timeout_ms"], body["producer_id"], body["producer_epoch"]
     )
@@ -68,7 +72,7 @@ async def add_partitions_to_txn(ctx: RequestContext, body: dict[str, Any]) -> di
 async def add_offsets_to_txn(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     broker = ctx.broker
     try:
-        broker.groups.topic.ensure()
+        await broker.groups.topic.create()
     except (OSError, StorageError):
         return {"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
     tp = (CONSUMER_OFFSETS_TOPIC, broker.groups.coordinator.partition_of(body["group_id"]))
