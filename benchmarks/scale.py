@@ -10,12 +10,12 @@ Three tables, each from fresh broker processes (``python -m minibroker serve``, 
    broker's limit when it may; past the limit CreateTopics is refused whole with KAFKA_STORAGE_ERROR.
 2. Idle connections: the broker's RSS and an ApiVersions round trip with 0 and ``--connections`` (default 1,000)
    open, idle Kafka connections (each has sent one ApiVersions request), and the broker's CPU while they idle.
-3. A large log: ``--log-gb`` (default 1.5) GB of 1 KB records in one partition (segments of
-   ``--segment-mb``, default 256 MB), then the start-up time (exec to the first ApiVersions answer) and idle RSS
-   after a clean restart, compared with an empty data directory, and after ``kill -9`` of a broker that had
-   just appended ``--tail-mb`` more (recovery reads the unflushed tail).
+3. A large log: 1 KB records in one partition (segments of ``--segment-mb``, default 256 MB), grown to each
+   size of ``--log-gb`` (default 1 and 10 GB), with the start-up time (exec to the first ApiVersions answer)
+   and idle RSS after a clean restart at each size, compared with an empty data directory, and after
+   ``kill -9`` of a broker that had just appended ``--tail-mb`` more (recovery reads the unflushed tail).
 
-    python benchmarks/scale.py                 # everything, about 2-4 minutes
+    python benchmarks/scale.py                 # everything, about 4-6 minutes (10 GB of disk)
     python benchmarks/scale.py --quick         # 1,000 partitions, 200 connections, 0.2 GB
     python benchmarks/scale.py --only partitions,connections
 """
@@ -257,19 +257,23 @@ def log_section(args: argparse.Namespace, tmp: Path) -> str:
     print(f"log: {rows[-1]}", flush=True)
 
     big = tmp / "log-big"
-    running, _ = start_broker(Minibroker(settings), big)
-    try:
-        create_topic(running.bootstrap, "big")
-        count, seconds = fill_log(running.bootstrap, "big", args.log_gb)
-        print(f"log: produced {count:,} x 1 KB in {seconds:,.1f} s", flush=True)
-    finally:
-        running.stop()
-    size_gb = dir_size(big / "data") / 1e9
-    segments = len(list((big / "data" / "big-0").glob("*.log")))
-    startups, rss = restart_samples(big, settings, args.rounds)
-    rows.append([f"{size_gb:,.2f} GB, {segments} segments, clean restart", f"{count:,}",
-                 f"{median_ms(startups):,.0f} ms", f"{statistics.median(rss):,.1f}"])
-    print(f"log: {rows[-1]}", flush=True)
+    count = 0
+    for target_gb in args.log_gb:  # one log grown size by size: a clean restart measured at each
+        running, _ = start_broker(Minibroker(settings), big)
+        try:
+            if count == 0:
+                create_topic(running.bootstrap, "big")
+            added, seconds = fill_log(running.bootstrap, "big", target_gb - count * 1000 / 1e9)
+            count += added
+            print(f"log: produced {added:,} x 1 KB in {seconds:,.1f} s", flush=True)
+        finally:
+            running.stop()
+        size_gb = dir_size(big / "data") / 1e9
+        segments = len(list((big / "data" / "big-0").glob("*.log")))
+        startups, rss = restart_samples(big, settings, args.rounds)
+        rows.append([f"{size_gb:,.2f} GB, {segments} segments, clean restart", f"{count:,}",
+                     f"{median_ms(startups):,.0f} ms", f"{statistics.median(rss):,.1f}"])
+        print(f"log: {rows[-1]}", flush=True)
 
     # Unclean: append a tail, kill -9 before any flush, restart: recovery reads the unflushed tail only.
     running, _ = start_broker(Minibroker(settings), big)
@@ -296,7 +300,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--spread-messages", type=int, help="records of the spread produce (default 100,000)")
     parser.add_argument("--connections", type=int, help="idle connections (default 1,000)")
     parser.add_argument("--idle-seconds", type=float, default=5.0, help="how long the broker's idle CPU is measured")
-    parser.add_argument("--log-gb", type=float, help="size of the large log (default 1.5 GB)")
+    parser.add_argument("--log-gb", help="comma list of sizes the large log is grown to (default 1,10 GB)")
     parser.add_argument("--segment-mb", type=int, default=256, help="segment size of the large log (default 256 MB)")
     parser.add_argument("--tail-mb", type=float, default=100.0, help="unflushed tail before kill -9 (default 100 MB)")
     parser.add_argument("--rounds", type=int, default=3, help="restarts per start-up figure (default 3)")
@@ -308,7 +312,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.partitions = [int(p) for p in (args.partitions or ("1000" if args.quick else "100,1000,10000")).split(",")]
     args.spread_messages = args.spread_messages or (20_000 if args.quick else 100_000)
     args.connections = args.connections or (200 if args.quick else 1000)
-    args.log_gb = args.log_gb or (0.2 if args.quick else 1.5)
+    args.log_gb = sorted(float(gb) for gb in (args.log_gb or ("0.2" if args.quick else "1,10")).split(","))
     return args
 
 
