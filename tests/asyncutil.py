@@ -19,10 +19,8 @@ def quiet_exception_handler(loop: asyncio.AbstractEventLoop, context: dict[str, 
     log.debug("asyncio: %s (%r)", context.get("message"), context.get("exception"))
 
 
-class QuietLoopPolicy(asyncio.DefaultEventLoopPolicy):
-    """The policy pytest-asyncio uses for every async test (see ``event_loop_policy`` in conftest.py)."""
-
-    def new_event_loop(self) -> asyncio.AbstractEventLoop:
-        loop = super().new_event_loop()
-        loop.set_exception_handler(quiet_exception_handler)
-        return loop
+def quiet_event_loop() -> asyncio.AbstractEventLoop:
+    """The loop pytest-asyncio runs every async test on (``pytest_asyncio_loop_factories`` in conftest.py)."""
+    loop = asyncio.new_event_loop()
+    loop.set_exception_handler(quiet_exception_handler)
+    return loop

@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
 
-from tests.asyncutil import QuietLoopPolicy
+from tests.asyncutil import quiet_event_loop
 from tests.brokerproc import BrokerProcess
 
 SUMMARY_LINES = pytest.StashKey[list[str]]()
 SPEC_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "kafka-protocol"
 
 
-@pytest.fixture(scope="session")
-def event_loop_policy() -> QuietLoopPolicy:
+def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> dict[str, Callable[[], asyncio.AbstractEventLoop]]:
     """pytest-asyncio's hook: every async test's loop logs unretrieved client errors quietly."""
-    return QuietLoopPolicy()
+    return {"quiet": quiet_event_loop}
 
 
 @pytest.fixture(scope="session")
