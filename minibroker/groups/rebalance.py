@@ -390,13 +390,9 @@ class Rebalancer:
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if group.is_in(Dead):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        error = group.validate_member(member_id, instance_id)
+        error = self._validate_generation(group, member_id, instance_id, generation_id)
         if error != ErrorCode.NONE:
             return error
-        if generation_id != group.generation_id:
-            return ErrorCode.ILLEGAL_GENERATION
         if group.is_in(Empty):
             return ErrorCode.UNKNOWN_MEMBER_ID
         self.reschedule_heartbeat(group, member_id)
@@ -431,10 +427,8 @@ class Rebalancer:
             })
 
     @staticmethod
-    def _validate_sync(
-        group: ClassicGroup, member_id: str, instance_id: str | None, generation_id: int,
-        protocol_type: str | None, protocol_name: str | None,
-    ) -> ErrorCode:
+    def _validate_generation(group: ClassicGroup, member_id: str, instance_id: str | None, generation_id: int) -> ErrorCode:
+        """What Heartbeat and SyncGroup both check first: a live group, a known member, its generation."""
         if group.is_in(Dead):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         error = group.validate_member(member_id, instance_id)
@@ -442,6 +436,16 @@ class Rebalancer:
             return error
         if generation_id != group.generation_id:
             return ErrorCode.ILLEGAL_GENERATION
+        return ErrorCode.NONE
+
+    @classmethod
+    def _validate_sync(
+        cls, group: ClassicGroup, member_id: str, instance_id: str | None, generation_id: int,
+        protocol_type: str | None, protocol_name: str | None,
+    ) -> ErrorCode:
+        error = cls._validate_generation(group, member_id, instance_id, generation_id)
+        if error != ErrorCode.NONE:
+            return error
         for asked, actual in ((protocol_type, group.protocol_type), (protocol_name, group.protocol_name)):
             if asked is not None and actual is not None and asked != actual:
                 return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
