@@ -7,6 +7,8 @@ import re
 MAX_NAME_LENGTH = 249
 CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"  # Kafka's Topic.GROUP_METADATA_TOPIC_NAME
 TRANSACTION_STATE_TOPIC = "__transaction_state"  # Kafka's Topic.TRANSACTION_STATE_TOPIC_NAME
+SHARE_GROUP_STATE_TOPIC = "__share_group_state"  # Kafka's Topic.SHARE_GROUP_STATE_TOPIC_NAME
+INTERNAL_TOPICS = frozenset({CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_GROUP_STATE_TOPIC})
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 
 
@@ -23,6 +25,11 @@ def validate_topic_name(name: str) -> str | None:
         return (f'Topic name "{name}" is illegal, it contains a character other than ASCII alphanumerics, '
                 "'.', '_' and '-'")
     return None
+
+
+def is_internal(name: str) -> bool:
+    """Kafka's Topic.isInternal: the coordinators' topics, not every name starting with "__"."""
+    return name in INTERNAL_TOPICS
 
 
 def unify_collision_chars(name: str) -> str:

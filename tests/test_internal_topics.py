@@ -12,10 +12,11 @@ from aiokafka import TopicPartition as AIOTopicPartition
 
 from minibroker.testing import Broker
 from protocol.errors import ErrorCode
-from protocol.frames import decode_response
+from protocol.frames import decode_response, encode_request
+from protocol.records import build_batch
 from tests.clientutil import RawConnection
 
-METADATA, OFFSET_COMMIT, OFFSET_FETCH, CREATE_TOPICS, DELETE_TOPICS, WRITE_TXN_MARKERS = 3, 8, 9, 19, 20, 27
+PRODUCE, METADATA, OFFSET_COMMIT, OFFSET_FETCH, CREATE_TOPICS, DELETE_TOPICS, WRITE_TXN_MARKERS = 0, 3, 8, 9, 19, 20, 27
 TIMEOUT_S = 20
 
 
@@ -149,3 +150,29 @@ async def test_topic_creation_outlives_a_requester_that_goes_away() -> None:
         assert await core.create_topic("wide", 1, {}) == (ErrorCode.TOPIC_ALREADY_EXISTS, "Topic 'wide' already exists.")
         first, second = await asyncio.gather(core.groups.topic.create(), core.groups.topic.create())
         assert first is second and len(first.partitions) == 20
+
+
+async def test_clients_cannot_produce_to_internal_topics() -> None:
+    """As Kafka's ReplicaManager: INVALID_TOPIC_EXCEPTION for an internal topic unless the client id is
+    "__admin_client"; a user topic whose name merely starts with "__" is an ordinary topic."""
+    def produce(client_id: str, topic: str) -> dict[str, Any]:
+        body = {"transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [
+            {"name": topic, "partition_data": [{"index": 0, "records": build_batch([(b"k", b"v")])}]}]}
+        with RawConnection(broker.bootstrap_servers) as conn:
+            conn.send(encode_request(PRODUCE, 9, 1, client_id, body))
+            _, answer = decode_response(PRODUCE, 9, conn.recv_frame())
+        return answer["responses"][0]["partition_responses"][0]
+
+    async with Broker(offsets_topic_num_partitions=1) as broker:
+        await broker.core.groups.topic.create()
+        await acall(broker, CREATE_TOPICS, 5, {"topics": [
+            {"name": "__mine", "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
+        ], "timeout_ms": 5000, "validate_only": False})
+        refused = await asyncio.to_thread(produce, "rdkafka", "__consumer_offsets")
+        assert refused["error_code"] == ErrorCode.INVALID_TOPIC_EXCEPTION
+        assert refused["error_message"] == "Cannot append to internal topic __consumer_offsets"
+        assert broker.core.partition("__consumer_offsets", 0).log_end_offset == 0
+        assert (await asyncio.to_thread(produce, "__admin_client", "__consumer_offsets"))["error_code"] == ErrorCode.NONE
+        assert (await asyncio.to_thread(produce, "rdkafka", "__mine"))["error_code"] == ErrorCode.NONE
+        topics = await metadata(broker, "__mine", "__consumer_offsets")
+        assert not topics["__mine"]["is_internal"] and topics["__consumer_offsets"]["is_internal"]

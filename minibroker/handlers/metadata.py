@@ -10,7 +10,7 @@ from minibroker.internal_topics import InternalTopic
 from protocol.errors import ErrorCode
 from storage.errors import StorageError
 from storage.log_manager import TopicInfo
-from storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, is_internal
 
 LEADER_EPOCH = 0
 
@@ -47,7 +47,7 @@ def topic_metadata(ctx: RequestContext, info: TopicInfo) -> dict[str, Any]:
         "error_code": ErrorCode.NONE,
         "name": info.name,
         "topic_id": info.topic_id,
-        "is_internal": info.name.startswith("__"),
+        "is_internal": is_internal(info.name),
         "partitions": partitions,
     }
 

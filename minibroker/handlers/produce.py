@@ -12,10 +12,12 @@ from protocol.errors import ErrorCode
 from protocol.records import BatchHeader, InvalidRecordError, decode_batch, validate_batches
 from storage.errors import ProducerStateError
 from storage.partition_log import PartitionLog
+from storage.topic_names import is_internal
 
 log = logging.getLogger(__name__)
 
 ZSTD_MIN_PRODUCE_VERSION = 7
+ADMIN_CLIENT_ID = "__admin_client"  # Kafka lets only this client id append to internal topics
 
 
 def partition_error(index: int, error: ErrorCode, message: str | None = None) -> dict[str, Any]:
@@ -26,6 +28,8 @@ def append_partition(
     ctx: RequestContext, topic: str, index: int, records: memoryview | None, flush: list[tuple[PartitionLog, dict[str, Any]]]
 ) -> dict[str, Any]:
     broker = ctx.broker
+    if is_internal(topic) and ctx.client_id != ADMIN_CLIENT_ID:  # coordinators own these (ReplicaManager's check)
+        return partition_error(index, ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
     partition_log = broker.partition(topic, index)
     if partition_log is None:
         return partition_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
