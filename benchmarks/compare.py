@@ -5,7 +5,8 @@ and runs the same steps against it:
 
 - start-up: process exec to the first ApiVersions answer (probed every 5 ms), then the idle RSS;
 - produce 1,000,000 x 100 B with acks=all and with acks=1, and 100,000 x 1 KB (linger.ms=5,
-  batch.size=1000000); every acknowledged record must be there (high watermark = count);
+  batch.size=1000000, delivery reports for failures only); every acknowledged record must be there (high
+  watermark = count);
 - consume the 100 B and the 1 KB records again from offset 0 (assigned partition, no group);
 - end-to-end latency: one record per millisecond for 10 s, default consumer settings;
 - transactions: 1,000 transactions of 10 records, each committed;

@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import TIMEOUT_S, create_topic, produce_all  # noqa: E402  (needs the repository root on the path)
+from benchmarks.common import PRODUCER_SETTINGS, TIMEOUT_S, create_topic, produce_all  # noqa: E402  (needs the repository root on the path)
 from benchmarks.compare import Minibroker, start_broker  # noqa: E402
 from confluent_kafka import Producer  # noqa: E402
 from protocol.frames import encode_request  # noqa: E402
@@ -103,8 +103,7 @@ def table(header: list[str], rows: list[list[str]]) -> str:
 
 def produce_spread(bootstrap: str, topic: str, partitions: int, count: int) -> float:
     """Seconds to produce ``count`` records of 100 B round-robin over ``partitions`` partitions (acks=all)."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 1_000_000, "acks": "all",
-                         "log_level": 4})
+    producer = Producer({"bootstrap.servers": bootstrap, **PRODUCER_SETTINGS, "acks": "all", "log_level": 4})
     payload = bytes(100)
     errors: list[str] = []
 
