@@ -86,6 +86,9 @@ class Broker:
                     self.abort_timed_out_transactions,
                 )
             ),
+            loop.create_task(
+                self._every(self.config.producer_id_expiration_check_interval_ms / 1000, self.expire_producers)
+            ),
         ]
         log.info(
             "minibroker ready on %s:%d (advertised %s:%d), cluster id %s, data dir %s",
@@ -328,6 +331,15 @@ class Broker:
 
             self.cleaner = LogCleaner(self.logs, self.clock)
         await self.cleaner.clean_due_logs()
+
+    def expire_producers(self) -> None:
+        expired = sum(
+            partition_log.remove_expired_producers(self.config.producer_id_expiration_ms)
+            for info in list(self.logs.topics.values())
+            for partition_log in info.partitions
+        )
+        if expired:
+            log.info("forgot %d producer state(s) idle for producer.id.expiration.ms", expired)
 
     def enforce_retention(self) -> None:
         for info in list(self.logs.topics.values()):

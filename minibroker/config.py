@@ -133,6 +133,13 @@ class BrokerConfig:
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = setting(
         "transaction.abort.timed.out.transaction.cleanup.interval.ms", 10000, "How often open transactions are checked against their timeout.", 1
     )
+    producer_id_expiration_ms: int = setting(
+        "producer.id.expiration.ms", 86400000,
+        "How long a partition keeps the state of a producer it has not heard from (none with an open transaction).", 1
+    )
+    producer_id_expiration_check_interval_ms: int = setting(
+        "producer.id.expiration.check.interval.ms", 600000, "How often partitions forget expired producers.", 1
+    )
 
     def log_config(self) -> LogConfig:
         """The default topic configuration implied by the broker's ``log.*`` settings."""

@@ -349,6 +349,12 @@ class PartitionLog:
         """Offsets of the producer-state snapshot files (sorted)."""
         return list(self._snapshot_offsets)
 
+    def remove_expired_producers(self, expiration_ms: int) -> int:
+        """Forget producers idle for ``expiration_ms`` (producer.id.expiration.ms); the next snapshot leaves them out."""
+        if not self._producers_loaded:
+            return 0
+        return self._producers.remove_expired(self._clock(), expiration_ms)
+
     def active_producers(self) -> list[ActiveProducer]:
         """DescribeProducers: every producer this partition knows, by producer id."""
         return self._producers.active_producers()

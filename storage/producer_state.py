@@ -322,6 +322,17 @@ class ProducerStateManager:
         self.producers.clear()
         self._ongoing.clear()
 
+    def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
+        """Kafka's removeExpiredProducers: forget producers without an open transaction whose last batch is at
+        least ``expiration_ms`` old (by its timestamp); returns how many went."""
+        expired = [
+            producer_id for producer_id, entry in self.producers.items()
+            if entry.current_txn_first_offset is None and now_ms - entry.last_timestamp >= expiration_ms
+        ]
+        for producer_id in expired:
+            del self.producers[producer_id]
+        return len(expired)
+
     def load(self, entries: list[ProducerStateEntry]) -> None:
         self.clear()
         for entry in entries:

@@ -3,6 +3,7 @@ DescribeCluster and OffsetForLeaderEpoch, with an open transaction from a real t
 
 from __future__ import annotations
 
+import time
 from typing import Any, Iterator
 
 import pytest
@@ -97,3 +98,37 @@ def test_offset_for_leader_epoch_and_describe_cluster(bootstrap: str, topic_name
     cluster = admin.describe_cluster(request_timeout=TIMEOUT_S).result(TIMEOUT_S)
     [node] = cluster.nodes
     assert f"{node.host}:{node.port}" == bootstrap and cluster.controller.id == node.id
+
+
+def test_idle_producers_are_forgotten_after_producer_id_expiration_ms(topic_name: str) -> None:
+    """producer.id.expiration.ms: DescribeProducers stops listing an idempotent producer that went quiet, while a
+    transactional producer with an open transaction is kept; the forgotten producer can produce again."""
+    from minibroker.testing import Broker
+
+    settings = {"producer.id.expiration.ms": 1000, "producer.id.expiration.check.interval.ms": 100}
+    with Broker(settings) as broker:
+        bootstrap = broker.bootstrap_servers
+        confluent_create_topic(bootstrap, topic_name, 1)
+        idempotent = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+        idempotent.produce(topic_name, b"once", partition=0)
+        assert idempotent.flush(TIMEOUT_S) == 0
+        transactional = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic_name}-tx"})
+        transactional.init_transactions(TIMEOUT_S)
+        transactional.begin_transaction()
+        transactional.produce(topic_name, b"open", partition=0)
+        assert transactional.flush(TIMEOUT_S) == 0
+
+        def producers() -> list[dict[str, Any]]:
+            body = {"topics": [{"name": topic_name, "partition_indexes": [0]}]}
+            return ask(bootstrap, DESCRIBE_PRODUCERS, 0, body)["topics"][0]["partitions"][0]["active_producers"]
+
+        assert len(producers()) == 2
+        deadline = time.monotonic() + 10
+        while len(producers()) > 1 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        [kept] = producers()
+        assert kept["current_txn_start_offset"] == 1, "the producer with an open transaction must stay"
+        idempotent.produce(topic_name, b"again", partition=0)
+        assert idempotent.flush(TIMEOUT_S) == 0
+        transactional.commit_transaction(TIMEOUT_S)
+        assert read_committed_end(bootstrap, topic_name) == 4  # once, open, again and the COMMIT marker

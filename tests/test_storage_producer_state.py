@@ -372,3 +372,25 @@ def test_header_positions_are_relative_to_the_buffer(tmp_path: Path) -> None:
     assert log.last_stable_offset == 3 and log.aborted_transactions(0, 3) == [(PID, 1)]
     assert producer(log).coordinator_epoch == 3
     log.close()
+
+
+# ---- expiration (producer.id.expiration.ms) ----
+
+
+def test_idle_producers_expire_unless_their_transaction_is_open(tmp_path: Path) -> None:
+    clock = Clock(now=10_000)
+    log = open_log(tmp_path / "p-0", clock)
+    append(log, pbatch(pid=1, ts=1_000))
+    append(log, pbatch(pid=2, ts=1_000, txn=True))  # its transaction stays open
+    append(log, pbatch(pid=3, ts=9_000))
+    assert log.remove_expired_producers(5_000) == 1  # producer 1: last batch 9,000 ms ago
+    assert sorted(p.producer_id for p in log.active_producers()) == [2, 3]
+    clock.now = 14_000
+    assert log.remove_expired_producers(5_000) == 1  # producer 3 now too; 2 has its transaction open
+    assert [p.producer_id for p in log.active_producers()] == [2]
+    append(log, pbatch(pid=1, seq=7, ts=14_000))  # a forgotten producer comes back as an unknown one
+    assert producer(log, 1).last_sequence == 7
+    log.close()
+    reopened = open_log(tmp_path / "p-0", clock)
+    assert sorted(p.producer_id for p in reopened.active_producers()) == [1, 2]  # the snapshot left 3 out
+    reopened.close()
