@@ -89,6 +89,12 @@ class Broker:
             loop.create_task(
                 self._every(self.config.producer_id_expiration_check_interval_ms / 1000, self.expire_producers)
             ),
+            loop.create_task(
+                self._every(
+                    self.config.transaction_remove_expired_transaction_cleanup_interval_ms / 1000,
+                    self.expire_transactional_ids,
+                )
+            ),
         ]
         log.info(
             "minibroker ready on %s:%d (advertised %s:%d), cluster id %s, data dir %s",
@@ -214,6 +220,10 @@ class Broker:
     async def abort_timed_out_transactions(self) -> None:
         if self._transactions is not None:
             await self._transactions.abort_timed_out()
+
+    async def expire_transactional_ids(self) -> None:
+        if self._transactions is not None:
+            await self._transactions.expire_transactional_ids()
 
     # topics and partitions
 

@@ -133,6 +133,14 @@ class BrokerConfig:
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = setting(
         "transaction.abort.timed.out.transaction.cleanup.interval.ms", 10000, "How often open transactions are checked against their timeout.", 1
     )
+    transactional_id_expiration_ms: int = setting(
+        "transactional.id.expiration.ms", 604800000,
+        "How long the coordinator keeps a transactional id with no transaction under way and no state change.", 1
+    )
+    transaction_remove_expired_transaction_cleanup_interval_ms: int = setting(
+        "transaction.remove.expired.transaction.cleanup.interval.ms", 3600000,
+        "How often transactional ids are checked against transactional.id.expiration.ms.", 1
+    )
     producer_id_expiration_ms: int = setting(
         "producer.id.expiration.ms", 86400000,
         "How long a partition keeps the state of a producer it has not heard from (none with an open transaction).", 1

@@ -9,6 +9,7 @@ from typing import Any, Iterator
 import pytest
 from confluent_kafka import Producer
 
+from protocol.errors import ErrorCode
 from protocol.frames import decode_response
 from tests.clientutil import TIMEOUT_S, RawConnection, confluent_admin, confluent_create_topic
 
@@ -132,3 +133,40 @@ def test_idle_producers_are_forgotten_after_producer_id_expiration_ms(topic_name
         assert idempotent.flush(TIMEOUT_S) == 0
         transactional.commit_transaction(TIMEOUT_S)
         assert read_committed_end(bootstrap, topic_name) == 4  # once, open, again and the COMMIT marker
+
+
+def test_idle_transactional_ids_expire_and_stay_gone_after_a_restart(topic_name: str) -> None:
+    """transactional.id.expiration.ms: a finished transactional id is tombstoned in __transaction_state, so
+    DescribeTransactions no longer finds it, also after a restart; one with an open transaction stays."""
+    from minibroker.testing import Broker
+
+    settings = {"transactional.id.expiration.ms": 1000,
+                "transaction.remove.expired.transaction.cleanup.interval.ms": 100,
+                "transaction.state.log.num.partitions": 1}
+
+    def described(bootstrap: str, *ids: str) -> dict[str, int]:
+        body = {"transactional_ids": list(ids)}
+        return {s["transactional_id"]: s["error_code"]
+                for s in ask(bootstrap, DESCRIBE_TRANSACTIONS, 0, body)["transaction_states"]}
+
+    with Broker(settings) as broker:
+        confluent_create_topic(broker.bootstrap_servers, topic_name, 1)
+        done = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": "done"})
+        done.init_transactions(TIMEOUT_S)
+        done.begin_transaction()
+        done.produce(topic_name, b"committed", partition=0)
+        done.commit_transaction(TIMEOUT_S)
+        still_open = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": "still-open",
+                               "transaction.timeout.ms": 60000})
+        still_open.init_transactions(TIMEOUT_S)
+        still_open.begin_transaction()
+        still_open.produce(topic_name, b"open", partition=0)
+        assert still_open.flush(TIMEOUT_S) == 0
+        deadline = time.monotonic() + 10
+        while described(broker.bootstrap_servers, "done")["done"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        not_found = ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+        assert described(broker.bootstrap_servers, "done", "still-open") == {"done": not_found, "still-open": 0}
+        still_open.abort_transaction(TIMEOUT_S)
+        broker.restart()
+        assert described(broker.bootstrap_servers, "done")["done"] == not_found

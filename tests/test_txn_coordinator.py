@@ -158,3 +158,18 @@ def test_log_value_round_trip_and_bytes() -> None:
     assert data == expected
     assert encode_key("tx") == b"\x00\x00\x00\x02tx"
     assert decode_value(None) is None
+
+
+def test_idle_transactional_ids_expire_with_a_tombstone(world: FakeWorld) -> None:
+    coordinator = world.coordinator()
+    pid, epoch = begin(coordinator, "finished")
+    assert coordinator.end_transaction("finished", pid, epoch, commit=True) == ErrorCode.NONE
+    begin(coordinator, "open")
+    fresh = coordinator.init_producer_id("fresh", 10_000)
+    world.now += 5_000
+    assert coordinator.expire_transactional_ids(5_001) == []
+    assert coordinator.expire_transactional_ids(5_000) == ["finished", "fresh"]  # "open" has a transaction under way
+    assert world.log[-2:] == [("finished", None), ("fresh", None)]
+    assert sorted(coordinator.transactions) == ["open"]
+    again = coordinator.init_producer_id("fresh", 10_000)
+    assert again.error == ErrorCode.NONE and again.producer_id != fresh.producer_id and again.producer_epoch == 0

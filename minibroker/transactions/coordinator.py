@@ -212,6 +212,21 @@ class TransactionCoordinator:
             return ErrorCode.CONCURRENT_TRANSACTIONS if not commit else ErrorCode.INVALID_TXN_STATE
         return ErrorCode.INVALID_TXN_STATE
 
+    def expire_transactional_ids(self, expiration_ms: int) -> list[str]:
+        """Kafka's removeExpiredTransactionalIds: ids with no transaction under way (Empty, CompleteCommit,
+        CompleteAbort) and no state change for ``expiration_ms`` get a tombstone and are forgotten; a later
+        InitProducerId for one starts afresh with a new producer id."""
+        cutoff = self.clock() - expiration_ms
+        idle = (TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
+        expired = [
+            txn.transactional_id for txn in self.transactions.values()
+            if txn.state in idle and txn.last_update_ms <= cutoff
+        ]
+        for transactional_id in expired:
+            self.log_writer.write(transactional_id, None)
+            del self.transactions[transactional_id]
+        return expired
+
     def abort_timed_out(self) -> list[str]:
         """Abort Ongoing transactions older than their timeout, fencing their producer (bumped epoch)."""
         now = self.clock()

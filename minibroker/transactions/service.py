@@ -77,6 +77,13 @@ class TransactionService:
     async def flush(self) -> None:
         await self.flushes.flush()
 
+    async def expire_transactional_ids(self) -> None:
+        """transactional.id.expiration.ms: tombstones for ids idle that long, flushed as a request's writes would be."""
+        expired = self.coordinator.expire_transactional_ids(self.broker.config.transactional_id_expiration_ms)
+        if expired:
+            log.info("forgot %d transactional id(s) idle for transactional.id.expiration.ms", len(expired))
+            await self.flush()
+
     async def abort_timed_out(self) -> None:
         """The periodic abort of transactions past their timeout, flushed as a request's writes would be."""
         self.coordinator.abort_timed_out()
