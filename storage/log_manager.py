@@ -85,21 +85,25 @@ def remove_tree(path: Path) -> None:
 
 def open_new_partitions(data_dir: Path, info: TopicInfo, indexes: range, clock: Clock) -> list[PartitionLog]:
     """Make and open the directories of new partitions: all of them, or (on an OSError such as too many open files
-    or a full disk) none, the directories made so far removed again. Touches nothing but those new directories."""
-    made: list[PartitionLog] = []
-    partition = indexes.start
+    or a full disk, or any other failure) none, the directories made so far removed again. Touches nothing but
+    those new directories."""
+    opened: list[PartitionLog] = []
+    created: list[Path] = []
     try:
         for partition in indexes:
-            partition_log = PartitionLog.open(data_dir / f"{info.name}-{partition}", info.config, clock=clock)
-            made.append(partition_log)
+            directory = data_dir / f"{info.name}-{partition}"
+            if not directory.exists():
+                created.append(directory)
+            partition_log = PartitionLog.open(directory, info.config, clock=clock)
+            opened.append(partition_log)
             partition_log.assign_topic_id(info.topic_id)
-    except OSError:
-        for partition_log in made:
+    except Exception:
+        for partition_log in opened:
             partition_log.close(snapshot=False)
-        for index in range(indexes.start, partition + 1):
-            remove_tree(data_dir / f"{info.name}-{index}")
+        for directory in created:  # never a directory that was there before
+            remove_tree(directory)
         raise
-    return made
+    return opened
 
 
 @dataclass
@@ -290,7 +294,7 @@ class LogManager:
         new = self.begin_topic(name, num_partitions, overrides)
         try:
             partitions = new.build()
-        except OSError as exc:
+        except Exception as exc:
             raise self.abandon_topic(new, exc) from exc
         return self.finish_topic(new, partitions)
 
@@ -341,7 +345,7 @@ class LogManager:
         self._save_store()
         try:
             info.partitions += open_new_partitions(self.data_dir, info, range(current, new_total), self._clock)
-        except OSError as exc:
+        except Exception as exc:
             self._stored[name].partitions = current
             self._save_store()
             raise PartitionCreationError(f"could not add partitions to {name}: {exc}") from exc

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,13 +13,16 @@ from storage.config import LogConfig
 from storage.errors import (
     InvalidConfigError,
     InvalidPartitionsError,
+    InconsistentTopicIdError,
     InvalidTopicError,
     LogDirLockedError,
+    PartitionCreationError,
     StorageError,
     TopicExistsError,
     UnknownTopicError,
 )
 from storage.log_manager import LogManager, delete_dir_name, parse_partition_dir
+from storage.partition_log import PartitionLog
 from storage.topic_names import validate_topic_name
 from storage.uuid import uuid_to_str
 
@@ -108,6 +112,34 @@ def test_checkpoint_files(tmp_path: Path) -> None:
     log = manager.get_log("orders", 1)
     assert (log.log_start_offset, log.log_end_offset, log.recovery_point) == (2, 3, 3)
     manager.close()
+
+
+def test_a_topic_that_fails_half_way_is_not_created(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """All or nothing: a failure at the third partition closes and removes the two made before, forgets the topic
+    (also after a restart), and leaves a directory that was there before alone."""
+    manager = opened(tmp_path)
+    stray = tmp_path / "half-2"
+    stray.mkdir()
+    (stray / "keep.me").write_text("not ours")
+    real_assign = PartitionLog.assign_topic_id
+
+    def failing_assign(log: PartitionLog, topic_id: bytes) -> None:
+        if log.directory.name == "half-2":
+            raise InconsistentTopicIdError(f"{log.directory} already belongs to another topic id")
+        real_assign(log, topic_id)
+
+    monkeypatch.setattr(PartitionLog, "assign_topic_id", failing_assign)
+    with pytest.raises(PartitionCreationError, match="could not create topic half"):
+        manager.create_topic("half", 4)
+    monkeypatch.undo()
+    assert "half" not in manager.topics
+    assert sorted(p.name for p in tmp_path.glob("half-*")) == ["half-2"] and (stray / "keep.me").exists()
+    manager.create_topic("whole", 2)
+    manager.close()
+    shutil.rmtree(stray)
+    again = opened(tmp_path)
+    assert sorted(again.topics) == ["whole"]
+    again.close()
 
 
 def test_create_topic_validation(tmp_path: Path) -> None:
