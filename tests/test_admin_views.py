@@ -13,7 +13,7 @@ from protocol.errors import ErrorCode
 from protocol.frames import decode_response
 from tests.clientutil import TIMEOUT_S, RawConnection, confluent_admin, confluent_create_topic
 
-LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH, WRITE_TXN_MARKERS = 2, 23, 27
+LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH, ADD_PARTITIONS_TO_TXN, WRITE_TXN_MARKERS = 2, 23, 24, 27
 DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 61, 65, 66
 
 
@@ -170,3 +170,32 @@ def test_idle_transactional_ids_expire_and_stay_gone_after_a_restart(topic_name:
         still_open.abort_transaction(TIMEOUT_S)
         broker.restart()
         assert described(broker.bootstrap_servers, "done")["done"] == not_found
+
+
+def test_batched_add_partitions_to_txn_adds_and_verifies(
+    bootstrap: str, topic_name: str, open_transaction: tuple[str, Producer]
+) -> None:
+    """AddPartitionsToTxn v4+ (what brokers send, KIP-890): several transactions per request, and verify_only,
+    which checks that partitions are in the transaction without adding them."""
+    transactional_id, _ = open_transaction
+    [state] = ask(bootstrap, DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": [transactional_id]})["transaction_states"]
+
+    def request(version: int, verify_only: bool, partitions: list[int]) -> dict[str, dict[int, int]]:
+        ours = {"transactional_id": transactional_id, "producer_id": state["producer_id"],
+                "producer_epoch": state["producer_epoch"], "verify_only": verify_only,
+                "topics": [{"name": topic_name, "partitions": partitions}]}
+        unknown = {**ours, "transactional_id": f"{transactional_id}-unknown"}
+        answer = ask(bootstrap, ADD_PARTITIONS_TO_TXN, version, {"transactions": [ours, unknown]})
+        assert answer["error_code"] == 0
+        return {
+            result["transactional_id"]: {p["partition_index"]: p["partition_error_code"]
+                                         for t in result["topic_results"] for p in t["results_by_partition"]}
+            for result in answer["results_by_transaction"]
+        }
+
+    mapping = ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    assert request(4, True, [0, 1]) == {transactional_id: {0: ErrorCode.NONE, 1: ErrorCode.INVALID_TXN_STATE},
+                                        f"{transactional_id}-unknown": {0: mapping, 1: mapping}}
+    assert request(5, True, [1])[transactional_id] == {1: ErrorCode.TRANSACTION_ABORTABLE}
+    assert request(4, False, [1])[transactional_id] == {1: ErrorCode.NONE}
+    assert request(5, True, [0, 1])[transactional_id] == {0: ErrorCode.NONE, 1: ErrorCode.NONE}

@@ -48,24 +48,56 @@ def partition_exists(ctx: RequestContext, tp: tuple[str, int]) -> bool:
     return ctx.broker.partition(*tp) is not None
 
 
-@api(24, 0, 3)
+FIRST_BATCHED_ADD_PARTITIONS = 4  # versions 4+ batch transactions and may only verify (brokers send them)
+FIRST_ADD_PARTITIONS_WITH_ABORTABLE = 5
+
+
+@api(24, 0, 5)
 async def add_partitions_to_txn(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
-    partitions = [(t["name"], p) for t in body["v3_and_below_topics"] for p in t["partitions"]]
-    results = ctx.broker.transactions.coordinator.add_partitions(
-        body["v3_and_below_transactional_id"], body["v3_and_below_producer_id"], body["v3_and_below_producer_epoch"],
-        partitions, lambda tp: partition_exists(ctx, tp),
-    )
+    if ctx.api_version < FIRST_BATCHED_ADD_PARTITIONS:
+        topics = add_or_verify(
+            ctx, body["v3_and_below_transactional_id"], body["v3_and_below_producer_id"],
+            body["v3_and_below_producer_epoch"], body["v3_and_below_topics"], verify_only=False,
+        )
+        await ctx.broker.transactions.flush()
+        return {"results_by_topic_v3_and_below": topics}
+    results = [
+        {
+            "transactional_id": txn["transactional_id"],
+            "topic_results": add_or_verify(
+                ctx, txn["transactional_id"], txn["producer_id"], txn["producer_epoch"], txn["topics"],
+                verify_only=txn["verify_only"],
+            ),
+        }
+        for txn in body["transactions"]
+    ]
     await ctx.broker.transactions.flush()
+    return {"error_code": ErrorCode.NONE, "results_by_transaction": results}
+
+
+def add_or_verify(
+    ctx: RequestContext, transactional_id: str, producer_id: int, producer_epoch: int,
+    topics: list[dict[str, Any]], *, verify_only: bool,
+) -> list[dict[str, Any]]:
+    """One transaction's partitions added to it, or (``verify_only``, KIP-890) only checked to be in it; the
+    per-topic results of AddPartitionsToTxn."""
+    coordinator = ctx.broker.transactions.coordinator
+    partitions = [(t["name"], p) for t in topics for p in t["partitions"]]
+    if verify_only:
+        results = {tp: coordinator.verify_partition(transactional_id, producer_id, producer_epoch, tp) for tp in partitions}
+        if ctx.api_version >= FIRST_ADD_PARTITIONS_WITH_ABORTABLE:
+            results = {tp: ErrorCode.TRANSACTION_ABORTABLE if error == ErrorCode.INVALID_TXN_STATE else error
+                       for tp, error in results.items()}
+    else:
+        results = coordinator.add_partitions(
+            transactional_id, producer_id, producer_epoch, partitions, lambda tp: partition_exists(ctx, tp)
+        )
     by_topic: dict[str, list[dict[str, int]]] = {}
     for (topic, partition), error in results.items():
         by_topic.setdefault(topic, []).append(
             {"partition_index": partition, "partition_error_code": fenced_error(error, ctx.api_version, 2)}
         )
-    return {
-        "results_by_topic_v3_and_below": [
-            {"name": topic, "results_by_partition": items} for topic, items in by_topic.items()
-        ]
-    }
+    return [{"name": topic, "results_by_partition": items} for topic, items in by_topic.items()]
 
 
 @api(25, 0, 3)
