@@ -140,7 +140,7 @@ def test_idle_transactional_ids_expire_and_stay_gone_after_a_restart(topic_name:
     DescribeTransactions no longer finds it, also after a restart; one with an open transaction stays."""
     from minibroker.testing import Broker
 
-    settings = {"transactional.id.expiration.ms": 1000,
+    settings = {"transactional.id.expiration.ms": 3000,
                 "transaction.remove.expired.transaction.cleanup.interval.ms": 100,
                 "transaction.state.log.num.partitions": 1}
 
