@@ -345,6 +345,25 @@ class Got:
     value: bytes | None
 
 
+class Settling:
+    """When a consumer stops reading: once ``expected`` records came and ``settle`` seconds more passed (to catch a
+    record too many), or after ``timeout``."""
+
+    def __init__(self, expected: int, settle: float, timeout: float) -> None:
+        self.expected = expected
+        self.settle = settle
+        self.deadline = Deadline(timeout)
+        self.settle_end: float | None = None
+
+    def goes_on(self, received: int) -> bool:
+        if not self.deadline.left():
+            return False
+        now = time.monotonic()
+        if self.settle_end is None and received >= self.expected:
+            self.settle_end = now + self.settle
+        return self.settle_end is None or now < self.settle_end
+
+
 def consume(
     client: str, bootstrap: str, topic: str, partitions: int, expected: int, isolation: str, settle: float = SETTLE_S,
     timeout: float = OP_TIMEOUT_S, **config: Any,
@@ -362,14 +381,8 @@ def _consume_confluent(
     got: list[Got] = []
     try:
         consumer.assign([ConfluentTopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-        deadline = Deadline(timeout)
-        settle_end: float | None = None
-        while deadline.left():
-            now = time.monotonic()
-            if settle_end is None and len(got) >= expected:
-                settle_end = now + settle
-            if settle_end is not None and now >= settle_end:
-                break
+        reading = Settling(expected, settle, timeout)
+        while reading.goes_on(len(got)):
             for msg in consumer.consume(num_messages=1000, timeout=0.1):
                 if msg.error() is not None:
                     raise KafkaException(msg.error())
@@ -391,14 +404,8 @@ def _consume_kafka_python(
         tps = [KafkaPythonTopicPartition(topic, p) for p in range(partitions)]
         consumer.assign(tps)
         consumer.seek_to_beginning(*tps)
-        deadline = Deadline(timeout)
-        settle_end: float | None = None
-        while deadline.left():
-            now = time.monotonic()
-            if settle_end is None and len(got) >= expected:
-                settle_end = now + settle
-            if settle_end is not None and now >= settle_end:
-                break
+        reading = Settling(expected, settle, timeout)
+        while reading.goes_on(len(got)):
             for tp, records in consumer.poll(timeout_ms=100).items():
                 got += [Got(tp.partition, r.offset, r.value) for r in records]
     finally:
@@ -421,14 +428,8 @@ def _consume_aiokafka(
             tps = [AIOTopicPartition(topic, p) for p in range(partitions)]
             consumer.assign(tps)
             await consumer.seek_to_beginning(*tps)
-            deadline = Deadline(timeout)
-            settle_end: float | None = None
-            while deadline.left():
-                now = time.monotonic()
-                if settle_end is None and len(got) >= expected:
-                    settle_end = now + settle
-                if settle_end is not None and now >= settle_end:
-                    break
+            reading = Settling(expected, settle, timeout)
+            while reading.goes_on(len(got)):
                 for tp, records in (await consumer.getmany(timeout_ms=100)).items():
                     got += [Got(tp.partition, r.offset, r.value) for r in records]
         finally:
