@@ -13,21 +13,21 @@ import time
 from typing import TYPE_CHECKING, Callable
 
 from minibroker.config import BrokerConfig
-from minibroker.listeners import Listener, advertised_addresses, default_advertised, parse_listeners
+from minibroker.listeners import Listener, advertised_addresses, controller_listener_names, default_advertised, parse_listeners
 from minibroker.producer_ids import ProducerIdAllocator
 from minibroker.server import KafkaConnection, start_server
 from minibroker.tls import server_context
-from protocol.errors import ErrorCode
-from storage.errors import InvalidConfigError, InvalidTopicError, TopicExistsError
-from storage.log_manager import LogManager, NewTopic, TopicInfo, validate_topic_name
-from storage.partition_log import PartitionLog
-from storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from minibroker.protocol.errors import ErrorCode
+from minibroker.storage.errors import InvalidConfigError, InvalidTopicError, TopicExistsError
+from minibroker.storage.log_manager import LogManager, NewTopic, TopicInfo, validate_topic_name
+from minibroker.storage.partition_log import PartitionLog
+from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 
 if TYPE_CHECKING:
     from minibroker.groups.service import GroupService
     from minibroker.sasl.session import SaslAuthority
     from minibroker.transactions.service import TransactionService
-    from storage.cleaner import LogCleaner
+    from minibroker.storage.cleaner import LogCleaner
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,6 @@ class Broker:
             loop.create_task(self._every(self.config.log_retention_check_interval_ms / 1000, self.enforce_retention)),
             loop.create_task(self._every(CHECKPOINT_INTERVAL_S, self.logs.checkpoint)),
             loop.create_task(self._every(FLUSH_CHECK_INTERVAL_S, self.flush_due)),
-            loop.create_task(self._every(self.config.log_cleaner_backoff_ms / 1000, self.clean_logs)),
             loop.create_task(
                 self._every(
                     self.config.transaction_abort_timed_out_transaction_cleanup_interval_ms / 1000,
@@ -96,10 +95,28 @@ class Broker:
                 )
             ),
         ]
+        if self.config.log_cleaner_enable:
+            self._tasks.append(loop.create_task(self._every(self.config.log_cleaner_backoff_ms / 1000, self.clean_logs)))
+        self._log_setting_notes()
         log.info(
             "minibroker ready on %s:%d (advertised %s:%d), cluster id %s, data dir %s",
             self.host, self.port, self.advertised_host, self.advertised_port, self.logs.cluster_id, self.config.data_dir,
         )
+
+    def _log_setting_notes(self) -> None:
+        """Once at start-up: names Kafka does not know (a warning each), then the Kafka settings and listeners
+        that mean nothing to one process."""
+        if self.config.unknown:
+            from minibroker.setting_values import unknown_setting_warnings
+
+            for warning in unknown_setting_warnings(self.config):
+                log.warning("%s", warning)
+        ignored = self.config.ignored_settings()
+        controllers = sorted(controller_listener_names(self.config))
+        if controllers:
+            ignored.append(f"listener {', '.join(controllers)} (controller.listener.names: not served)")
+        if ignored:
+            log.info("accepted, no effect here: %s", ", ".join(ignored))
 
     async def _start_listeners(self) -> None:
         """Bind every listener (TLS context and SASL credentials first, so a bad file stops start-up), logging
@@ -121,7 +138,8 @@ class Broker:
                 server = await start_server(self, listener, tls if spec.protocol.uses_tls else None)
                 self._servers.append(server)
                 listener.port = server.sockets[0].getsockname()[1]
-                listener.advertised = advertised.get(spec.name, default_advertised(spec.host, listener.port))
+                host, port = advertised.get(spec.name, default_advertised(spec.host, listener.port))
+                listener.advertised = (host, port or listener.port)
                 self.listeners.append(listener)
                 log.info(
                     "listener %s (%s) on %s:%d, advertised %s:%d",
@@ -337,7 +355,7 @@ class Broker:
     async def clean_logs(self) -> None:
         """Compact the logs that are due; the cleaner's modules are imported on its first run, off the start-up path."""
         if self.cleaner is None:
-            from storage.cleaner import LogCleaner
+            from minibroker.storage.cleaner import LogCleaner
 
             self.cleaner = LogCleaner(self.logs, self.clock)
         await self.cleaner.clean_due_logs()

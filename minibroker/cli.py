@@ -286,7 +286,8 @@ def run_probe(address: str | None, timeout_s: float, quiet: bool) -> int:
 
 def configured_address() -> str:
     """The listener the environment configures (as the container sets it), reachable from this host."""
-    from minibroker.config import build_config, env_settings
+    from minibroker.config import build_config
+    from minibroker.config_sources import env_settings
 
     host, port = build_config(env_settings(os.environ)).listener
     if host in ("0.0.0.0", "::", ""):

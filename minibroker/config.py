@@ -1,9 +1,14 @@
 """Broker configuration: one dataclass with Kafka's own setting names, filled from files, environment and flags.
 
 Every field carries its Kafka name (``metadata["kafka"]``) and a short description, so the
-``server.properties`` parser, the ``MINIBROKER_*`` environment variables, ``-c key=value`` flags,
-DescribeConfigs and the README's reference table are all driven by this one description.
-Precedence, lowest first: defaults, properties file, environment, command line.
+``server.properties`` parser, the environment variables, ``-c key=value`` flags, DescribeConfigs and the
+README's reference table are all driven by this one description. Precedence, lowest first: defaults,
+properties file, environment (``KAFKA_*``, then ``MINIBROKER_*``), command line.
+
+Every Apache Kafka broker setting is known (``kafka_settings``, facts from Kafka's own definitions), in three
+kinds, as a Kafka configuration carries over: minibroker's fields and the broker synonyms of topic configs are
+applied; the rest (quorum, threads, socket buffers, quotas, ...) are checked as Kafka checks them and have no
+effect in one process; names Kafka does not know get Kafka's warning and start-up goes on.
 """
 
 from __future__ import annotations
@@ -13,11 +18,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
-from storage.config import LogConfig
-from storage.errors import InvalidConfigError
-
-ENV_PREFIX = "MINIBROKER_"
-NON_SETTING_VARIABLES = ("MINIBROKER_LOG_LEVEL", "MINIBROKER_TEST_CRASH_POINT", "MINIBROKER_EVENT_LOOP")
+from minibroker.config_sources import SettingsSyntaxError, env_settings, parse_properties
+from minibroker.storage.config import LogConfig
+from minibroker.storage.errors import InvalidConfigError
 
 
 class ConfigError(ValueError):
@@ -45,6 +48,11 @@ class BrokerConfig:
     listener_security_protocol_map: str = setting(
         "listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
         "NAME:PROTOCOL pairs: the security protocol of each listener name.",
+    )
+    controller_listener_names: str = setting(
+        "controller.listener.names", "",
+        "Listener names of a KRaft controller: listed in listeners and advertised.listeners by Kafka configs, "
+        "not served here (one process has no quorum).",
     )
     ssl_certificate_location: str = setting(
         "ssl.certificate.location", "", "PEM file with the server certificate (and its chain) of SSL and SASL_SSL listeners."
@@ -75,34 +83,31 @@ class BrokerConfig:
     )
     log_dirs: str = setting("log.dirs", "./minibroker-data", "Data directory holding the partition logs.")
     num_partitions: int = setting("num.partitions", 1, "Partitions of auto-created topics.", 1)
-    default_replication_factor: int = setting("default.replication.factor", 1, "Accepted for compatibility; always 1 here.", 1)
+    default_replication_factor: int = setting(
+        "default.replication.factor", 1,
+        "Replicas of auto-created topics and of CreateTopics asking -1; above the live brokers (1) the topic is "
+        "refused with INVALID_REPLICATION_FACTOR, as in Kafka.", 1,
+    )
     auto_create_topics_enable: bool = setting("auto.create.topics.enable", True, "Create unknown topics on Metadata requests.")
     delete_topic_enable: bool = setting("delete.topic.enable", True, "Allow DeleteTopics.")
-    message_max_bytes: int = setting("message.max.bytes", 1048588, "Largest record batch a producer may send.", 0)
     socket_request_max_bytes: int = setting(
         "socket.request.max.bytes", 104857600, "Largest request frame; bigger length prefixes close the connection.", 1
     )
-    log_segment_bytes: int = setting("log.segment.bytes", 1073741824, "Segment file size that triggers a roll.", 1048576)
-    log_roll_ms: int = setting("log.roll.ms", 604800000, "Segment age that triggers a roll.", 1)
-    log_retention_ms: int = setting("log.retention.ms", 604800000, "Delete segments older than this (-1: keep forever).", -1)
-    log_retention_bytes: int = setting("log.retention.bytes", -1, "Delete old segments beyond this partition size (-1: no limit).", -1)
     log_retention_check_interval_ms: int = setting(
         "log.retention.check.interval.ms", 300000, "How often retention is enforced.", 1
     )
-    log_index_interval_bytes: int = setting("log.index.interval.bytes", 4096, "Bytes between offset index entries.", 0)
-    log_index_size_max_bytes: int = setting("log.index.size.max.bytes", 10485760, "Largest index file before a roll.", 4)
-    log_flush_interval_messages: int = setting(
-        "log.flush.interval.messages", 2**63 - 1, "fsync after this many messages (1: before every acknowledgement).", 1
+    log_cleaner_enable: bool = setting(
+        "log.cleaner.enable", True, "Run the log cleaner: with false, compacted topics are never compacted."
     )
-    log_flush_interval_ms: int = setting("log.flush.interval.ms", 2**63 - 1, "fsync data older than this.", 0)
-    log_message_timestamp_type: str = setting(
-        "log.message.timestamp.type", "CreateTime", "CreateTime keeps the producer's timestamps; LogAppendTime stamps on append."
-    )
-    log_cleanup_policy: str = setting("log.cleanup.policy", "delete", "Default cleanup.policy of topics.")
     log_cleaner_backoff_ms: int = setting(
         "log.cleaner.backoff.ms", 15000, "Pause of the log cleaner when no compacted log needs cleaning.", 0
     )
     offsets_topic_num_partitions: int = setting("offsets.topic.num.partitions", 50, "Partitions of __consumer_offsets.", 1)
+    offsets_topic_replication_factor: int = setting(
+        "offsets.topic.replication.factor", 1,
+        "Replicas of __consumer_offsets; above the live brokers (1) it is not created and groups find no "
+        "coordinator, as in Kafka (whose default, 3, needs three brokers).", 1,
+    )
     offsets_topic_segment_bytes: int = setting(
         "offsets.topic.segment.bytes", 104857600,
         "segment.bytes of __consumer_offsets when it is created; values below segment.bytes' 1 MiB minimum are "
@@ -127,6 +132,11 @@ class BrokerConfig:
     transaction_state_log_num_partitions: int = setting(
         "transaction.state.log.num.partitions", 50, "Partitions of __transaction_state.", 1
     )
+    transaction_state_log_replication_factor: int = setting(
+        "transaction.state.log.replication.factor", 1,
+        "Replicas of __transaction_state; above the live brokers (1) it is not created and transactional "
+        "producers find no coordinator, as in Kafka (whose default, 3, needs three brokers).", 1,
+    )
     transaction_max_timeout_ms: int = setting(
         "transaction.max.timeout.ms", 900000, "Largest transaction.timeout.ms a producer may ask for.", 1
     )
@@ -149,23 +159,14 @@ class BrokerConfig:
         "producer.id.expiration.check.interval.ms", 600000, "How often partitions forget expired producers.", 1
     )
 
+    # Every known setting that was given (by Kafka name, as text): the topic defaults, DescribeConfigs' sources and
+    # the start-up notes come from it. Names Kafka does not know are kept apart, for the warning.
+    given: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    unknown: tuple[str, ...] = field(default=(), repr=False)
+
     def log_config(self) -> LogConfig:
-        """The default topic configuration implied by the broker's ``log.*`` settings."""
-        return LogConfig().with_overrides(
-            {
-                "segment.bytes": str(self.log_segment_bytes),
-                "segment.ms": str(self.log_roll_ms),
-                "retention.ms": str(self.log_retention_ms),
-                "retention.bytes": str(self.log_retention_bytes),
-                "index.interval.bytes": str(self.log_index_interval_bytes),
-                "segment.index.bytes": str(self.log_index_size_max_bytes),
-                "flush.messages": str(self.log_flush_interval_messages),
-                "flush.ms": str(self.log_flush_interval_ms),
-                "message.timestamp.type": self.log_message_timestamp_type,
-                "cleanup.policy": self.log_cleanup_policy,
-                "max.message.bytes": str(self.message_max_bytes),
-            }
-        )
+        """The default topic configuration: Kafka's topic defaults with the broker synonyms that were given."""
+        return LogConfig().with_overrides(topic_defaults(dict(self.given)))
 
     @property
     def data_dir(self) -> Path:
@@ -173,11 +174,89 @@ class BrokerConfig:
 
     @property
     def listener(self) -> tuple[str, int]:
-        return parse_listener(self.listeners)
+        """(host, port) of the first broker listener (controller listeners are not served)."""
+        from minibroker.listeners import parse_listeners  # that module builds on this one
 
-    def kafka_items(self) -> dict[str, str]:
-        """Every setting by its Kafka name, as text (for DescribeConfigs on the broker)."""
-        return {f.metadata["kafka"]: render(getattr(self, f.name)) for f in fields(self)}
+        first = parse_listeners(self)[0]
+        return first.host, first.port
+
+    def kafka_items(self) -> dict[str, str | None]:
+        """Every broker setting by its Kafka name, as text (None: null), for DescribeConfigs: minibroker's own,
+        then every other Kafka setting at its given value or Kafka's default."""
+        from minibroker.kafka_settings import BROKER_SETTINGS, INTERNAL_SETTINGS  # facts, read when asked
+
+        items: dict[str, str | None] = {f.metadata["kafka"]: render(getattr(self, f.name)) for f in SETTING_FIELDS}
+        given = dict(self.given)
+        for name, (_, default, _) in BROKER_SETTINGS.items():
+            if name not in items and name not in INTERNAL_SETTINGS:
+                items[name] = given.get(name, default)
+        return items
+
+    def ignored_settings(self) -> list[str]:
+        """Kafka settings that were given but mean nothing to one process (quorum, threads, quotas, ...)."""
+        applied = _BY_KAFKA_NAME.keys() | BROKER_SYNONYMS.keys() | ALIASES.keys()
+        return sorted(name for name, _ in self.given if name not in applied)
+
+
+def setting_fields() -> tuple[dataclasses.Field, ...]:
+    return tuple(f for f in fields(BrokerConfig) if "kafka" in f.metadata)
+
+
+SETTING_FIELDS = setting_fields()
+_BY_KAFKA_NAME = {f.metadata["kafka"]: f for f in SETTING_FIELDS}
+
+# Kafka's ServerTopicConfigSynonyms: the broker settings that give a topic config its default, first match wins,
+# with the factor that turns the broker setting's unit into the topic config's.
+_HOUR_MS, _MINUTE_MS = 3_600_000, 60_000
+TOPIC_SYNONYMS: dict[str, tuple[tuple[str, int], ...]] = {
+    "segment.bytes": (("log.segment.bytes", 1),),
+    "segment.ms": (("log.roll.ms", 1), ("log.roll.hours", _HOUR_MS)),
+    "segment.jitter.ms": (("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", _HOUR_MS)),
+    "segment.index.bytes": (("log.index.size.max.bytes", 1),),
+    "flush.messages": (("log.flush.interval.messages", 1),),
+    "flush.ms": (("log.flush.interval.ms", 1), ("log.flush.scheduler.interval.ms", 1)),
+    "retention.bytes": (("log.retention.bytes", 1),),
+    "retention.ms": (("log.retention.ms", 1), ("log.retention.minutes", _MINUTE_MS), ("log.retention.hours", _HOUR_MS)),
+    "max.message.bytes": (("message.max.bytes", 1),),
+    "index.interval.bytes": (("log.index.interval.bytes", 1),),
+    "delete.retention.ms": (("log.cleaner.delete.retention.ms", 1),),
+    "min.compaction.lag.ms": (("log.cleaner.min.compaction.lag.ms", 1),),
+    "max.compaction.lag.ms": (("log.cleaner.max.compaction.lag.ms", 1),),
+    "file.delete.delay.ms": (("log.segment.delete.delay.ms", 1),),
+    "min.cleanable.dirty.ratio": (("log.cleaner.min.cleanable.ratio", 1),),
+    "cleanup.policy": (("log.cleanup.policy", 1),),
+    "unclean.leader.election.enable": (("unclean.leader.election.enable", 1),),
+    "min.insync.replicas": (("min.insync.replicas", 1),),
+    "compression.type": (("compression.type", 1),),
+    "compression.gzip.level": (("compression.gzip.level", 1),),
+    "compression.lz4.level": (("compression.lz4.level", 1),),
+    "compression.zstd.level": (("compression.zstd.level", 1),),
+    "preallocate": (("log.preallocate", 1),),
+    "message.timestamp.type": (("log.message.timestamp.type", 1),),
+    "message.timestamp.before.max.ms": (("log.message.timestamp.before.max.ms", 1),),
+    "message.timestamp.after.max.ms": (("log.message.timestamp.after.max.ms", 1),),
+    "local.retention.ms": (("log.local.retention.ms", 1),),
+    "local.retention.bytes": (("log.local.retention.bytes", 1),),
+}
+BROKER_SYNONYMS = {broker: topic for topic, synonyms in TOPIC_SYNONYMS.items() for broker, _ in synonyms}
+# Kafka names of settings minibroker holds under another name: broker.id is node.id, log.dir a log.dirs of one.
+ALIASES = {"broker.id": "node.id", "log.dir": "log.dirs"}
+
+
+def topic_defaults(given: Mapping[str, str]) -> dict[str, str]:
+    """Topic configs whose default a given broker setting changes, as Kafka derives them (a negative retention in
+    minutes or hours is -1, unlimited)."""
+    defaults = {}
+    for topic, synonyms in TOPIC_SYNONYMS.items():
+        for broker, factor in synonyms:
+            raw = given.get(broker)
+            if raw is None:
+                continue
+            if factor != 1:
+                raw = str(max(int(raw) * factor, -1))
+            defaults[topic] = raw
+            break
+    return defaults
 
 
 def render(value: Any) -> str:
@@ -187,7 +266,11 @@ def render(value: Any) -> str:
 def is_secret(kafka_name: str) -> bool:
     """Settings whose value must never be shown (passwords)."""
     f = _BY_KAFKA_NAME.get(kafka_name)
-    return f is not None and f.metadata["secret"]
+    if f is not None:
+        return f.metadata["secret"]
+    from minibroker.kafka_settings import BROKER_SETTINGS
+
+    return BROKER_SETTINGS.get(kafka_name, ("",))[0] == "PASSWORD"
 
 
 def parse_listener(text: str) -> tuple[str, int]:
@@ -200,9 +283,6 @@ def parse_listener(text: str) -> tuple[str, int]:
     if not sep or not port.isdigit():
         raise ConfigError(f"listener {text!r} is not HOST:PORT")
     return host.strip("[]") or "0.0.0.0", int(port)
-
-
-_BY_KAFKA_NAME = {f.metadata["kafka"]: f for f in fields(BrokerConfig)}
 
 
 def _convert(f: dataclasses.Field, raw: str) -> Any:
@@ -223,54 +303,56 @@ def _convert(f: dataclasses.Field, raw: str) -> Any:
     return raw.strip()
 
 
-def parse_properties(text: str) -> dict[str, str]:
-    """Kafka-style ``server.properties``: ``key=value`` lines, ``#``/``!`` comments, ``key: value`` too."""
-    items: dict[str, str] = {}
-    for number, line in enumerate(text.splitlines(), 1):
-        stripped = line.strip()
-        if not stripped or stripped[0] in "#!":
+def _resolve_aliases(items: dict[str, str]) -> None:
+    """broker.id stands for node.id (they must agree when both are given); log.dirs wins over log.dir."""
+    for alias, name in ALIASES.items():
+        if alias not in items:
             continue
-        sep = min((i for i in (stripped.find("="), stripped.find(":")) if i >= 0), default=-1)
-        if sep < 0:
-            raise ConfigError(f"line {number}: expected key=value, got {stripped!r}")
-        items[stripped[:sep].strip()] = stripped[sep + 1 :].strip()
-    return items
-
-
-def env_settings(environ: Mapping[str, str]) -> dict[str, str]:
-    """``MINIBROKER_LOG_SEGMENT_BYTES=1000`` -> ``log.segment.bytes=1000`` (only known settings)."""
-    by_env = {ENV_PREFIX + name.replace(".", "_").upper(): name for name in _BY_KAFKA_NAME}
-    items = {}
-    for key, value in environ.items():
-        if key in by_env:
-            items[by_env[key]] = value
-        elif key.startswith(ENV_PREFIX) and key not in NON_SETTING_VARIABLES:
-            raise ConfigError(f"unknown setting in environment variable {key}")
-    return items
+        if name not in items:
+            items[name] = items[alias]
+        elif alias == "broker.id" and items[name].strip() != items[alias].strip():
+            raise ConfigError(f"broker.id ({items[alias]}) and node.id ({items[name]}) must be the same when both are given")
 
 
 def build_config(*sources: Mapping[str, str]) -> BrokerConfig:
-    """Apply Kafka-named settings in order (later wins) over the defaults; unknown names are errors."""
-    values: dict[str, Any] = {}
+    """Apply Kafka-named settings in order (later wins) over the defaults. minibroker's own settings and the
+    Kafka settings it applies are converted and checked; every other Kafka setting is checked against Kafka's
+    definition and kept; names Kafka does not know are kept for a warning."""
+    items: dict[str, str] = {}
     for source in sources:
-        for name, raw in source.items():
-            f = _BY_KAFKA_NAME.get(name)
-            if f is None:
-                raise ConfigError(f"unknown setting {name!r}")
+        items.update(source)
+    _resolve_aliases(items)
+    values: dict[str, Any] = {}
+    given: dict[str, str] = {}
+    unknown: list[str] = []
+    for name, raw in items.items():
+        f = _BY_KAFKA_NAME.get(name)
+        if f is not None:
             values[f.name] = _convert(f, raw)
-    config = BrokerConfig(**values)
+            given[name] = raw.strip()
+            continue
+        from minibroker.setting_values import check_kafka_setting  # Kafka's definitions, read when needed
+
+        checked = check_kafka_setting(name, raw)
+        if checked is None:
+            unknown.append(name)
+        else:
+            given[name] = checked
+    config = BrokerConfig(**values, given=tuple(given.items()), unknown=tuple(unknown))
     from minibroker.listeners import check_security_settings  # here: that module builds on this one
 
     check_security_settings(config)
-    if config.log_message_timestamp_type not in ("CreateTime", "LogAppendTime"):
-        raise ConfigError("log.message.timestamp.type must be CreateTime or LogAppendTime")
     try:
         config.log_config()
     except InvalidConfigError as exc:
-        raise ConfigError(str(exc)) from None
+        names = [broker for broker, _ in TOPIC_SYNONYMS.get(exc.name, ()) if broker in given]
+        raise ConfigError(f"{', '.join(names) or exc.name}: {exc}") from None
     return config
 
 
 def load_config(properties: Path | None, environ: Mapping[str, str], overrides: Mapping[str, str]) -> BrokerConfig:
-    file_items = parse_properties(properties.read_text()) if properties else {}
+    try:
+        file_items = parse_properties(properties.read_text()) if properties else {}
+    except SettingsSyntaxError as exc:
+        raise ConfigError(str(exc)) from None
     return build_config(file_items, env_settings(environ), overrides)

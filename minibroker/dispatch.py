@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 from minibroker.context import RequestContext
 from minibroker.handlers import HANDLERS
 from minibroker.sasl.mechanism import AuthenticationFailed
-from protocol.errors import ErrorCode
-from protocol.frames import API_VERSIONS_KEY, decode_request_body, encode_response, parse_request_header
-from protocol.primitives import ProtocolError
+from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.frames import API_VERSIONS_KEY, decode_request_body, encode_response, parse_request_header
+from minibroker.protocol.primitives import ProtocolError
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker

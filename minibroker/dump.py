@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from minibroker.dump_decoders import DECODER_BY_TOPIC, RecordDecoder, SkipRecord, decoder_named
-from protocol.compression import CODEC_NAMES
-from protocol.primitives import ProtocolError
-from protocol.records import (
+from minibroker.protocol.compression import CODEC_NAMES
+from minibroker.protocol.primitives import ProtocolError
+from minibroker.protocol.records import (
     DELETE_HORIZON_FLAG,
     BatchHeader,
     ControlRecordType,

@@ -17,9 +17,9 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from protocol.records import Record
-from protocol.schema import Field, Message, default_value, in_range, snake_case
-from storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from minibroker.protocol.records import Record
+from minibroker.protocol.schema import Field, Message, default_value, in_range, snake_case
+from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 
 OFFSETS = "offsets"
 TRANSACTION_LOG = "transaction-log"
@@ -43,8 +43,8 @@ def decoder_named(name: str) -> RecordDecoder:
 
 def decode_offsets_record(record: Record) -> Decoded:
     """A ``__consumer_offsets`` record: an offset commit or a group's metadata, or a tombstone."""
-    from protocol import group_records as gr
-    from protocol.messages import GROUP_METADATA_KEY, GROUP_METADATA_VALUE, OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE
+    from minibroker.protocol import group_records as gr
+    from minibroker.protocol.messages import GROUP_METADATA_KEY, GROUP_METADATA_VALUE, OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE
 
     if record.key is None:
         raise SkipRecord(
@@ -73,10 +73,10 @@ def decode_offsets_record(record: Record) -> Decoded:
 
 def decode_transaction_record(record: Record) -> Decoded:
     """A ``__transaction_state`` record: one transactional id's state, or a tombstone."""
-    from protocol import txn_log_records
-    from protocol.messages import TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE
-    from protocol.primitives import Reader
-    from protocol.schema import codec
+    from minibroker.protocol import txn_log_records
+    from minibroker.protocol.messages import TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE
+    from minibroker.protocol.primitives import Reader
+    from minibroker.protocol.schema import codec
 
     if record.key is None:
         raise SkipRecord(f"Failed to decode message at offset {record.offset} (message had a missing key)")
@@ -98,9 +98,9 @@ def decode_transaction_record(record: Record) -> Decoded:
 
 def _decode_consumer_protocol(member: dict[str, Any]) -> dict[str, Any]:
     """Replace a member's base64 subscription and assignment by their ConsumerProtocol JSON, when they parse."""
-    from protocol.messages import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION
-    from protocol.primitives import ProtocolError, Reader
-    from protocol.schema import codec
+    from minibroker.protocol.messages import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION
+    from minibroker.protocol.primitives import ProtocolError, Reader
+    from minibroker.protocol.schema import codec
 
     out = dict(member)
     parts = (("subscription", CONSUMER_PROTOCOL_SUBSCRIPTION), ("assignment", CONSUMER_PROTOCOL_ASSIGNMENT))

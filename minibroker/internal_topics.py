@@ -9,13 +9,14 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Iterator, Sequence
 
-from protocol.errors import ErrorCode
-from protocol.records import BatchHeader, Record, RecordInput, build_batch, decode_batch, iter_batches, parse_header
-from storage.errors import StorageError
-from storage.log_manager import TopicInfo
-from storage.partition_log import AppendInfo, PartitionLog
-from storage.producer_state import AppendOrigin
-from storage.topic_names import CONSUMER_OFFSETS_TOPIC
+from minibroker.protocol.errors import ErrorCode
+from minibroker.replicas import replication_problem
+from minibroker.protocol.records import BatchHeader, Record, RecordInput, build_batch, decode_batch, iter_batches, parse_header
+from minibroker.storage.errors import StorageError
+from minibroker.storage.log_manager import TopicInfo
+from minibroker.storage.partition_log import AppendInfo, PartitionLog
+from minibroker.storage.producer_state import AppendOrigin
+from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
@@ -50,10 +51,13 @@ class PendingFlushes:
 class InternalTopic:
     """One internal topic as its coordinator writes it: created (compacted) on first use, one batch per append."""
 
-    def __init__(self, broker: Broker, name: str, configured_partitions: int, flushes: PendingFlushes) -> None:
+    def __init__(
+        self, broker: Broker, name: str, configured_partitions: int, replication_factor: int, flushes: PendingFlushes
+    ) -> None:
         self.broker = broker
         self.name = name
         self.configured_partitions = configured_partitions
+        self.replication_factor = replication_factor
         self.flushes = flushes
 
     @property
@@ -67,6 +71,7 @@ class InternalTopic:
         created; raises StorageError when it cannot be made."""
         info = await self.broker.topic_created(self.name)
         if info is None:
+            self._check_replication_factor()
             error, message = await self.broker.create_topic(
                 self.name, self.configured_partitions, internal_topic_configs(self.broker, self.name)
             )
@@ -83,11 +88,20 @@ class InternalTopic:
         them create the topic with ``create`` first, so this is a fallback)."""
         info = self.broker.topic(self.name)
         if info is None:
+            self._check_replication_factor()
             info = self.broker.logs.create_topic(
                 self.name, self.configured_partitions, internal_topic_configs(self.broker, self.name)
             )
             log.info("created internal topic %s with %d partitions", self.name, self.configured_partitions)
         return info
+
+    def _check_replication_factor(self) -> None:
+        """A replication factor the live brokers cannot reach leaves the topic uncreated, as in Kafka: its
+        coordinator is then not available (offsets.topic.replication.factor, transaction.state.log.replication.factor)."""
+        problem = replication_problem(self.replication_factor)
+        if problem is not None:
+            log.warning("internal topic %s not created: %s", self.name, problem)
+            raise StorageError(f"internal topic {self.name} could not be created: {problem}")
 
     def append(
         self, partition: int, records: Sequence[tuple[bytes, bytes | None]], **batch_options: int | bool

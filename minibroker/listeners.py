@@ -68,14 +68,28 @@ def protocol_map(config: BrokerConfig) -> dict[str, SecurityProtocol]:
     return mapping
 
 
+def controller_listener_names(config: BrokerConfig) -> set[str]:
+    """Listeners of a KRaft controller (``controller.listener.names``): a single process has no quorum to serve."""
+    return {name.strip().upper() for name in config.controller_listener_names.split(",") if name.strip()}
+
+
+def _endpoints(text: str, setting: str, skip: set[str]) -> list[tuple[str, str, int]]:
+    """``NAME://HOST:PORT,...`` (plain ``HOST:PORT`` is PLAINTEXT, as older configurations wrote it), less the
+    names in ``skip``."""
+    endpoints = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, host, port = split_endpoint(item if "://" in item else f"PLAINTEXT://{item}", setting)
+        if name not in skip:
+            endpoints.append((name, host, port))
+    return endpoints
+
+
 def parse_listeners(config: BrokerConfig) -> list[ListenerSpec]:
-    """Every listener, in configuration order (the first one is the broker's main address)."""
+    """Every broker listener, in configuration order (the first one is the broker's main address); controller
+    listeners are left out."""
     protocols = protocol_map(config)
     specs: list[ListenerSpec] = []
-    for item in filter(None, (part.strip() for part in config.listeners.split(","))):
-        if "://" not in item:  # plain HOST:PORT, as older configurations wrote it
-            item = f"PLAINTEXT://{item}"
-        name, host, port = split_endpoint(item, "listeners")
+    for name, host, port in _endpoints(config.listeners, "listeners", controller_listener_names(config)):
         if name not in protocols:
             raise ConfigError(f"listeners: no security protocol for listener name {name} (see listener.security.protocol.map)")
         if any(spec.name == name for spec in specs):
@@ -87,11 +101,11 @@ def parse_listeners(config: BrokerConfig) -> list[ListenerSpec]:
 
 
 def advertised_addresses(config: BrokerConfig) -> dict[str, tuple[str, int]]:
-    """``advertised.listeners`` as {listener name: (host, port)}; names must be configured listeners."""
+    """``advertised.listeners`` as {listener name: (host, port)}; names must be configured listeners (controller
+    listeners are left out). Port 0 stands for the port the listener binds, as in Kafka."""
     known = {spec.name for spec in parse_listeners(config)}
     addresses: dict[str, tuple[str, int]] = {}
-    for item in filter(None, (part.strip() for part in config.advertised_listeners.split(","))):
-        name, host, port = split_endpoint(item if "://" in item else f"PLAINTEXT://{item}", "advertised.listeners")
+    for name, host, port in _endpoints(config.advertised_listeners, "advertised.listeners", controller_listener_names(config)):
         if name not in known:
             raise ConfigError(f"advertised.listeners: {name} is not one of the listeners ({', '.join(sorted(known))})")
         addresses[name] = (host, port)

@@ -43,8 +43,8 @@ def parse_address(text: str) -> tuple[str, int]:
 def probe(address: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> ProbeResult:
     """Connect, send ApiVersions v3 and read the whole answer, all within ``timeout_s``."""
     from minibroker import __version__
-    from protocol.frames import decode_response, encode_request
-    from protocol.primitives import ProtocolError
+    from minibroker.protocol.frames import decode_response, encode_request
+    from minibroker.protocol.primitives import ProtocolError
 
     host, port = parse_address(address)
     started = time.monotonic()

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import MISSING, fields
 from typing import Callable
 
-from minibroker.config import ENV_PREFIX, BrokerConfig, render
+from minibroker.config import ALIASES, BROKER_SYNONYMS, SETTING_FIELDS, TOPIC_SYNONYMS, render
+from minibroker.config_sources import env_name
 
 
 def begin_marker(name: str) -> str:
@@ -22,27 +23,52 @@ def end_marker(name: str) -> str:
     return f"<!-- END {name} -->"
 
 
-def env_name(kafka_name: str) -> str:
-    """The environment variable of a setting, as ``config.env_settings`` reads it."""
-    return ENV_PREFIX + kafka_name.replace(".", "_").upper()
-
-
 def config_table() -> str:
-    """One row per BrokerConfig field: Kafka name, default, environment variable, description."""
+    """The settings minibroker applies: its own (BrokerConfig's fields), then the broker settings that give topic
+    configs their defaults; Kafka name, default, environment variable, meaning."""
     rows = ["| setting | default | environment variable | meaning |", "|---|---|---|---|"]
-    for f in fields(BrokerConfig):
+    for f in SETTING_FIELDS:
         name = f.metadata["kafka"]
         default = "" if f.default is MISSING else render(f.default)
-        shown = f"`{default}`" if default else "(empty)"
-        doc = f.metadata["doc"].replace("|", r"\|")
-        rows.append(f"| `{name}` | {shown} | `{env_name(name)}` | {doc} |")
-    return "\n".join(rows) + "\n"
+        rows.append(_row(name, default, f.metadata["doc"]))
+    from minibroker.kafka_settings import BROKER_SETTINGS  # facts, read when asked
+
+    for topic, synonyms in TOPIC_SYNONYMS.items():
+        for position, (name, _) in enumerate(synonyms):
+            default = BROKER_SETTINGS[name][1]
+            earlier = [f"`{synonym}`" for synonym, _ in synonyms[:position]]
+            when = f" when neither {' nor '.join(earlier)} is given" if len(earlier) > 1 else (
+                f" when {earlier[0]} is not given" if earlier else ""
+            )
+            doc = f"Default of the topic config `{topic}`{when}."
+            rows.append(_row(name, "" if default is None else default, doc))
+    return "\n".join(rows) + "\n\n" + accepted_paragraph()
+
+
+def _row(name: str, default: str, doc: str) -> str:
+    shown = f"`{default}`" if default else "(empty)"
+    escaped = doc.replace("|", r"\|")
+    return f"| `{name}` | {shown} | `{env_name(name)}` | {escaped} |"
+
+
+def accepted_paragraph() -> str:
+    """Every other Kafka broker setting: accepted and checked as Kafka checks it, with no effect in one process."""
+    from minibroker.kafka_settings import BROKER_SETTINGS, INTERNAL_SETTINGS, KAFKA_VERSION
+
+    applied = {f.metadata["kafka"] for f in SETTING_FIELDS} | BROKER_SYNONYMS.keys() | ALIASES.keys()
+    names = sorted(name for name in BROKER_SETTINGS if name not in applied and name not in INTERNAL_SETTINGS)
+    aliases = ", ".join(f"`{alias}` is `{name}`" for alias, name in ALIASES.items())
+    return (
+        f"Also applied: {aliases} (when that is not given). Every other Apache Kafka {KAFKA_VERSION} broker setting "
+        f"({len(names)}) is accepted, its value checked as Kafka checks it, with no effect in one process; start-up "
+        "names those it was given: " + ", ".join(f"`{name}`" for name in names) + ".\n"
+    )
 
 
 def api_table() -> str:
     """One row per implemented API: name, key and the version range ApiVersions advertises."""
     from minibroker.handlers import HANDLERS
-    from protocol.messages import REQUESTS
+    from minibroker.protocol.messages import REQUESTS
 
     rows = ["| API | key | versions |", "|---|---|---|"]
     for key in sorted(HANDLERS):

@@ -17,8 +17,8 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from minibroker.dispatch import Disconnect, dispatch
-from protocol.frames import FrameReader, FrameTooLarge
-from protocol.primitives import FileRegion
+from minibroker.protocol.frames import FrameReader, FrameTooLarge
+from minibroker.protocol.primitives import FileRegion
 
 if TYPE_CHECKING:
     import ssl

@@ -264,16 +264,10 @@ class Broker:
 
 def kafka_settings(settings: Mapping[str, Any], kwargs: Mapping[str, Any]) -> dict[str, str]:
     """Settings as Kafka-named strings: ``num_partitions=3`` and ``{"num.partitions": 3}`` both become
-    ``{"num.partitions": "3"}``. Unknown names are left for ``build_config`` to refuse with its message."""
-    from dataclasses import fields
-
-    from minibroker.config import BrokerConfig
-
-    by_field = {f.name: f.metadata["kafka"] for f in fields(BrokerConfig)}
-    out: dict[str, str] = {}
-    for source in (settings, kwargs):
-        for name, value in source.items():
-            out[by_field.get(name, name)] = _as_text(value)
+    ``{"num.partitions": "3"}`` (a keyword's underscores are the dots of a Kafka name). Names are checked by
+    ``build_config``."""
+    out = {name: _as_text(value) for name, value in settings.items()}
+    out.update((name.replace("_", "."), _as_text(value)) for name, value in kwargs.items())
     return out
 
 

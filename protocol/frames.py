@@ -13,9 +13,9 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol.messages import REQUEST_HEADER, REQUESTS, RESPONSE_HEADER, RESPONSES
-from protocol.primitives import ProtocolError, Reader, Writer
-from protocol.schema import codec, in_range, is_flexible
+from .messages import REQUEST_HEADER, REQUESTS, RESPONSE_HEADER, RESPONSES
+from .primitives import ProtocolError, Reader, Writer
+from .schema import codec, in_range, is_flexible
 
 API_VERSIONS_KEY = 18
 _SIZE = struct.Struct(">i")

@@ -13,15 +13,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from protocol.messages import (
+from .messages import (
     GROUP_METADATA_KEY,
     GROUP_METADATA_VALUE,
     LEGACY_OFFSET_COMMIT_KEY,
     OFFSET_COMMIT_KEY,
     OFFSET_COMMIT_VALUE,
 )
-from protocol.primitives import ProtocolError, Reader, Writer
-from protocol.schema import Message, codec, in_range
+from .primitives import ProtocolError, Reader, Writer
+from .schema import Message, codec, in_range
 
 LEGACY_OFFSET_COMMIT = 0
 OFFSET_COMMIT = 1

@@ -25,6 +25,7 @@ CRC_START = 21
 MIN_BATCH_LENGTH = BATCH_HEADER_SIZE - LOG_OVERHEAD
 MAGIC_V2 = 2
 
+BATCH_LENGTH_OFFSET = 8
 PARTITION_LEADER_EPOCH_OFFSET = 12
 MAGIC_OFFSET = 16
 CRC_OFFSET = 17
@@ -281,6 +282,21 @@ def set_log_append_time(buf: WritableBuffer, header: BatchHeader, timestamp_ms: 
     _UINT32.pack_into(buf, header.position + CRC_OFFSET, header.crc)
 
 
+def recompress_batch(buf: Buffer, header: BatchHeader, codec: int) -> tuple[bytearray, BatchHeader]:
+    """The batch with its records section in ``codec`` (a topic's compression.type that is not ``producer``, as
+    Kafka's LogValidator does): every other header field is kept, the records are checked as they are decoded."""
+    plain, _ = _plain_records(buf, header)
+    batch = bytearray(memoryview(buf)[header.position : header.position + BATCH_HEADER_SIZE])
+    try:
+        batch += compress(codec, plain)
+    except CompressionError as exc:
+        raise InvalidRecordError(exc.error_code, str(exc)) from exc
+    _INT32.pack_into(batch, BATCH_LENGTH_OFFSET, len(batch) - LOG_OVERHEAD)
+    _INT16.pack_into(batch, ATTRIBUTES_OFFSET, (header.attributes & _KNOWN_ATTRIBUTES & ~COMPRESSION_MASK) | codec)
+    _UINT32.pack_into(batch, CRC_OFFSET, crc32c(memoryview(batch)[CRC_START:]))
+    return batch, parse_header(batch)
+
+
 # ---- decoding (tooling and tests) ----
 
 
@@ -291,6 +307,11 @@ def decode_all(buf: Buffer) -> list[tuple[BatchHeader, list[Record]]]:
 
 def decode_batch(buf: Buffer, header: BatchHeader) -> list[Record]:
     """Decompress and decode the records of one batch; raises InvalidRecordError on malformed data."""
+    return _plain_records(buf, header)[1]
+
+
+def _plain_records(buf: Buffer, header: BatchHeader) -> tuple[bytes, list[Record]]:
+    """One batch's records section uncompressed, and its records decoded from it."""
     _check_codec(header)
     if header.records_count < 0:
         raise InvalidRecordError(
@@ -304,7 +325,7 @@ def decode_batch(buf: Buffer, header: BatchHeader) -> list[Record]:
         except CompressionError as exc:
             raise InvalidRecordError(exc.error_code, str(exc)) from exc
     try:
-        return _decode_records(memoryview(body), header)
+        return body, _decode_records(memoryview(body), header)
     except ValueError as exc:
         raise InvalidRecordError(INVALID_RECORD, f"malformed record in batch at byte {header.position}: {exc}") from exc
 

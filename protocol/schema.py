@@ -16,7 +16,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from protocol.primitives import ProtocolError, Reader, Writer
+from .primitives import ProtocolError, Reader, Writer
 
 MAX_VERSION = 0x7FFF
 Versions = tuple[int, int] | None  # inclusive (low, high), or None for "none"
@@ -299,7 +299,9 @@ def _struct_codec(fields: tuple[Field, ...], version: int, flexible: bool) -> St
         namespace[f"R{i}"], namespace[f"W{i}"], namespace[f"D{i}"] = read, write, default_value(f, version)
         dec.append(f"    out[{key!r}] = R{i}(r)")
         enc.append(f"    v = get({key!r}, M)")
-        enc.append(f"    W{i}(w, D{i} if v is M else v)")
+        # Kafka never writes null where a version has no null: a string or bytes left None is written empty.
+        empty_for_none = f.type in ("string", "bytes") and not in_range(version, f.nullable)
+        enc.append(f"    W{i}(w, D{i} if v is M{' or v is None' if empty_for_none else ''} else v)")
         i += 1
     if flexible and not tagged and not absent:
         # The usual case: no known tagged field, so an empty tag buffer (one zero byte) needs no decoding.

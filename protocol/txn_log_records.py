@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from protocol.messages import TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE
-from protocol.primitives import ProtocolError, Reader, Writer
-from protocol.schema import codec, in_range
+from .messages import TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE
+from .primitives import ProtocolError, Reader, Writer
+from .schema import codec, in_range
 
 KEY_TYPE = 0
 VALUE_VERSION = 0

@@ -11,8 +11,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from storage.errors import CorruptFileError
-from storage.uuid import uuid_from_str, uuid_to_str
+from .errors import CorruptFileError
+from .uuid import uuid_from_str, uuid_to_str
 
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"

@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from storage.checkpoint import fsync_dir, read_offset_checkpoint, write_offset_checkpoint
-from storage.cleaner_plan import (
+from .checkpoint import fsync_dir, read_offset_checkpoint, write_offset_checkpoint
+from .cleaner_plan import (
     LogToClean,
     PartitionKey,
     SegmentSource,
@@ -35,8 +35,8 @@ from storage.cleaner_plan import (
     segments_between,
     snapshot_segment,
 )
-from storage.cleaner_txn import CleanedTransactions
-from storage.cleaner_work import (
+from .cleaner_txn import CleanedTransactions
+from .cleaner_work import (
     CleanedSegment,
     CleaningAborted,
     CleaningRound,
@@ -44,11 +44,11 @@ from storage.cleaner_work import (
     build_offset_map,
     clean_group,
 )
-from storage.errors import CorruptFileError
-from storage.log_manager import LogManager
-from storage.partition_log import Clock, PartitionLog
-from storage.segment import LogSegment
-from storage.segment_swap import CLEANED_SUFFIX, remove_files
+from .errors import CorruptFileError
+from .log_manager import LogManager
+from .partition_log import Clock, PartitionLog
+from .segment import LogSegment
+from .segment_swap import CLEANED_SUFFIX, remove_files
 
 log = logging.getLogger(__name__)
 

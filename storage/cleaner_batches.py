@@ -13,9 +13,9 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
-from protocol.compression import compress
-from protocol.crc import crc32c
-from protocol.records import (
+from ..protocol.compression import compress
+from ..protocol.crc import crc32c
+from ..protocol.records import (
     BATCH_HEADER_SIZE,
     CONTROL_FLAG,
     CRC_OFFSET,

@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from storage.partition_log import PartitionLog
-from storage.segment import LogSegment
-from storage.transaction_index import AbortedTxn
+from .partition_log import PartitionLog
+from .segment import LogSegment
+from .transaction_index import AbortedTxn
 
 INT32_MAX = 2**31 - 1
 LONG_MAX = 2**63 - 1

@@ -14,8 +14,8 @@ import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from protocol.records import BatchHeader, ControlRecordType
-from storage.transaction_index import AbortedTxn
+from ..protocol.records import BatchHeader, ControlRecordType
+from .transaction_index import AbortedTxn
 
 
 @dataclass(slots=True)

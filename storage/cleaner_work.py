@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from protocol.records import (
+from ..protocol.records import (
     LOG_OVERHEAD,
     BatchHeader,
     InvalidRecordError,
@@ -24,13 +24,13 @@ from protocol.records import (
     parse_control_record,
     parse_header,
 )
-from storage.cleaner_batches import NO_TIMESTAMP, delete_horizon_of, empty_batch, rebuild_batch
-from storage.cleaner_plan import LONG_MAX, SegmentSource
-from storage.cleaner_txn import CleanedTransactions
-from storage.index import OffsetIndex, TimeIndex
-from storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, pread_fully, pwrite_fully
-from storage.segment_swap import CLEANED_SUFFIX, remove_files, temp_segment_file
-from storage.transaction_index import AbortedTxn, TransactionIndex
+from .cleaner_batches import NO_TIMESTAMP, delete_horizon_of, empty_batch, rebuild_batch
+from .cleaner_plan import LONG_MAX, SegmentSource
+from .cleaner_txn import CleanedTransactions
+from .index import OffsetIndex, TimeIndex
+from .segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, pread_fully, pwrite_fully
+from .segment_swap import CLEANED_SUFFIX, remove_files, temp_segment_file
+from .transaction_index import AbortedTxn, TransactionIndex
 
 READ_CHUNK = 1 << 20
 WRITE_CHUNK = 1 << 20

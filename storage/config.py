@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from storage.errors import InvalidConfigError
+from ..protocol.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
+from .errors import InvalidConfigError
 
 LONG_MAX = 2**63 - 1
 _DAY_MS = 24 * 60 * 60 * 1000
@@ -20,6 +21,7 @@ CREATE_TIME = "CreateTime"
 LOG_APPEND_TIME = "LogAppendTime"
 CLEANUP_POLICIES = ("compact", "delete")
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+_STORED_CODECS = {"uncompressed": NONE, "gzip": GZIP, "snappy": SNAPPY, "lz4": LZ4, "zstd": ZSTD}
 
 
 @dataclass(frozen=True)
@@ -68,17 +70,22 @@ class LogConfig:
         return self.segment_bytes if self.internal_segment_bytes is None else self.internal_segment_bytes
 
     @property
+    def stored_codec(self) -> int | None:
+        """The codec batches are stored in, or None to keep the producer's (compression.type=producer)."""
+        return _STORED_CODECS.get(self.compression_type)
+
+    @property
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == LOG_APPEND_TIME
 
     @property
     def delete(self) -> bool:
         """Whether retention (time and size) applies: cleanup.policy contains "delete"."""
-        return "delete" in _split_list(self.cleanup_policy)
+        return "delete" in split_list(self.cleanup_policy)
 
     @property
     def compact(self) -> bool:
-        return "compact" in _split_list(self.cleanup_policy)
+        return "compact" in split_list(self.cleanup_policy)
 
     def with_overrides(self, overrides: dict[str, str]) -> LogConfig:
         """This config with Kafka topic configs (by Kafka name, as strings) applied, validated like Kafka."""
@@ -114,7 +121,7 @@ class ConfigSpec:
     internal: bool = False
 
     def parse(self, raw: str) -> Any:
-        value = _PARSERS[self.type](raw.strip())
+        value = PARSERS[self.type](raw.strip())
         if value is None:
             reason = ("Expected value to be either true or false" if self.type == "BOOLEAN"
                       else f"Not a number of type {self.type}")
@@ -159,22 +166,26 @@ def _parse_bool(text: str) -> bool | None:
     return {"true": True, "false": False}.get(text.lower())
 
 
-def _split_list(text: str) -> list[str]:
+def split_list(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
 
 
 def _parse_list(text: str) -> str:
     """Kafka LIST values are kept as the normalised comma-joined string DescribeConfigs returns."""
-    return ",".join(_split_list(text))
+    return ",".join(split_list(text))
 
 
-_PARSERS: dict[str, Callable[[str], Any]] = {
+# Kafka's ConfigDef types: text -> value, or None when the text is not of the type.
+PARSERS: dict[str, Callable[[str], Any]] = {
+    "SHORT": _parse_int(16),
     "INT": _parse_int(32),
     "LONG": _parse_int(64),
     "DOUBLE": _parse_double,
     "BOOLEAN": _parse_bool,
     "STRING": lambda text: text,
     "LIST": _parse_list,
+    "CLASS": lambda text: text,
+    "PASSWORD": lambda text: text,
 }
 
 
@@ -195,7 +206,7 @@ def _gzip_level(value: int) -> str | None:
 
 
 def _cleanup_policy(value: str) -> str | None:
-    items = _split_list(value)
+    items = split_list(value)
     if any(item not in CLEANUP_POLICIES for item in items):
         return "String must be one of: compact, delete"
     if len(set(items)) != len(items):
@@ -207,7 +218,7 @@ _THROTTLE_ENTRY = re.compile(r"[0-9]+:[0-9]+")
 
 
 def _throttled_replicas(value: str) -> str | None:
-    items = _split_list(value)
+    items = split_list(value)
     if items == ["*"] or all(_THROTTLE_ENTRY.fullmatch(item) for item in items):
         return None
     return ("Value must be a list of replicas in the form [PartitionId]:[BrokerId],"

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from storage.checkpoint import (
+from .checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
     META_PROPERTIES,
     RECOVERY_POINT_CHECKPOINT,
@@ -23,8 +23,8 @@ from storage.checkpoint import (
     write_meta_properties,
     write_offset_checkpoint,
 )
-from storage.config import LogConfig
-from storage.errors import (
+from .config import LogConfig
+from .errors import (
     InconsistentTopicIdError,
     InvalidConfigError,
     InvalidPartitionsError,
@@ -35,10 +35,10 @@ from storage.errors import (
     TopicExistsError,
     UnknownTopicError,
 )
-from storage.partition_log import Clock, PartitionLog, wall_clock_ms
-from storage.topic_names import collides, validate_topic_name
-from storage.topic_store import TOPIC_STORE_FILE, StoredTopic, read_topic_store, write_topic_store
-from storage.uuid import random_uuid, uuid_to_str
+from .partition_log import Clock, PartitionLog, wall_clock_ms
+from .topic_names import collides, validate_topic_name
+from .topic_store import TOPIC_STORE_FILE, StoredTopic, read_topic_store, write_topic_store
+from .uuid import random_uuid, uuid_to_str
 
 log = logging.getLogger(__name__)
 

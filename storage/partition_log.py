@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from protocol.primitives import FileRegion
-from protocol.records import (
+from ..protocol.primitives import FileRegion
+from ..protocol.records import (
     BATCH_HEADER_SIZE,
     BatchHeader,
     ControlRecordType,
@@ -30,10 +30,10 @@ from protocol.records import (
     parse_header,
     set_log_append_time,
 )
-from storage.checkpoint import fsync_dir, read_partition_metadata, write_atomically, write_partition_metadata
-from storage.config import LogConfig
-from storage.errors import InconsistentTopicIdError, InvalidProducerBatchError, OffsetOutOfRangeError
-from storage.producer_state import (
+from .checkpoint import fsync_dir, read_partition_metadata, write_atomically, write_partition_metadata
+from .config import LogConfig
+from .errors import InconsistentTopicIdError, InvalidProducerBatchError, OffsetOutOfRangeError
+from .producer_state import (
     SNAPSHOT_SUFFIX,
     ActiveProducer,
     AppendOrigin,
@@ -44,14 +44,14 @@ from storage.producer_state import (
     last_sequence_of,
     snapshot_path,
 )
-from storage.segment import (
+from .segment import (
     INT32_MAX,
     LOG_SUFFIX,
     SEGMENT_SUFFIXES,
     LogSegment,
     remove_segment_files,
 )
-from storage.segment_swap import (
+from .segment_swap import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
     SWAP_SUFFIX,
@@ -59,7 +59,7 @@ from storage.segment_swap import (
     recover_interrupted_swap,
     remove_files,
 )
-from storage.transaction_index import AbortedTxn
+from .transaction_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 

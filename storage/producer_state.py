@@ -23,8 +23,8 @@ from enum import Enum
 from pathlib import Path
 from typing import NamedTuple
 
-from protocol.crc import crc32c
-from storage.errors import (
+from ..protocol.crc import crc32c
+from .errors import (
     InvalidProducerEpochError,
     InvalidTxnStateError,
     OutOfOrderSequenceError,

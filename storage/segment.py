@@ -15,9 +15,9 @@ from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
-from protocol.records import BATCH_HEADER_SIZE, BatchHeader, batch_crc_ok, parse_header
-from storage.index import OffsetIndex, TimeIndex
-from storage.transaction_index import TransactionIndex
+from ..protocol.records import BATCH_HEADER_SIZE, BatchHeader, batch_crc_ok, parse_header
+from .index import OffsetIndex, TimeIndex
+from .transaction_index import TransactionIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"

@@ -19,7 +19,7 @@ import logging
 import os
 from pathlib import Path
 
-from storage.segment import LOG_SUFFIX, SEGMENT_SUFFIXES, BatchScanner, segment_file
+from .segment import LOG_SUFFIX, SEGMENT_SUFFIXES, BatchScanner, segment_file
 
 log = logging.getLogger(__name__)
 

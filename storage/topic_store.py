@@ -10,9 +10,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from storage.checkpoint import write_atomically
-from storage.errors import CorruptFileError
-from storage.uuid import uuid_from_str, uuid_to_str
+from .checkpoint import write_atomically
+from .errors import CorruptFileError
+from .uuid import uuid_from_str, uuid_to_str
 
 TOPIC_STORE_FILE = "topic-configs.json"
 TOPIC_STORE_VERSION = 1

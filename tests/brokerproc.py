@@ -32,10 +32,12 @@ class BrokerProcess:
     """A broker child process; ``bootstrap`` is its ``host:port`` once ``start()`` returns."""
 
     def __init__(
-        self, data_dir: Path, *settings: str, env: dict[str, str] | None = None, max_open_files: int | None = None
+        self, data_dir: Path, *settings: str, env: dict[str, str] | None = None, max_open_files: int | None = None,
+        config_file: Path | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.settings = list(settings)
+        self.config_file = config_file  # a server.properties for --config
         self.max_open_files = max_open_files  # RLIMIT_NOFILE (soft and hard) of the child, to test running out
         # Extra environment variables for the child, on top of os.environ (may be changed between starts).
         self.env = dict(env or {})
@@ -50,7 +52,12 @@ class BrokerProcess:
 
     def start(self, timeout: float = 20.0) -> BrokerProcess:
         args = [sys.executable, "-m", "minibroker", "serve", "--data-dir", str(self.data_dir)]
-        if not any(setting.startswith("listeners=") for setting in self.settings):
+        if self.config_file is not None:
+            args += ["--config", str(self.config_file)]
+        listeners_given = any(setting.startswith("listeners=") for setting in self.settings) or any(
+            name in self.env for name in ("KAFKA_LISTENERS", "MINIBROKER_LISTENERS")
+        )
+        if not listeners_given:
             args += ["--port", str(self.port)]
         for setting in self.settings:
             args += ["-c", setting]

@@ -20,9 +20,9 @@ from typing import Any, Iterable, Sequence
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from protocol.compression import CODEC_NAMES
-from protocol.frames import decode_response, encode_request
-from protocol.records import BatchHeader, iter_batches
+from minibroker.protocol.compression import CODEC_NAMES
+from minibroker.protocol.frames import decode_response, encode_request
+from minibroker.protocol.records import BatchHeader, iter_batches
 
 TIMEOUT_S = 30.0
 TIMEOUT_MS = int(TIMEOUT_S * 1000)

@@ -15,8 +15,8 @@ from pathlib import Path
 import atheris
 
 with atheris.instrument_imports(include=["protocol"]):
-    from protocol.frames import encode_request
-    from protocol.records import build_batch
+    from minibroker.protocol.frames import encode_request
+    from minibroker.protocol.records import build_batch
     from tests.fuzzing import API_VERSIONS, run_target
 
 TARGETS = 3

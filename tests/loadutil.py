@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from protocol.frames import encode_request
+from minibroker.protocol.frames import encode_request
 
 API_VERSIONS = 18
 METADATA = 3

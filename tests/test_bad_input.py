@@ -14,8 +14,8 @@ import pytest
 from confluent_kafka import Producer
 
 from minibroker.config import BrokerConfig
-from protocol.frames import decode_response, encode_request, request_header_version
-from protocol.records import build_batch
+from minibroker.protocol.frames import decode_response, encode_request, request_header_version
+from minibroker.protocol.records import build_batch
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import (
     TIMEOUT_MS,

@@ -15,8 +15,8 @@ from pathlib import Path
 from confluent_kafka import OFFSET_BEGINNING, Producer, TopicPartition
 
 from minibroker.reference import config_table
-from protocol.frames import decode_response, encode_request
-from storage.checkpoint import RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT, read_offset_checkpoint
+from minibroker.protocol.frames import decode_response, encode_request
+from minibroker.storage.checkpoint import RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT, read_offset_checkpoint
 from tests.brokerproc import BrokerProcess, wait_for_ready
 from tests.clientutil import (
     FETCH,

@@ -10,11 +10,15 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import ConfigResource, ConfigSource, NewPartitions, NewTopic, OffsetSpec, ResourceType
 
+from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.frames import decode_response
 from tests.clientutil import (
     BIG_MESSAGE_BYTES,
     CODECS,
+    FETCH,
     MIB,
     PARTITIONS,
+    RawConnection,
     SEPARATE_BATCHES,
     TIMEOUT_MS,
     TIMEOUT_S,
@@ -27,6 +31,7 @@ from tests.clientutil import (
     confluent_create_topic,
     confluent_produce,
     counts_by_partition,
+    drain,
     make_messages,
     record_timestamps,
     timestamp_queries,
@@ -207,3 +212,38 @@ def test_create_topic_invalid_config(bootstrap: str, topic_name: str, config: di
         futures[topic_name].result(timeout=TIMEOUT_S)
     assert kafka_error_code(excinfo) == KafkaError.INVALID_CONFIG
     assert topic_name not in admin.list_topics(timeout=TIMEOUT_S).topics
+
+
+def test_consumer_past_the_log_end_resets_to_earliest(bootstrap: str, topic_name: str) -> None:
+    """A consumer assigned past the end gets OFFSET_OUT_OF_RANGE with empty (not null) records, which
+    librdkafka must parse to apply auto.offset.reset; with earliest it then reads every record."""
+    confluent_create_topic(bootstrap, topic_name, 1)
+    messages = make_messages(10)
+    confluent_produce(bootstrap, topic_name, messages)
+    consumer = confluent_consumer(bootstrap, **{"auto.offset.reset": "earliest"})
+    try:
+        consumer.assign([TopicPartition(topic_name, 0, 1000)])
+        consumed = drain(consumer, {0: 10})
+    finally:
+        consumer.close()
+    assert [c.message for c in consumed] == messages
+
+
+@pytest.mark.parametrize("version", [4, 11, 12])
+def test_fetch_errors_answer_empty_records(bootstrap: str, topic_name: str, version: int) -> None:
+    """Fetch answers OFFSET_OUT_OF_RANGE and UNKNOWN_TOPIC_OR_PARTITION with empty records, as Kafka does."""
+    confluent_create_topic(bootstrap, topic_name, 1)
+    request = {
+        "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": MIB, "isolation_level": 0,
+        "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
+        "topics": [{"topic": topic_name, "partitions": [
+            {"partition": 0, "fetch_offset": 1000, "partition_max_bytes": MIB, "current_leader_epoch": -1},
+            {"partition": 7, "fetch_offset": 0, "partition_max_bytes": MIB, "current_leader_epoch": -1},
+        ]}],
+    }
+    with RawConnection(bootstrap) as conn:
+        _, answer = decode_response(FETCH, version, conn.request(FETCH, version, request))
+    partitions = answer["responses"][0]["partitions"]
+    assert [(p["error_code"], p["records"]) for p in partitions] == [
+        (ErrorCode.OFFSET_OUT_OF_RANGE, b""), (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, b"")
+    ]

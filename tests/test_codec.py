@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol import frames
-from protocol.messages import BY_NAME, REQUESTS, RESPONSES
-from protocol.primitives import ProtocolError, Reader, Writer
-from protocol.schema import codec, snake_case
+from minibroker.protocol import frames
+from minibroker.protocol.messages import BY_NAME, REQUESTS, RESPONSES
+from minibroker.protocol.primitives import ProtocolError, Reader, Writer
+from minibroker.protocol.schema import codec, snake_case
 
 
 @pytest.mark.parametrize("value", [0, 1, -1, 63, -64, 64, 2**31 - 1, -(2**31), 2**63 - 1, -(2**63)])
@@ -66,6 +66,17 @@ def test_unknown_tags_are_skipped() -> None:
     codec(message, 3).encode(w, {"client_software_name": "a", "client_software_version": "b"})
     data = w.getvalue()[:-1] + b"\x01\x05\x02xy"  # one unknown tag (5) of two bytes
     assert codec(message, 3).decode(Reader(data))["client_software_name"] == "a"
+
+
+@pytest.mark.parametrize("version", [5, 6, 7, 9])
+def test_none_is_null_only_where_the_version_allows_it(version: int) -> None:
+    """JoinGroup's protocol_name is nullable from v7: before that a None is written as the empty string (what
+    Kafka answers when there is no protocol), never as a null the client would refuse."""
+    body = {"error_code": 25, "generation_id": -1, "protocol_name": None, "leader": "", "member_id": "", "members": []}
+    w = Writer()
+    codec(RESPONSES[11], version).encode(w, body)
+    decoded = codec(RESPONSES[11], version).decode(Reader(w.getvalue()))
+    assert decoded["protocol_name"] == (None if version >= 7 else "")
 
 
 @pytest.mark.parametrize("version", range(0, 13))

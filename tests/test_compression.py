@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka import codec as kafka_codec
 
-from protocol.compression import (
+from minibroker.protocol.compression import (
     CODEC_NAMES,
     GZIP,
     LZ4,
@@ -284,7 +284,7 @@ def test_truncated_streams_raise_only_compression_error(codec: int, data: bytes,
 
 def test_codec_libraries_are_imported_lazily() -> None:
     code = (
-        "import sys, protocol.records, protocol.compression\n"
+        "import sys, minibroker.protocol.records, minibroker.protocol.compression\n"
         "loaded = {'lz4', 'zstandard', 'cramjam'} & set(sys.modules)\n"
         "assert not loaded, loaded\n"
     )

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from minibroker.cli import build_parser, flag_settings
-from minibroker.config import BrokerConfig, ConfigError, build_config, env_settings, load_config, parse_properties
+from minibroker.config import BrokerConfig, ConfigError, build_config, load_config
+from minibroker.config_sources import SettingsSyntaxError, env_name, env_settings, parse_properties, setting_name
 
 
 def test_defaults_are_a_local_test_broker() -> None:
@@ -21,20 +22,22 @@ def test_properties_file_environment_and_flags_in_that_order(tmp_path: Path) -> 
     props = tmp_path / "server.properties"
     props.write_text("# comment\nnum.partitions=2\nlog.retention.ms = 1000\nmessage.max.bytes: 5000\n")
     config = load_config(props, {"MINIBROKER_NUM_PARTITIONS": "4"}, {"log.retention.ms": "2000"})
-    assert (config.num_partitions, config.log_retention_ms, config.message_max_bytes) == (4, 2000, 5000)
-    assert config.log_config().retention_ms == 2000
+    assert config.num_partitions == 4
+    assert (config.log_config().retention_ms, config.log_config().max_message_bytes) == (2000, 5000)
 
 
 @pytest.mark.parametrize(
     "settings, fragment",
     [
-        ({"no.such.setting": "1"}, "no.such.setting"),
         ({"num.partitions": "zero"}, "num.partitions"),
         ({"num.partitions": "0"}, "minimum"),
         ({"auto.create.topics.enable": "maybe"}, "auto.create.topics.enable"),
         ({"listeners": "SSL://0.0.0.0:9093"}, "SSL"),
         ({"listeners": "nowhere"}, "HOST:PORT"),
         ({"log.message.timestamp.type": "Tomorrow"}, "timestamp"),
+        ({"log.roll.hours": "0"}, "log.roll.hours"),
+        ({"num.network.threads": "many"}, "num.network.threads"),
+        ({"process.roles": "broker,observer"}, "process.roles"),
     ],
 )
 def test_invalid_settings_are_named(settings: dict[str, str], fragment: str) -> None:
@@ -42,14 +45,54 @@ def test_invalid_settings_are_named(settings: dict[str, str], fragment: str) -> 
         build_config(settings)
 
 
-def test_unknown_environment_setting_is_an_error() -> None:
-    with pytest.raises(ConfigError, match="MINIBROKER_NOPE"):
-        env_settings({"MINIBROKER_NOPE": "1"})
-    assert env_settings({"MINIBROKER_LOG_DIRS": "/d", "HOME": "/root"}) == {"log.dirs": "/d"}
+def test_unknown_names_are_kept_for_a_warning_not_refused() -> None:
+    config = build_config({"no.such.setting": "1"}, env_settings({"MINIBROKER_NOPE": "1", "HOME": "/root"}))
+    assert config.unknown == ("no.such.setting", "nope")
+
+
+def test_environment_follows_the_kafka_image_naming_rule() -> None:
+    environ = {
+        "KAFKA_LOG_RETENTION_HOURS": "5", "KAFKA_SOME__UNDERSCORED___AND_DASHED": "x", "KAFKA_HEAP_OPTS": "-Xmx1G",
+        "KAFKA_NUM_PARTITIONS": "2", "MINIBROKER_NUM_PARTITIONS": "3", "MINIBROKER_LOG_LEVEL": "DEBUG", "HOME": "/root",
+    }
+    assert env_settings(environ) == {"log.retention.hours": "5", "some_underscored-and.dashed": "x", "num.partitions": "3"}
+    for name in ("log.retention.hours", "some_underscored-and.dashed"):
+        assert setting_name(env_name(name, "KAFKA_"), "KAFKA_") == name
+
+
+@pytest.mark.parametrize(
+    "settings, retention_ms, segment_ms",
+    [
+        ({}, 7 * 24 * 3_600_000, 7 * 24 * 3_600_000),
+        ({"log.retention.hours": "2", "log.roll.hours": "3"}, 2 * 3_600_000, 3 * 3_600_000),
+        ({"log.retention.hours": "2", "log.retention.minutes": "5"}, 5 * 60_000, 7 * 24 * 3_600_000),
+        ({"log.retention.minutes": "5", "log.retention.ms": "7", "log.roll.ms": "9", "log.roll.hours": "1"}, 7, 9),
+        ({"log.retention.hours": "-1"}, -1, 7 * 24 * 3_600_000),
+    ],
+)
+def test_time_settings_take_kafka_precedence(settings: dict[str, str], retention_ms: int, segment_ms: int) -> None:
+    log_config = build_config(settings).log_config()
+    assert (log_config.retention_ms, log_config.segment_ms) == (retention_ms, segment_ms)
+
+
+def test_broker_id_is_node_id_and_log_dir_a_log_dirs() -> None:
+    config = build_config({"broker.id": "7", "log.dir": "/data/kafka"})
+    assert (config.node_id, config.data_dir) == (7, Path("/data/kafka"))
+    assert build_config({"log.dir": "/a", "log.dirs": "/b"}).data_dir == Path("/b")
+    with pytest.raises(ConfigError, match="broker.id"):
+        build_config({"broker.id": "7", "node.id": "8"})
+
+
+def test_kinds_of_settings() -> None:
+    config = build_config({"compression.type": "zstd", "process.roles": "broker,controller", "num.io.threads": "4",
+                           "auto.leader.rebalance.enable": "false", "log.cleaner.enable": "false"})
+    assert config.log_config().compression_type == "zstd" and config.log_cleaner_enable is False
+    assert config.ignored_settings() == ["auto.leader.rebalance.enable", "num.io.threads", "process.roles"]
+    assert config.unknown == ()
 
 
 def test_properties_syntax_error_names_the_line() -> None:
-    with pytest.raises(ConfigError, match="line 2"):
+    with pytest.raises(SettingsSyntaxError, match="line 2"):
         parse_properties("a=1\njunk\n")
 
 

@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from minibroker.config import env_settings
+from minibroker.config import build_config
+from minibroker.config_sources import env_settings
+from minibroker.setting_values import known_setting
 from minibroker.probe import parse_address
 from tests.brokerproc import wait_for_ready
 from tests.clientutil import TIMEOUT_S
@@ -81,9 +83,9 @@ def image() -> Image:
 
 def container_env(image: Image, data_dir: Path, port: int, **extra: str) -> dict[str, str]:
     """The image's environment with the volume and port moved; PATH finds the installed ``minibroker`` command."""
-    listener = re.sub(r":\d+$", f":{port}", image.env["MINIBROKER_LISTENERS"])
+    listener = re.sub(r":\d+$", f":{port}", image.env["KAFKA_LISTENERS"])
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-    return {**image.env, "PATH": path, "MINIBROKER_LISTENERS": listener, "MINIBROKER_LOG_DIRS": str(data_dir), **extra}
+    return {**image.env, "PATH": path, "KAFKA_LISTENERS": listener, "KAFKA_LOG_DIRS": str(data_dir), **extra}
 
 
 def free_port() -> int:
@@ -95,26 +97,27 @@ def free_port() -> int:
 def test_image_declarations_agree(image: Image) -> None:
     assert re.fullmatch(r"python:3\.1\d+-slim", image.last("FROM")), "a slim Python base image"
     assert image.last("USER") not in ("root", "0"), "the broker must not run as root"
-    data_dir = image.env["MINIBROKER_LOG_DIRS"]
+    data_dir = image.env["KAFKA_LOG_DIRS"]
     assert exec_form(image.last("VOLUME")) == [data_dir], "the data directory is the volume"
-    _, port = parse_address(image.env["MINIBROKER_LISTENERS"])
+    _, port = parse_address(image.env["KAFKA_LISTENERS"])
     assert image.last("EXPOSE") == str(port), "EXPOSE the port the broker listens on"
     assert image.healthcheck[:2] == ["minibroker", "probe"]
-    assert env_settings({k: v for k, v in image.env.items() if k.startswith("MINIBROKER_")}), "ENV must hold valid settings"
+    config = build_config(env_settings(image.env))
+    assert config.unknown == () and config.data_dir == Path(data_dir), "ENV must hold known, valid settings"
 
 
 def test_compose_file_uses_the_image_and_known_settings() -> None:
     text = (DOCKER_DIR / "compose.yaml").read_text()
     assert "dockerfile: docker/Dockerfile" in text and "context: .." in text
     assert "condition: service_healthy" in text, "the example client waits for the broker's health check"
-    names = set(re.findall(r"^\s+(MINIBROKER_[A-Z_]+):", text, re.MULTILINE))
-    assert "MINIBROKER_ADVERTISED_LISTENERS" in names
-    env_settings({name: "1" for name in names - {"MINIBROKER_LOG_LEVEL"}})  # raises on an unknown setting
+    names = set(re.findall(r"^\s+((?:KAFKA|MINIBROKER)_[A-Z_]+):", text, re.MULTILINE))
+    assert "KAFKA_ADVERTISED_LISTENERS" in names
+    assert all(known_setting(name) for name in env_settings({name: "" for name in names}))
 
 
 def test_entrypoint_healthcheck_and_stop_as_the_container_runs_them(image: Image, tmp_path: Path) -> None:
     port = free_port()
-    env = container_env(image, tmp_path / "volume", port, MINIBROKER_ADVERTISED_LISTENERS="PLAINTEXT://broker.example:19092")
+    env = container_env(image, tmp_path / "volume", port, KAFKA_ADVERTISED_LISTENERS="PLAINTEXT://broker.example:19092")
     log_path = tmp_path / "container.log"
     with log_path.open("w") as log:
         proc = subprocess.Popen(image.command, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -132,6 +135,6 @@ def test_entrypoint_healthcheck_and_stop_as_the_container_runs_them(image: Image
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert (tmp_path / "volume" / "meta.properties").is_file(), "data goes to MINIBROKER_LOG_DIRS (the volume)"
+    assert (tmp_path / "volume" / "meta.properties").is_file(), "data goes to KAFKA_LOG_DIRS (the volume)"
     unhealthy = subprocess.run(image.healthcheck, env=env, capture_output=True, text=True, timeout=30)
     assert unhealthy.returncode == 1 and "cannot reach" in unhealthy.stderr

@@ -22,15 +22,15 @@ from confluent_kafka import Consumer, Producer
 
 from minibroker.cli import main
 from minibroker.testing import Broker
-from protocol import group_records as gr
-from protocol.compression import CODEC_NAMES, GZIP, LZ4, SNAPPY, ZSTD
-from protocol.messages import CONSUMER_PROTOCOL_SUBSCRIPTION
-from protocol.primitives import Writer
-from protocol.records import RecordInput, build_batch, build_control_batch, parse_header, validate_batches
-from protocol.schema import codec
-from storage.config import LogConfig
-from storage.log_manager import LogManager
-from storage.producer_state import AppendOrigin
+from minibroker.protocol import group_records as gr
+from minibroker.protocol.compression import CODEC_NAMES, GZIP, LZ4, SNAPPY, ZSTD
+from minibroker.protocol.messages import CONSUMER_PROTOCOL_SUBSCRIPTION
+from minibroker.protocol.primitives import Writer
+from minibroker.protocol.records import RecordInput, build_batch, build_control_batch, parse_header, validate_batches
+from minibroker.protocol.schema import codec
+from minibroker.storage.config import LogConfig
+from minibroker.storage.log_manager import LogManager
+from minibroker.storage.producer_state import AppendOrigin
 from tests.clientutil import TIMEOUT_S, Deadline
 
 T0 = 1_700_000_000_000
@@ -160,7 +160,7 @@ def test_json_dump_shows_records_as_written(mixed_partition) -> None:
 
 def _record_numbers(raw: bytes) -> list[int]:
     """The ``record(i)`` numbers a test batch was built from (its timestamps are T0 + i)."""
-    from protocol.records import decode_batch
+    from minibroker.protocol.records import decode_batch
 
     return [r.timestamp - T0 for r in decode_batch(raw, parse_header(raw))]
 

@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from protocol.frames import FrameReader, FrameTooLarge
+from minibroker.protocol.frames import FrameReader, FrameTooLarge
 
 SCRATCH = FrameReader.SCRATCH
 

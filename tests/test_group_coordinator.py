@@ -10,8 +10,8 @@ from minibroker.groups.config import GroupConfig
 from minibroker.groups.coordinator import GroupCoordinator
 from minibroker.groups.group import GroupState
 from minibroker.groups.requests import JoinRequest, LeavingMember, PartitionCommit
-from protocol.errors import ErrorCode
-from protocol.group_records import (
+from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.group_records import (
     GroupMetadataKey,
     OffsetCommitKey,
     decode_group_value,

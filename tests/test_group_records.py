@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from protocol.group_records import (
+from minibroker.protocol.group_records import (
     GroupMetadataKey,
     GroupMetadataValue,
     MemberMetadata,
@@ -25,7 +25,7 @@ from protocol.group_records import (
     java_string_hash,
     partition_for,
 )
-from protocol.primitives import ProtocolError
+from minibroker.protocol.primitives import ProtocolError
 
 
 def i16(v: int) -> bytes:

@@ -8,8 +8,8 @@ import pytest
 from minibroker.groups.coordinator import GroupCoordinator
 from minibroker.groups.group import GroupState
 from minibroker.groups.requests import PartitionCommit
-from protocol.errors import ErrorCode
-from protocol.group_records import OffsetCommitKey, decode_key, partition_for
+from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.group_records import OffsetCommitKey, decode_key, partition_for
 from tests.groupfakes import replay_entry
 from tests.test_group_coordinator import GROUP, TOPIC, Env
 

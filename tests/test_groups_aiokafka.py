@@ -17,7 +17,7 @@ from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssigno
 from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 from aiokafka.protocol.admin import DeleteGroupsRequest
 
-from protocol.errors import ErrorCode
+from minibroker.protocol.errors import ErrorCode
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import TIMEOUT_MS, TIMEOUT_S, confluent_create_topic
 from tests.grouputil import (

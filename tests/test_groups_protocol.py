@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.errors import ErrorCode
-from protocol.frames import decode_response
+from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.frames import decode_response
 from tests.clientutil import RawConnection, confluent_create_topic
 from tests.groupfakes import subscription
 

@@ -12,7 +12,7 @@ import pytest
 
 from minibroker.limits import raise_open_file_limit
 from minibroker.testing import Broker
-from protocol.frames import encode_request
+from minibroker.protocol.frames import encode_request
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import Deadline, RawConnection, confluent_create_topic
 from tests.loadutil import Abuse, fill_fetched_topic, rss_bytes, timed_produce

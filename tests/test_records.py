@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kafka.record.util import encode_varint as kafka_encode_varint
 
-from protocol.records import (
+from minibroker.protocol.records import (
     CORRUPT_MESSAGE,
     INVALID_RECORD,
     UNSUPPORTED_COMPRESSION_TYPE,
@@ -33,7 +33,7 @@ from protocol.records import (
     set_log_append_time,
     validate_batches,
 )
-from protocol.varint import decode_varint, decode_varlong, encode_varint, encode_varlong
+from minibroker.protocol.varint import decode_varint, decode_varlong, encode_varint, encode_varlong
 
 CODECS = [0, 1, 2, 3, 4]
 T0 = 1_700_000_000_000

@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import ConfigResource, ResourceType
 
-from protocol.records import build_batch
+from minibroker.protocol.records import build_batch
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import (
     TIMEOUT_S,

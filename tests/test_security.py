@@ -18,7 +18,7 @@ from confluent_kafka import KafkaError, Producer
 from kafka import KafkaConsumer
 from kafka.net.sasl.scram import ScramClient
 
-from protocol.frames import decode_response, encode_request
+from minibroker.protocol.frames import decode_response, encode_request
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import (
     Deadline,

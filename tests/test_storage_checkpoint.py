@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.checkpoint import (
+from minibroker.storage.checkpoint import (
     MetaProperties,
     read_meta_properties,
     read_offset_checkpoint,
@@ -15,8 +15,8 @@ from storage.checkpoint import (
     write_offset_checkpoint,
     write_partition_metadata,
 )
-from storage.errors import CorruptFileError
-from storage.uuid import random_uuid, uuid_from_str, uuid_to_str
+from minibroker.storage.errors import CorruptFileError
+from minibroker.storage.uuid import random_uuid, uuid_from_str, uuid_to_str
 
 
 def test_offset_checkpoint_is_byte_exact(tmp_path: Path) -> None:

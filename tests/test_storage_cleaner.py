@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from protocol.compression import GZIP, NONE, ZSTD
-from protocol.records import DELETE_HORIZON_FLAG, batch_crc_ok, build_batch, decode_all, iter_batches, validate_batches
-from storage.checkpoint import read_offset_checkpoint
-from storage.cleaner import CLEANER_OFFSET_CHECKPOINT, LogCleaner
-from storage.config import LogConfig
-from storage.log_manager import LogManager
-from storage.partition_log import PartitionLog
+from minibroker.protocol.compression import GZIP, NONE, ZSTD
+from minibroker.protocol.records import DELETE_HORIZON_FLAG, batch_crc_ok, build_batch, decode_all, iter_batches, validate_batches
+from minibroker.storage.checkpoint import read_offset_checkpoint
+from minibroker.storage.cleaner import CLEANER_OFFSET_CHECKPOINT, LogCleaner
+from minibroker.storage.config import LogConfig
+from minibroker.storage.log_manager import LogManager
+from minibroker.storage.partition_log import PartitionLog
 
 T0 = 1_000_000
 P1, P2 = 1000, 2000

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from storage.config import TOPIC_CONFIGS, LogConfig
-from storage.errors import InvalidConfigError
+from minibroker.storage.config import TOPIC_CONFIGS, LogConfig
+from minibroker.storage.errors import InvalidConfigError
 
 
 def test_defaults_match_kafka() -> None:

@@ -18,8 +18,8 @@ import pytest
 from confluent_kafka import Producer
 
 from minibroker.testing import Broker
-from protocol.frames import decode_response
-from protocol.records import build_batch, decode_batch, iter_batches
+from minibroker.protocol.frames import decode_response
+from minibroker.protocol.records import build_batch, decode_batch, iter_batches
 from tests.clientutil import TIMEOUT_MS, TIMEOUT_S, RawConnection
 
 PRODUCE, FETCH, CREATE_TOPICS = 0, 1, 19

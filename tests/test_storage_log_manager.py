@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from protocol.records import build_batch, validate_batches
-from storage.checkpoint import read_meta_properties, read_partition_metadata
-from storage.config import LogConfig
-from storage.errors import (
+from minibroker.protocol.records import build_batch, validate_batches
+from minibroker.storage.checkpoint import read_meta_properties, read_partition_metadata
+from minibroker.storage.config import LogConfig
+from minibroker.storage.errors import (
     InvalidConfigError,
     InvalidPartitionsError,
     InconsistentTopicIdError,
@@ -21,10 +21,10 @@ from storage.errors import (
     TopicExistsError,
     UnknownTopicError,
 )
-from storage.log_manager import LogManager, delete_dir_name, parse_partition_dir
-from storage.partition_log import PartitionLog
-from storage.topic_names import validate_topic_name
-from storage.uuid import uuid_to_str
+from minibroker.storage.log_manager import LogManager, delete_dir_name, parse_partition_dir
+from minibroker.storage.partition_log import PartitionLog
+from minibroker.storage.topic_names import validate_topic_name
+from minibroker.storage.uuid import uuid_to_str
 
 
 def produce(manager: LogManager, topic: str, partition: int, count: int) -> None:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from protocol.records import batch_crc_ok, build_batch, decode_all, iter_batches, parse_header, validate_batches
-from storage.config import LogConfig
-from storage.errors import OffsetOutOfRangeError
-from storage.partition_log import AppendInfo, PartitionLog
+from minibroker.protocol.records import batch_crc_ok, build_batch, decode_all, iter_batches, parse_header, validate_batches
+from minibroker.storage.config import LogConfig
+from minibroker.storage.errors import OffsetOutOfRangeError
+from minibroker.storage.partition_log import AppendInfo, PartitionLog
 
 
 class Clock:

@@ -11,9 +11,9 @@ from pathlib import Path
 import crc32c
 import pytest
 
-from protocol.errors import ErrorCode
-from protocol.records import build_batch, build_control_batch, parse_header, validate_batches
-from storage.errors import (
+from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.records import build_batch, build_control_batch, parse_header, validate_batches
+from minibroker.storage.errors import (
     InvalidProducerBatchError,
     InvalidProducerEpochError,
     InvalidTxnStateError,
@@ -22,8 +22,8 @@ from storage.errors import (
     StorageError,
     TransactionCoordinatorFencedError,
 )
-from storage.partition_log import AppendInfo, PartitionLog
-from storage.producer_state import (
+from minibroker.storage.partition_log import AppendInfo, PartitionLog
+from minibroker.storage.producer_state import (
     INT32_MAX,
     ActiveProducer,
     AppendOrigin,

@@ -4,6 +4,7 @@ restarts on the same port and data, settings by keyword or mapping, and temporar
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import time
 from pathlib import Path
@@ -89,9 +90,11 @@ def test_settings_by_keyword_and_by_mapping() -> None:
             assert len(topics["auto"].partitions) == expected
 
 
-def test_unknown_or_invalid_setting_is_refused_before_starting() -> None:
-    with pytest.raises(ConfigError, match="no_such_setting"):
-        Broker(no_such_setting=1).start()
+def test_unknown_setting_warns_and_invalid_one_is_refused(caplog: pytest.LogCaptureFixture) -> None:
+    """As Kafka does: a name it does not know is a warning with the closest known name; a bad value stops."""
+    with caplog.at_level(logging.WARNING, logger="minibroker"), Broker(num_partitons=2):
+        pass
+    assert "'num.partitons' was supplied but isn't a known config. Did you mean 'num.partitions'?" in caplog.text
     with pytest.raises(ConfigError, match="num.partitions"):
         Broker(num_partitions=0).start()
 

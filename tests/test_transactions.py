@@ -14,8 +14,8 @@ from typing import Iterator
 
 import pytest
 
-from protocol.errors import ErrorCode
-from protocol.records import ControlRecordType
+from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.records import ControlRecordType
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import confluent_create_topic
 from tests.txnutil import (

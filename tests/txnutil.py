@@ -33,8 +33,8 @@ from kafka import TopicPartition as KafkaPythonTopicPartition
 from kafka.errors import ProducerFencedError
 from kafka.structs import OffsetAndMetadata
 
-from protocol.frames import decode_response
-from protocol.records import (
+from minibroker.protocol.frames import decode_response
+from minibroker.protocol.records import (
     BatchHeader, ControlRecordType, Record, RecordInput, build_batch, decode_batch, iter_batches, parse_control_record,
 )
 from tests.asyncutil import quiet_exception_handler

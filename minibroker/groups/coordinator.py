@@ -22,8 +22,8 @@ from minibroker.groups.rebalance import Rebalancer, join_error, sync_error
 from minibroker.groups.requests import JoinRequest, LeavingMember, PartitionCommit, Responder
 from minibroker.groups.timer import Timer
 from minibroker.groups.txn_offsets import PendingTxnOffsets, TopicPartition
-from protocol.errors import ErrorCode
-from protocol.group_records import (
+from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.group_records import (
     NO_LEADER_EPOCH,
     GroupMetadataKey,
     GroupMetadataValue,
@@ -39,7 +39,7 @@ from protocol.group_records import (
     encode_offset_value,
     partition_for,
 )
-from protocol.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
+from minibroker.protocol.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 log = logging.getLogger(__name__)
 

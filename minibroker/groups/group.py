@@ -14,10 +14,10 @@ from enum import Enum
 from typing import Any
 
 from minibroker.groups.requests import Protocols, Responder
-from protocol.errors import ErrorCode
-from protocol.messages import CONSUMER_PROTOCOL_SUBSCRIPTION
-from protocol.primitives import ProtocolError, Reader
-from protocol.schema import codec
+from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.messages import CONSUMER_PROTOCOL_SUBSCRIPTION
+from minibroker.protocol.primitives import ProtocolError, Reader
+from minibroker.protocol.schema import codec
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocol.group_records import NO_TIMESTAMP, OffsetCommitValue
+from minibroker.protocol.group_records import NO_TIMESTAMP, OffsetCommitValue
 
 
 @dataclass(frozen=True, slots=True)

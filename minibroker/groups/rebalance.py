@@ -17,7 +17,7 @@ from minibroker.groups.config import GroupConfig
 from minibroker.groups.group import ClassicGroup, GroupState, Member
 from minibroker.groups.requests import JoinRequest, LeavingMember, Responder
 from minibroker.groups.timer import Timer
-from protocol.errors import ErrorCode
+from minibroker.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 

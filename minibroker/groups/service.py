@@ -22,15 +22,15 @@ from minibroker.groups.config import MINUTE_MS, GroupConfig
 from minibroker.groups.coordinator import CoordinatorWriteError, GroupCoordinator
 from minibroker.groups.timer import LoopTimer
 from minibroker.internal_topics import InternalTopic, PendingFlushes, replay
-from protocol.errors import ErrorCode
-from protocol.group_records import UnknownRecordTypeError
-from protocol.primitives import ProtocolError
-from protocol.records import (
+from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.group_records import UnknownRecordTypeError
+from minibroker.protocol.primitives import ProtocolError
+from minibroker.protocol.records import (
     NO_PRODUCER_EPOCH, NO_PRODUCER_ID, BatchHeader, ControlRecordType, InvalidRecordError, Record, parse_control_record,
 )
-from storage.errors import ProducerStateError, StorageError
-from storage.log_manager import TopicInfo
-from storage.topic_names import CONSUMER_OFFSETS_TOPIC
+from minibroker.storage.errors import ProducerStateError, StorageError
+from minibroker.storage.log_manager import TopicInfo
+from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
@@ -60,7 +60,8 @@ class OffsetsTopic:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.internal = InternalTopic(
-            broker, CONSUMER_OFFSETS_TOPIC, broker.config.offsets_topic_num_partitions, PendingFlushes(broker)
+            broker, CONSUMER_OFFSETS_TOPIC, broker.config.offsets_topic_num_partitions,
+            broker.config.offsets_topic_replication_factor, PendingFlushes(broker),
         )
 
     @property

@@ -5,12 +5,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from minibroker.config import is_secret
+from minibroker.config import TOPIC_SYNONYMS, is_secret
 from minibroker.context import RequestContext
 from minibroker.handlers.registry import api
-from protocol.errors import ErrorCode
-from storage.config import TOPIC_CONFIGS, LogConfig
-from storage.errors import InvalidConfigError, OffsetOutOfRangeError, PartitionCreationError
+from minibroker.protocol.errors import ErrorCode
+from minibroker.replicas import replication_problem
+from minibroker.storage.config import TOPIC_CONFIGS
+from minibroker.storage.errors import InvalidConfigError, OffsetOutOfRangeError, PartitionCreationError
 
 log = logging.getLogger(__name__)
 
@@ -25,43 +26,40 @@ CONFIG_TYPES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOU
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 
 
-def replication_problem(ctx: RequestContext, factor: int) -> str | None:
-    if factor in (-1, 1):
-        return None
-    return (
-        f"Unable to replicate the partition {factor} time(s): The target replication factor of {factor} "
-        "cannot be reached because only 1 broker(s) are registered."
-    )
-
-
 def config_entries(ctx: RequestContext, overrides: dict[str, str], names: list[str] | None, synonyms: bool) -> list[dict]:
-    """A topic's effective configs, each with the source Kafka would report."""
-    broker_defaults = ctx.broker.logs.default_config
-    effective = broker_defaults.with_overrides(overrides).to_kafka_configs()
-    broker_values = broker_defaults.to_kafka_configs()
-    kafka_defaults = LogConfig().to_kafka_configs()
+    """A topic's effective configs, each with the source and synonyms Kafka reports: the topic's override, the
+    broker settings given for it (their order is Kafka's precedence), then the broker default."""
+    given = dict(ctx.broker.config.given)
+    effective = ctx.broker.logs.default_config.with_overrides(overrides).to_kafka_configs()
     entries = []
     for name, value in effective.items():
         if names is not None and name not in names:
             continue
+        found = []
         if name in overrides:
-            source = SOURCE_DYNAMIC_TOPIC
-        elif broker_values[name] != kafka_defaults[name]:
-            source = SOURCE_STATIC_BROKER
-        else:
-            source = SOURCE_DEFAULT
+            found.append({"name": name, "value": value, "source": SOURCE_DYNAMIC_TOPIC})
+        broker_names = [broker for broker, _ in TOPIC_SYNONYMS.get(name, ())]
+        found += [{"name": b, "value": given[b], "source": SOURCE_STATIC_BROKER} for b in broker_names if b in given]
+        found += [{"name": b, "value": d, "source": SOURCE_DEFAULT} for b, d in broker_defaults(broker_names)]
         entry = {
             "name": name,
             "value": value,
             "read_only": False,
-            "config_source": source,
+            "config_source": found[0]["source"] if found else SOURCE_DEFAULT,
             "is_sensitive": False,
-            "synonyms": [{"name": name, "value": value, "source": source}] if synonyms else [],
+            "synonyms": found if synonyms else [],
             "config_type": CONFIG_TYPES.get(TOPIC_CONFIGS[name].type, 0),
             "documentation": None,
         }
         entries.append(entry)
     return entries
+
+
+def broker_defaults(names: list[str]) -> list[tuple[str, str]]:
+    """Kafka's defaults of these broker settings, those that have one."""
+    from minibroker.kafka_settings import BROKER_SETTINGS
+
+    return [(name, BROKER_SETTINGS[name][1]) for name in names if BROKER_SETTINGS[name][1] is not None]
 
 
 async def create_one(ctx: RequestContext, request: dict[str, Any], validate_only: bool) -> dict[str, Any]:
@@ -72,7 +70,11 @@ async def create_one(ctx: RequestContext, request: dict[str, Any], validate_only
     partitions = len(assignments) if assignments else request["num_partitions"]
     if partitions == -1:
         partitions = broker.config.num_partitions
-    problem = replication_problem(ctx, request["replication_factor"])
+    factor = request["replication_factor"]
+    if factor == 0 or factor < -1:
+        problem: str | None = "Replication factor must be larger than 0, or -1 to use the default value."
+    else:
+        problem = replication_problem(broker.config.default_replication_factor if factor == -1 else factor)
     if problem is None and assignments and any(a["broker_ids"] != [broker.config.node_id] for a in assignments):
         problem = f"Replica assignments must name broker {broker.config.node_id} only."
     if problem is not None:
@@ -178,12 +180,12 @@ async def delete_records(ctx: RequestContext, body: dict[str, Any]) -> dict[str,
 
 
 def describe_broker(ctx: RequestContext, names: list[str] | None, synonyms: bool) -> list[dict]:
-    defaults = type(ctx.broker.config)().kafka_items()
+    given = dict(ctx.broker.config.given)
     entries = []
     for name, value in ctx.broker.config.kafka_items().items():
         if names is not None and name not in names:
             continue
-        source = SOURCE_DEFAULT if defaults[name] == value else SOURCE_STATIC_BROKER
+        source = SOURCE_STATIC_BROKER if name in given else SOURCE_DEFAULT
         sensitive = is_secret(name)
         value = None if sensitive else value  # as Kafka: passwords are never returned
         entries.append(

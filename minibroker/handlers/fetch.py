@@ -14,11 +14,11 @@ from typing import Any
 from minibroker.context import RequestContext
 from minibroker.handlers.metadata import LEADER_EPOCH
 from minibroker.handlers.registry import api
-from protocol.errors import ErrorCode
-from protocol.primitives import FileRegion
-from protocol.records import iter_batches
-from storage.errors import OffsetOutOfRangeError
-from storage.partition_log import PartitionLog
+from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.primitives import FileRegion
+from minibroker.protocol.records import iter_batches
+from minibroker.storage.errors import OffsetOutOfRangeError
+from minibroker.storage.partition_log import PartitionLog
 
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
@@ -40,6 +40,12 @@ def aborted_in(partition_log: PartitionLog, offset: int, data: bytes | FileRegio
     ]
 
 
+def error_partition(index: int, error: ErrorCode) -> dict[str, Any]:
+    """A partition that cannot be read, answered as Kafka does: empty records, never null (librdkafka refuses a
+    null record set: "invalid MessageSetSize -1")."""
+    return {"partition_index": index, "error_code": error, "high_watermark": -1, "records": b""}
+
+
 def read_partitions(ctx: RequestContext, body: dict[str, Any]) -> tuple[list[dict[str, Any]], int, bool]:
     """One pass over the requested partitions: (topic responses, bytes found, whether any partition erred)."""
     broker = ctx.broker
@@ -55,7 +61,7 @@ def read_partitions(ctx: RequestContext, body: dict[str, Any]) -> tuple[list[dic
             partition_log = broker.partition(name, index)
             if partition_log is None:
                 erred = True
-                partitions.append({"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "high_watermark": -1})
+                partitions.append(error_partition(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 continue
             read_committed = body["isolation_level"] == READ_COMMITTED
             stable = partition_log.last_stable_offset
@@ -66,7 +72,7 @@ def read_partitions(ctx: RequestContext, body: dict[str, Any]) -> tuple[list[dic
                 "last_stable_offset": stable,
                 "log_start_offset": partition_log.log_start_offset,
                 "aborted_transactions": None,
-                "records": None,
+                "records": b"",
             }
             limit = min(request["partition_max_bytes"], max(budget - total, 0))
             offset = request["fetch_offset"]
@@ -77,8 +83,7 @@ def read_partitions(ctx: RequestContext, body: dict[str, Any]) -> tuple[list[dic
                     data, end = partition_log.read_region(offset, limit, upper_offset=stable if read_committed else None)
             except OffsetOutOfRangeError:
                 erred = True
-                answer["error_code"] = ErrorCode.OFFSET_OUT_OF_RANGE
-                partitions.append(answer)
+                partitions.append(error_partition(index, ErrorCode.OFFSET_OUT_OF_RANGE))
                 continue
             if data and total > 0 and len(data) > limit:
                 data = b""  # only the first partition with data may exceed the limits (KIP-74)

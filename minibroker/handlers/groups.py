@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 from minibroker.context import RequestContext
 from minibroker.groups.requests import JoinRequest, LeavingMember, PartitionCommit, Responder
 from minibroker.handlers.registry import api
-from protocol.errors import ErrorCode
-from storage.errors import StorageError
-from storage.topic_names import CONSUMER_OFFSETS_TOPIC
+from minibroker.protocol.errors import ErrorCode
+from minibroker.storage.errors import StorageError
+from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC
 
 if TYPE_CHECKING:
     from minibroker.groups.coordinator import GroupCoordinator

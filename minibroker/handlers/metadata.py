@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from minibroker.context import RequestContext
 from minibroker.handlers.registry import HANDLERS, api
 from minibroker.internal_topics import InternalTopic
-from protocol.errors import ErrorCode
-from storage.errors import StorageError
-from storage.log_manager import TopicInfo
-from storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, is_internal
+from minibroker.protocol.errors import ErrorCode
+from minibroker.replicas import replication_problem
+from minibroker.storage.errors import StorageError
+from minibroker.storage.log_manager import TopicInfo
+from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, is_internal
+
+log = logging.getLogger(__name__)
 
 LEADER_EPOCH = 0
 
@@ -69,6 +73,10 @@ async def auto_create(ctx: RequestContext, name: str) -> ErrorCode:
     (offsets.topic.num.partitions or transaction.state.log.num.partitions, compacted), others num.partitions."""
     internal = internal_topic(ctx, name)
     if internal is None:
+        problem = replication_problem(ctx.broker.config.default_replication_factor)
+        if problem is not None:
+            log.info("topic %s not created: %s (default.replication.factor)", name, problem)
+            return ErrorCode.INVALID_REPLICATION_FACTOR
         error, _ = await ctx.broker.create_topic(name, ctx.broker.config.num_partitions, {})
         return ErrorCode.LEADER_NOT_AVAILABLE if error == ErrorCode.TOPIC_ALREADY_EXISTS else error  # being created
     try:

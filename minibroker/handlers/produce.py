@@ -7,12 +7,13 @@ from typing import Any
 
 from minibroker.context import RequestContext
 from minibroker.handlers.registry import api
-from protocol.compression import ZSTD
-from protocol.errors import ErrorCode
-from protocol.records import BatchHeader, InvalidRecordError, decode_batch, validate_batches
-from storage.errors import ProducerStateError
-from storage.partition_log import PartitionLog
-from storage.topic_names import is_internal
+from minibroker.protocol.compression import ZSTD
+from minibroker.protocol.errors import ErrorCode
+from minibroker.replicas import insync_problem
+from minibroker.protocol.records import BatchHeader, InvalidRecordError, decode_batch, recompress_batch, validate_batches
+from minibroker.storage.errors import ProducerStateError
+from minibroker.storage.partition_log import PartitionLog
+from minibroker.storage.topic_names import is_internal
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +26,8 @@ def partition_error(index: int, error: ErrorCode, message: str | None = None) ->
 
 
 def append_partition(
-    ctx: RequestContext, topic: str, index: int, records: memoryview | None, flush: list[tuple[PartitionLog, dict[str, Any]]]
+    ctx: RequestContext, topic: str, index: int, records: memoryview | None, acks: int,
+    flush: list[tuple[PartitionLog, dict[str, Any]]],
 ) -> dict[str, Any]:
     broker = ctx.broker
     if is_internal(topic) and ctx.client_id != ADMIN_CLIENT_ID:  # coordinators own these (ReplicaManager's check)
@@ -33,6 +35,10 @@ def append_partition(
     partition_log = broker.partition(topic, index)
     if partition_log is None:
         return partition_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    config = partition_log.config
+    too_few = insync_problem(config.min_insync_replicas, topic, index) if acks == -1 else None
+    if too_few is not None:  # Partition.appendRecordsToLeader's check, before the batch is looked at
+        return partition_error(index, ErrorCode.NOT_ENOUGH_REPLICAS, too_few)
     try:
         headers = validate_batches(records if records is not None else b"")
     except InvalidRecordError as exc:
@@ -42,12 +48,21 @@ def append_partition(
         return partition_error(index, ErrorCode.INVALID_RECORD, "a Produce request carries exactly one batch per partition")
     if headers[0].compression == ZSTD and ctx.api_version < ZSTD_MIN_PRODUCE_VERSION:
         return partition_error(index, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce v7 or later")
-    limit = partition_log.config.max_message_bytes
-    if headers[0].size > limit:
-        return partition_error(
-            index, ErrorCode.MESSAGE_TOO_LARGE, f"batch of {headers[0].size} bytes exceeds max.message.bytes {limit}"
-        )
-    if partition_log.config.compact:
+    too_large = oversized(index, headers[0], config.max_message_bytes)
+    if too_large is not None:
+        return too_large
+    codec = config.stored_codec
+    if codec is not None and codec != headers[0].compression:
+        try:
+            records, header = recompress_batch(records, headers[0], codec)
+        except InvalidRecordError as exc:
+            log.info("rejected batch for %s-%d from %s: %s", topic, index, ctx.peer, exc)
+            return partition_error(index, ErrorCode(exc.error_code), str(exc))
+        headers = [header]
+        too_large = oversized(index, header, config.max_message_bytes)
+        if too_large is not None:
+            return too_large
+    if config.compact:
         refused = keyless_records(records, headers[0], topic, index)
         if refused is not None:
             log.info("rejected batch for %s-%d from %s: %s", topic, index, ctx.peer, refused["error_message"])
@@ -72,6 +87,12 @@ def append_partition(
     if partition_log.needs_flush(broker.clock()):
         flush.append((partition_log, response))
     return response
+
+
+def oversized(index: int, header: BatchHeader, limit: int) -> dict[str, Any] | None:
+    if header.size <= limit:
+        return None
+    return partition_error(index, ErrorCode.MESSAGE_TOO_LARGE, f"batch of {header.size} bytes exceeds max.message.bytes {limit}")
 
 
 def keyless_records(records: memoryview, header: BatchHeader, topic: str, index: int) -> dict[str, Any] | None:
@@ -109,7 +130,7 @@ async def produce(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any] |
         if acks not in (-1, 0, 1):
             results = [partition_error(p["index"], ErrorCode.INVALID_REQUIRED_ACKS) for p in topic["partition_data"]]
         else:
-            results = [append_partition(ctx, name, p["index"], p["records"], flush) for p in topic["partition_data"]]
+            results = [append_partition(ctx, name, p["index"], p["records"], acks, flush) for p in topic["partition_data"]]
         responses.append({"name": name, "partition_responses": results})
     for partition_log, response in flush:
         try:

@@ -15,7 +15,7 @@ from typing import Any
 from minibroker.context import RequestContext
 from minibroker.handlers.registry import api
 from minibroker.sasl.mechanism import AuthenticationFailed
-from protocol.errors import ErrorCode
+from minibroker.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,9 @@ from minibroker.context import RequestContext
 from minibroker.handlers.registry import api
 from minibroker.internal_topics import PendingFlushes
 from minibroker.transactions.markers import write_markers
-from protocol.errors import ErrorCode
-from storage.errors import StorageError
-from storage.topic_names import CONSUMER_OFFSETS_TOPIC
+from minibroker.protocol.errors import ErrorCode
+from minibroker.storage.errors import StorageError
+from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC
 
 
 def fenced_error(error: ErrorCode, version: int, first_version_with_fenced: int) -> ErrorCode:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Protocol
 
 from minibroker.transactions.metadata import MAX_EPOCH, TopicPartition, TransactionMetadata, TxnState
-from protocol.errors import ErrorCode
-from protocol.txn_log_records import TransactionLogValue
+from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.txn_log_records import TransactionLogValue
 
 log = logging.getLogger(__name__)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Iterable
 
-from protocol.errors import ErrorCode
-from storage.errors import StorageError
+from minibroker.protocol.errors import ErrorCode
+from minibroker.storage.errors import StorageError
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from protocol.txn_log_records import TransactionLogValue
+from minibroker.protocol.txn_log_records import TransactionLogValue
 
 TopicPartition = tuple[str, int]
 MAX_EPOCH = 32766  # Short.MAX_VALUE - 1: past it a producer gets a new id

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Iterable
 from minibroker.internal_topics import InternalTopic, PendingFlushes, replay
 from minibroker.transactions.coordinator import COORDINATOR_EPOCH, TransactionCoordinator
 from minibroker.transactions.markers import TopicPartition, write_markers
-from protocol.errors import ErrorCode
-from protocol.group_records import partition_for
-from protocol.txn_log_records import TransactionLogValue, decode_key, decode_value, encode_key, encode_value
-from storage.topic_names import TRANSACTION_STATE_TOPIC
+from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.group_records import partition_for
+from minibroker.protocol.txn_log_records import TransactionLogValue, decode_key, decode_value, encode_key, encode_value
+from minibroker.storage.topic_names import TRANSACTION_STATE_TOPIC
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
@@ -34,7 +34,8 @@ class TransactionService:
         self.broker = broker
         self.flushes = PendingFlushes(broker)
         self.topic = InternalTopic(
-            broker, TRANSACTION_STATE_TOPIC, broker.config.transaction_state_log_num_partitions, self.flushes
+            broker, TRANSACTION_STATE_TOPIC, broker.config.transaction_state_log_num_partitions,
+            broker.config.transaction_state_log_replication_factor, self.flushes,
         )
         self.coordinator = TransactionCoordinator(
             log_writer=self,
