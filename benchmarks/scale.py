@@ -36,10 +36,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import PRODUCER_SETTINGS, TIMEOUT_S, create_topic, produce_all  # noqa: E402  (needs the repository root on the path)
-from benchmarks.compare import Minibroker, start_broker  # noqa: E402
 from confluent_kafka import Producer  # noqa: E402
 from minibroker.protocol.frames import encode_request  # noqa: E402
+
+from benchmarks.common import PRODUCER_SETTINGS, TIMEOUT_S, create_topic, produce_all  # noqa: E402  (needs the repository root on the path)
+from benchmarks.compare import Minibroker, start_broker  # noqa: E402
 
 _SIZE = struct.Struct(">i")
 SECTIONS = ("partitions", "connections", "log")

@@ -82,9 +82,10 @@ def in_process_sync_once() -> float:
 
 async def in_process_async_once() -> float:
     """``async with Broker()`` and one ApiVersions round trip on the same loop."""
+    from minibroker.protocol.frames import decode_response, encode_request
+
     from minibroker.probe import API_VERSIONS_KEY, PROBE_API_VERSION
     from minibroker.testing import Broker
-    from minibroker.protocol.frames import decode_response, encode_request
 
     body = {"client_software_name": "startup-benchmark", "client_software_version": "1"}
     started = time.perf_counter()

@@ -13,21 +13,27 @@ import time
 from typing import TYPE_CHECKING, Callable
 
 from minibroker.config import BrokerConfig
-from minibroker.listeners import Listener, advertised_addresses, controller_listener_names, default_advertised, parse_listeners
+from minibroker.listeners import (
+    Listener,
+    advertised_addresses,
+    controller_listener_names,
+    default_advertised,
+    parse_listeners,
+)
 from minibroker.producer_ids import ProducerIdAllocator
-from minibroker.server import KafkaConnection, start_server
-from minibroker.tls import server_context
 from minibroker.protocol.errors import ErrorCode
+from minibroker.server import KafkaConnection, start_server
 from minibroker.storage.errors import InvalidConfigError, InvalidTopicError, TopicExistsError
 from minibroker.storage.log_manager import LogManager, NewTopic, TopicInfo, validate_topic_name
 from minibroker.storage.partition_log import PartitionLog
 from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from minibroker.tls import server_context
 
 if TYPE_CHECKING:
     from minibroker.groups.service import GroupService
     from minibroker.sasl.session import SaslAuthority
-    from minibroker.transactions.service import TransactionService
     from minibroker.storage.cleaner import LogCleaner
+    from minibroker.transactions.service import TransactionService
 
 log = logging.getLogger(__name__)
 

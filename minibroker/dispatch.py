@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 
 from minibroker.context import RequestContext
 from minibroker.handlers import HANDLERS
-from minibroker.sasl.mechanism import AuthenticationFailed
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import API_VERSIONS_KEY, decode_request_body, encode_response, parse_request_header
 from minibroker.protocol.primitives import ProtocolError
+from minibroker.sasl.mechanism import AuthenticationFailed
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker

@@ -44,7 +44,12 @@ def decoder_named(name: str) -> RecordDecoder:
 def decode_offsets_record(record: Record) -> Decoded:
     """A ``__consumer_offsets`` record: an offset commit or a group's metadata, or a tombstone."""
     from minibroker.protocol import group_records as gr
-    from minibroker.protocol.messages import GROUP_METADATA_KEY, GROUP_METADATA_VALUE, OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE
+    from minibroker.protocol.messages import (
+        GROUP_METADATA_KEY,
+        GROUP_METADATA_VALUE,
+        OFFSET_COMMIT_KEY,
+        OFFSET_COMMIT_VALUE,
+    )
 
     if record.key is None:
         raise SkipRecord(

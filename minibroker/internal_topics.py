@@ -10,8 +10,16 @@ import logging
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.records import (
+    BatchHeader,
+    Record,
+    RecordInput,
+    build_batch,
+    decode_batch,
+    iter_batches,
+    parse_header,
+)
 from minibroker.replicas import replication_problem
-from minibroker.protocol.records import BatchHeader, Record, RecordInput, build_batch, decode_batch, iter_batches, parse_header
 from minibroker.storage.errors import StorageError
 from minibroker.storage.log_manager import TopicInfo
 from minibroker.storage.partition_log import AppendInfo, PartitionLog

@@ -19,7 +19,6 @@ from typing import Any, Iterable, Sequence
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-
 from minibroker.protocol.compression import CODEC_NAMES
 from minibroker.protocol.frames import decode_response, encode_request
 from minibroker.protocol.records import BatchHeader, iter_batches

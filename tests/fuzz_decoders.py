@@ -17,6 +17,7 @@ import atheris
 with atheris.instrument_imports(include=["protocol"]):
     from minibroker.protocol.frames import encode_request
     from minibroker.protocol.records import build_batch
+
     from tests.fuzzing import API_VERSIONS, run_target
 
 TARGETS = 3

@@ -14,13 +14,13 @@ import struct
 from typing import Any
 
 from hypothesis import strategies as st
-
-from minibroker.handlers import HANDLERS
 from minibroker.protocol.frames import FrameReader, decode_request_body, encode_request, parse_request_header
 from minibroker.protocol.messages import REQUESTS
 from minibroker.protocol.primitives import ProtocolError
 from minibroker.protocol.records import InvalidRecordError, build_batch, decode_batch, validate_batches
 from minibroker.protocol.schema import Field, in_range, is_flexible, snake_case
+
+from minibroker.handlers import HANDLERS
 
 API_VERSIONS: list[tuple[int, int]] = sorted(
     (key, version) for key, handler in HANDLERS.items() for version in range(handler.min_version, handler.max_version + 1)

@@ -7,12 +7,13 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from minibroker.groups.coordinator import CoordinatorWriteError, GroupCoordinator
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.messages import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION
 from minibroker.protocol.primitives import Writer
 from minibroker.protocol.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 from minibroker.protocol.schema import codec
+
+from minibroker.groups.coordinator import CoordinatorWriteError, GroupCoordinator
 
 
 class FakeTimer:

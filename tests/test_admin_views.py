@@ -8,9 +8,9 @@ from typing import Any, Iterator
 
 import pytest
 from confluent_kafka import Producer
-
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import decode_response
+
 from tests.clientutil import TIMEOUT_S, RawConnection, confluent_admin, confluent_create_topic
 
 LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH, ADD_PARTITIONS_TO_TXN, WRITE_TXN_MARKERS = 2, 23, 24, 27

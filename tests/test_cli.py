@@ -13,10 +13,14 @@ import time
 from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Producer, TopicPartition
+from minibroker.protocol.frames import decode_response, encode_request
+from minibroker.storage.checkpoint import (
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    read_offset_checkpoint,
+)
 
 from minibroker.reference import config_table
-from minibroker.protocol.frames import decode_response, encode_request
-from minibroker.storage.checkpoint import RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT, read_offset_checkpoint
 from tests.brokerproc import BrokerProcess, wait_for_ready
 from tests.clientutil import (
     FETCH,

@@ -9,20 +9,20 @@ import time
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import ConfigResource, ConfigSource, NewPartitions, NewTopic, OffsetSpec, ResourceType
-
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import decode_response
+
 from tests.clientutil import (
     BIG_MESSAGE_BYTES,
     CODECS,
     FETCH,
     MIB,
     PARTITIONS,
-    RawConnection,
     SEPARATE_BATCHES,
     TIMEOUT_MS,
     TIMEOUT_S,
     Message,
+    RawConnection,
     check_round_trip,
     check_wire_format,
     confluent_admin,

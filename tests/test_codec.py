@@ -7,7 +7,6 @@ import struct
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from minibroker.protocol import frames
 from minibroker.protocol.messages import BY_NAME, REQUESTS, RESPONSES
 from minibroker.protocol.primitives import ProtocolError, Reader, Writer

@@ -17,7 +17,6 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka import codec as kafka_codec
-
 from minibroker.protocol.compression import (
     CODEC_NAMES,
     GZIP,

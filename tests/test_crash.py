@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
-
 from minibroker.protocol.frames import decode_response
 from minibroker.protocol.records import validate_batches
+
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import TIMEOUT_S, RawConnection, confluent_consumer, confluent_create_topic, drain
 

@@ -19,8 +19,8 @@ from confluent_kafka.admin import AdminClient
 
 from minibroker.config import build_config
 from minibroker.config_sources import env_settings
-from minibroker.setting_values import known_setting
 from minibroker.probe import parse_address
+from minibroker.setting_values import known_setting
 from tests.brokerproc import wait_for_ready
 from tests.clientutil import TIMEOUT_S
 

@@ -19,9 +19,6 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer
-
-from minibroker.cli import main
-from minibroker.testing import Broker
 from minibroker.protocol import group_records as gr
 from minibroker.protocol.compression import CODEC_NAMES, GZIP, LZ4, SNAPPY, ZSTD
 from minibroker.protocol.messages import CONSUMER_PROTOCOL_SUBSCRIPTION
@@ -31,6 +28,9 @@ from minibroker.protocol.schema import codec
 from minibroker.storage.config import LogConfig
 from minibroker.storage.log_manager import LogManager
 from minibroker.storage.producer_state import AppendOrigin
+
+from minibroker.cli import main
+from minibroker.testing import Broker
 from tests.clientutil import TIMEOUT_S, Deadline
 
 T0 = 1_700_000_000_000

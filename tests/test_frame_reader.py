@@ -6,7 +6,6 @@ import random
 import struct
 
 import pytest
-
 from minibroker.protocol.frames import FrameReader, FrameTooLarge
 
 SCRATCH = FrameReader.SCRATCH

@@ -21,10 +21,10 @@ import crc32c
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from minibroker.protocol.frames import FrameTooLarge
 from minibroker.protocol.primitives import ProtocolError
 from minibroker.protocol.records import InvalidRecordError, iter_batches, parse_header
+
 from tests.fuzzing import API_VERSIONS, check_batches, decode_frame, feed_in_chunks, mutated, record_batches, requests
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -5,11 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
-
-from minibroker.groups.config import GroupConfig
-from minibroker.groups.coordinator import GroupCoordinator
-from minibroker.groups.group import GroupState
-from minibroker.groups.requests import JoinRequest, LeavingMember, PartitionCommit
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.group_records import (
     GroupMetadataKey,
@@ -18,6 +13,11 @@ from minibroker.protocol.group_records import (
     decode_key,
     decode_offset_value,
 )
+
+from minibroker.groups.config import GroupConfig
+from minibroker.groups.coordinator import GroupCoordinator
+from minibroker.groups.group import GroupState
+from minibroker.groups.requests import JoinRequest, LeavingMember, PartitionCommit
 from tests.groupfakes import Answers, FakeRecordLog, FakeTimer, assignment, subscription
 
 SESSION_MS = 10_000

@@ -8,7 +8,6 @@ count (flexible, OffsetCommitValue v4).
 from __future__ import annotations
 
 import pytest
-
 from minibroker.protocol.group_records import (
     GroupMetadataKey,
     GroupMetadataValue,

@@ -4,12 +4,12 @@ the producer's marker reaches the group's partition, committed or dropped by it,
 from __future__ import annotations
 
 import pytest
+from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.group_records import OffsetCommitKey, decode_key, partition_for
 
 from minibroker.groups.coordinator import GroupCoordinator
 from minibroker.groups.group import GroupState
 from minibroker.groups.requests import PartitionCommit
-from minibroker.protocol.errors import ErrorCode
-from minibroker.protocol.group_records import OffsetCommitKey, decode_key, partition_for
 from tests.groupfakes import replay_entry
 from tests.test_group_coordinator import GROUP, TOPIC, Env
 

@@ -16,16 +16,16 @@ from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 from aiokafka.protocol.admin import DeleteGroupsRequest
-
 from minibroker.protocol.errors import ErrorCode
+
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import TIMEOUT_MS, TIMEOUT_S, confluent_create_topic
 from tests.grouputil import (
     ALL,
-    SETTLE_S,
     GROUP_PARTITIONS,
     HEARTBEAT_MS,
     KILLED_SESSION_MS,
+    SETTLE_S,
     SHORT_SESSION_SETTINGS,
     Consumed,
     MemberProcess,
@@ -35,7 +35,6 @@ from tests.grouputil import (
     is_split,
     produce_batch,
 )
-
 
 
 class AiokafkaMember:

@@ -14,9 +14,9 @@ from tests.brokerproc import BrokerProcess
 from tests.clientutil import TIMEOUT_MS, TIMEOUT_S, confluent_admin, confluent_create_topic
 from tests.grouputil import (
     ALL,
-    SETTLE_S,
     GROUP_PARTITIONS,
     HEARTBEAT_MS,
+    SETTLE_S,
     Consumed,
     ThreadedMember,
     produce_batch,
@@ -25,7 +25,6 @@ from tests.grouputil import (
     stop_all,
     wait_until,
 )
-
 
 
 class ConfluentMember:

@@ -20,9 +20,9 @@ from tests.brokerproc import BrokerProcess
 from tests.clientutil import TIMEOUT_MS, confluent_create_topic
 from tests.grouputil import (
     ALL,
-    SETTLE_S,
     GROUP_PARTITIONS,
     HEARTBEAT_MS,
+    SETTLE_S,
     Consumed,
     ThreadedMember,
     produce_batch,
@@ -31,7 +31,6 @@ from tests.grouputil import (
     stop_all,
     wait_until,
 )
-
 
 
 class KafkaPythonMember:

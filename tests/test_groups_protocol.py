@@ -8,6 +8,7 @@ from typing import Any
 
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import decode_response
+
 from tests.clientutil import RawConnection, confluent_create_topic
 from tests.groupfakes import subscription
 

@@ -9,11 +9,11 @@ from typing import Any
 
 from aiokafka import AIOKafkaProducer
 from aiokafka import TopicPartition as AIOTopicPartition
-
-from minibroker.testing import Broker
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import decode_response, encode_request
 from minibroker.protocol.records import build_batch
+
+from minibroker.testing import Broker
 from tests.clientutil import RawConnection
 
 PRODUCE, METADATA, OFFSET_COMMIT, OFFSET_FETCH, CREATE_TOPICS, DELETE_TOPICS, WRITE_TXN_MARKERS = 0, 3, 8, 9, 19, 20, 27

@@ -11,8 +11,8 @@ from typing import Iterator
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import ConfigResource
-
 from minibroker.protocol.compression import CODEC_NAMES
+
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import (
     TIMEOUT_S,

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from minibroker.protocol.frames import encode_request
 
 from minibroker.limits import raise_open_file_limit
 from minibroker.testing import Broker
-from minibroker.protocol.frames import encode_request
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import Deadline, RawConnection, confluent_create_topic
 from tests.loadutil import Abuse, fill_fetched_topic, rss_bytes, timed_produce

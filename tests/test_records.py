@@ -11,7 +11,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kafka.record.util import encode_varint as kafka_encode_varint
-
 from minibroker.protocol.records import (
     CORRUPT_MESSAGE,
     INVALID_RECORD,

@@ -12,8 +12,8 @@ from typing import Callable
 import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import ConfigResource, ResourceType
-
 from minibroker.protocol.records import build_batch
+
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import (
     TIMEOUT_S,

@@ -13,11 +13,11 @@ from kafka.net.sasl.scram import ScramClient
 
 from minibroker.config import ConfigError
 from minibroker.sasl.credentials import CredentialStore
-from minibroker.sasl.settings import parse_mechanisms, parse_users
 from minibroker.sasl.mechanism import AuthenticationFailed
 from minibroker.sasl.plain import PlainServer
 from minibroker.sasl.scram import ScramServer
 from minibroker.sasl.session import SaslAuthority, SaslSession
+from minibroker.sasl.settings import parse_mechanisms, parse_users
 
 USERS = {"alice": "alice-Secret-1", "bob": "b:o-pw"}
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")

@@ -6,9 +6,9 @@ import json
 import re
 
 import pytest
-
 from minibroker.protocol.messages import BY_NAME
 from minibroker.protocol.schema import MAX_VERSION, Field, Message
+
 from tests.conftest import SPEC_DIR, needs_kafka_spec
 
 MESSAGES_DIR = SPEC_DIR / "messages"

@@ -17,8 +17,8 @@ import pytest
 from confluent_kafka import KafkaError, Producer
 from kafka import KafkaConsumer
 from kafka.net.sasl.scram import ScramClient
-
 from minibroker.protocol.frames import decode_response, encode_request
+
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import (
     Deadline,

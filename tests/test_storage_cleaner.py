@@ -11,9 +11,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from minibroker.protocol.compression import GZIP, NONE, ZSTD
-from minibroker.protocol.records import DELETE_HORIZON_FLAG, batch_crc_ok, build_batch, decode_all, iter_batches, validate_batches
+from minibroker.protocol.records import (
+    DELETE_HORIZON_FLAG,
+    batch_crc_ok,
+    build_batch,
+    decode_all,
+    iter_batches,
+    validate_batches,
+)
 from minibroker.storage.checkpoint import read_offset_checkpoint
 from minibroker.storage.cleaner import CLEANER_OFFSET_CHECKPOINT, LogCleaner
 from minibroker.storage.config import LogConfig

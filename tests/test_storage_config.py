@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from minibroker.storage.config import TOPIC_CONFIGS, LogConfig
 from minibroker.storage.errors import InvalidConfigError
 

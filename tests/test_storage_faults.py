@@ -16,10 +16,10 @@ from typing import Any, Iterator
 
 import pytest
 from confluent_kafka import Producer
-
-from minibroker.testing import Broker
 from minibroker.protocol.frames import decode_response
 from minibroker.protocol.records import build_batch, decode_batch, iter_batches
+
+from minibroker.testing import Broker
 from tests.clientutil import TIMEOUT_MS, TIMEOUT_S, RawConnection
 
 PRODUCE, FETCH, CREATE_TOPICS = 0, 1, 19

@@ -6,14 +6,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from minibroker.protocol.records import build_batch, validate_batches
 from minibroker.storage.checkpoint import read_meta_properties, read_partition_metadata
 from minibroker.storage.config import LogConfig
 from minibroker.storage.errors import (
+    InconsistentTopicIdError,
     InvalidConfigError,
     InvalidPartitionsError,
-    InconsistentTopicIdError,
     InvalidTopicError,
     LogDirLockedError,
     PartitionCreationError,

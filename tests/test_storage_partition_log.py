@@ -9,8 +9,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-
-from minibroker.protocol.records import batch_crc_ok, build_batch, decode_all, iter_batches, parse_header, validate_batches
+from minibroker.protocol.records import (
+    batch_crc_ok,
+    build_batch,
+    decode_all,
+    iter_batches,
+    parse_header,
+    validate_batches,
+)
 from minibroker.storage.config import LogConfig
 from minibroker.storage.errors import OffsetOutOfRangeError
 from minibroker.storage.partition_log import AppendInfo, PartitionLog

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import crc32c
 import pytest
-
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.records import build_batch, build_control_batch, parse_header, validate_batches
 from minibroker.storage.errors import (
@@ -33,6 +32,7 @@ from minibroker.storage.producer_state import (
     encode_snapshot,
     last_sequence_of,
 )
+
 from tests.test_storage_partition_log import Clock, open_log, seg_name
 
 PID = 1000

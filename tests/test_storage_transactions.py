@@ -7,12 +7,12 @@ import struct
 from pathlib import Path
 
 import pytest
-
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.records import ControlRecordType, build_batch, decode_all, iter_batches, parse_control_record
 from minibroker.storage.errors import InvalidProducerEpochError, InvalidTxnStateError, TransactionCoordinatorFencedError
 from minibroker.storage.partition_log import AppendInfo, PartitionLog
 from minibroker.storage.transaction_index import AbortedTxn, TransactionIndex
+
 from tests.test_storage_partition_log import Clock, open_log, seg_name
 from tests.test_storage_producer_state import append, crash_copy, pbatch, producer
 

@@ -13,9 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator
 
 import pytest
-
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.records import ControlRecordType
+
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import confluent_create_topic
 from tests.txnutil import (

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaException
-
-from minibroker.transactions.service import CRASH_POINT_ENV
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.txn_log_records import decode_key, decode_value
+
+from minibroker.transactions.service import CRASH_POINT_ENV
 from tests.clientutil import confluent_create_topic
 from tests.txnutil import (
     CLEANUP_INTERVAL_MS,

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Iterable
 
 import pytest
+from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.txn_log_records import TransactionLogValue, decode_key, decode_value, encode_key, encode_value
 
 from minibroker.transactions.coordinator import TransactionCoordinator
 from minibroker.transactions.metadata import MAX_EPOCH, TxnState
-from minibroker.protocol.errors import ErrorCode
-from minibroker.protocol.txn_log_records import TransactionLogValue, decode_key, decode_value, encode_key, encode_value
 
 TP0 = ("orders", 0)
 TP1 = ("orders", 1)

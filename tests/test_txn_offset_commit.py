@@ -14,10 +14,10 @@ from typing import Any, Iterator
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
-
-from minibroker.transactions.service import CRASH_POINT_ENV
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import decode_response
+
+from minibroker.transactions.service import CRASH_POINT_ENV
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import RawConnection, confluent_consumer, confluent_create_topic
 from tests.txnutil import OP_TIMEOUT_S, producer, raw_offset_fetch, running_broker, unique

@@ -32,11 +32,18 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaPythonTopicPartition
 from kafka.errors import ProducerFencedError
 from kafka.structs import OffsetAndMetadata
-
 from minibroker.protocol.frames import decode_response
 from minibroker.protocol.records import (
-    BatchHeader, ControlRecordType, Record, RecordInput, build_batch, decode_batch, iter_batches, parse_control_record,
+    BatchHeader,
+    ControlRecordType,
+    Record,
+    RecordInput,
+    build_batch,
+    decode_batch,
+    iter_batches,
+    parse_control_record,
 )
+
 from tests.asyncutil import quiet_exception_handler
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import Deadline, RawConnection, confluent_consumer

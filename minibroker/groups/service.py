@@ -26,7 +26,13 @@ from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.group_records import UnknownRecordTypeError
 from minibroker.protocol.primitives import ProtocolError
 from minibroker.protocol.records import (
-    NO_PRODUCER_EPOCH, NO_PRODUCER_ID, BatchHeader, ControlRecordType, InvalidRecordError, Record, parse_control_record,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    BatchHeader,
+    ControlRecordType,
+    InvalidRecordError,
+    Record,
+    parse_control_record,
 )
 from minibroker.storage.errors import ProducerStateError, StorageError
 from minibroker.storage.log_manager import TopicInfo

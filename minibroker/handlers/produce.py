@@ -9,8 +9,14 @@ from minibroker.context import RequestContext
 from minibroker.handlers.registry import api
 from minibroker.protocol.compression import ZSTD
 from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.records import (
+    BatchHeader,
+    InvalidRecordError,
+    decode_batch,
+    recompress_batch,
+    validate_batches,
+)
 from minibroker.replicas import insync_problem
-from minibroker.protocol.records import BatchHeader, InvalidRecordError, decode_batch, recompress_batch, validate_batches
 from minibroker.storage.errors import ProducerStateError
 from minibroker.storage.partition_log import PartitionLog
 from minibroker.storage.topic_names import is_internal
@@ -42,8 +48,7 @@ def append_partition(
     try:
         headers = validate_batches(records if records is not None else b"")
     except InvalidRecordError as exc:
-        log.info("rejected batch for %s-%d from %s: %s", topic, index, ctx.peer, exc)
-        return partition_error(index, ErrorCode(exc.error_code), str(exc))
+        return rejected(ctx, topic, index, partition_error(index, ErrorCode(exc.error_code), str(exc)))
     if len(headers) != 1:
         return partition_error(index, ErrorCode.INVALID_RECORD, "a Produce request carries exactly one batch per partition")
     if headers[0].compression == ZSTD and ctx.api_version < ZSTD_MIN_PRODUCE_VERSION:
@@ -56,8 +61,7 @@ def append_partition(
         try:
             records, header = recompress_batch(records, headers[0], codec)
         except InvalidRecordError as exc:
-            log.info("rejected batch for %s-%d from %s: %s", topic, index, ctx.peer, exc)
-            return partition_error(index, ErrorCode(exc.error_code), str(exc))
+            return rejected(ctx, topic, index, partition_error(index, ErrorCode(exc.error_code), str(exc)))
         headers = [header]
         too_large = oversized(index, header, config.max_message_bytes)
         if too_large is not None:
@@ -65,8 +69,7 @@ def append_partition(
     if config.compact:
         refused = keyless_records(records, headers[0], topic, index)
         if refused is not None:
-            log.info("rejected batch for %s-%d from %s: %s", topic, index, ctx.peer, refused["error_message"])
-            return refused
+            return rejected(ctx, topic, index, refused)
     try:
         info = partition_log.append(records, headers)
     except ProducerStateError as exc:
@@ -87,6 +90,12 @@ def append_partition(
     if partition_log.needs_flush(broker.clock()):
         flush.append((partition_log, response))
     return response
+
+
+def rejected(ctx: RequestContext, topic: str, index: int, answer: dict[str, Any]) -> dict[str, Any]:
+    """A partition answer refusing a batch whose bytes are wrong, logged once with its reason."""
+    log.info("rejected batch for %s-%d from %s: %s", topic, index, ctx.peer, answer["error_message"])
+    return answer
 
 
 def oversized(index: int, header: BatchHeader, limit: int) -> dict[str, Any] | None:

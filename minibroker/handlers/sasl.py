@@ -14,8 +14,8 @@ from typing import Any
 
 from minibroker.context import RequestContext
 from minibroker.handlers.registry import api
-from minibroker.sasl.mechanism import AuthenticationFailed
 from minibroker.protocol.errors import ErrorCode
+from minibroker.sasl.mechanism import AuthenticationFailed
 
 log = logging.getLogger(__name__)
 

@@ -11,10 +11,10 @@ from typing import Any
 from minibroker.context import RequestContext
 from minibroker.handlers.registry import api
 from minibroker.internal_topics import PendingFlushes
-from minibroker.transactions.markers import write_markers
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import StorageError
 from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC
+from minibroker.transactions.markers import write_markers
 
 
 def fenced_error(error: ErrorCode, version: int, first_version_with_fenced: int) -> ErrorCode:

@@ -15,8 +15,8 @@ import hmac
 import secrets
 
 from minibroker.sasl.credentials import CredentialStore, ScramCredential, hmac_digest
-from minibroker.sasl.settings import SCRAM_HASHES
 from minibroker.sasl.mechanism import AuthenticationFailed
+from minibroker.sasl.settings import SCRAM_HASHES
 
 NONCE_BYTES = 24
 

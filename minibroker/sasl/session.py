@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from enum import Enum
 
 from minibroker.sasl.credentials import CredentialStore
-from minibroker.sasl.settings import PLAIN, SCRAM_HASHES
 from minibroker.sasl.mechanism import AuthenticationFailed, MechanismServer
 from minibroker.sasl.plain import PlainServer
 from minibroker.sasl.scram import ScramServer
+from minibroker.sasl.settings import PLAIN, SCRAM_HASHES
 
 API_VERSIONS = 18
 SASL_HANDSHAKE = 17

@@ -13,9 +13,9 @@ import logging
 from dataclasses import dataclass
 from typing import Callable, Iterable, Protocol
 
-from minibroker.transactions.metadata import MAX_EPOCH, TopicPartition, TransactionMetadata, TxnState
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.txn_log_records import TransactionLogValue
+from minibroker.transactions.metadata import MAX_EPOCH, TopicPartition, TransactionMetadata, TxnState
 
 log = logging.getLogger(__name__)
 

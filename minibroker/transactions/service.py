@@ -12,12 +12,12 @@ import signal
 from typing import TYPE_CHECKING, Iterable
 
 from minibroker.internal_topics import InternalTopic, PendingFlushes, replay
-from minibroker.transactions.coordinator import COORDINATOR_EPOCH, TransactionCoordinator
-from minibroker.transactions.markers import TopicPartition, write_markers
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.group_records import partition_for
 from minibroker.protocol.txn_log_records import TransactionLogValue, decode_key, decode_value, encode_key, encode_value
 from minibroker.storage.topic_names import TRANSACTION_STATE_TOPIC
+from minibroker.transactions.coordinator import COORDINATOR_EPOCH, TransactionCoordinator
+from minibroker.transactions.markers import TopicPartition, write_markers
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
