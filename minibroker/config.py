@@ -129,6 +129,25 @@ class BrokerConfig:
         "group.max.session.timeout.ms", 1800000, "Largest session timeout a member may ask for.", 0
     )
     group_max_size: int = setting("group.max.size", 2147483647, "Most members a group may have.", 1)
+    group_consumer_heartbeat_interval_ms: int = setting(
+        "group.consumer.heartbeat.interval.ms", 5000,
+        "How often members of a consumer-protocol group (KIP-848) heartbeat: they learn new assignments this often.", 1,
+    )
+    group_consumer_session_timeout_ms: int = setting(
+        "group.consumer.session.timeout.ms", 45000,
+        "A consumer-protocol member that has not heartbeated for this long is removed from its group.", 1,
+    )
+    group_consumer_max_size: int = setting(
+        "group.consumer.max.size", 2147483647, "Most members a consumer-protocol group may have.", 1
+    )
+    group_consumer_assignors: str = setting(
+        "group.consumer.assignors", "uniform,range",
+        "Server-side assignors of consumer-protocol groups (uniform, range); the first is the default.",
+    )
+    group_coordinator_rebalance_protocols: str = setting(
+        "group.coordinator.rebalance.protocols", "classic,consumer,streams",
+        "Group protocols served: without consumer, ConsumerGroupHeartbeat is refused (streams and share are not served).",
+    )
     transaction_state_log_num_partitions: int = setting(
         "transaction.state.log.num.partitions", 50, "Partitions of __transaction_state.", 1
     )
@@ -328,6 +347,10 @@ def build_config(*sources: Mapping[str, str]) -> BrokerConfig:
     for name, raw in items.items():
         f = _BY_KAFKA_NAME.get(name)
         if f is not None:
+            if f.type == "str":
+                from minibroker.setting_values import check_kafka_setting
+
+                check_kafka_setting(name, raw)  # Kafka's own rule for the value, where Kafka has the setting
             values[f.name] = _convert(f, raw)
             given[name] = raw.strip()
             continue

@@ -1,6 +1,7 @@
 """Internal-topic records for ``minibroker dump``, shown the way Kafka's own tools show them.
 
-``__consumer_offsets`` records are decoded by ``protocol.group_records`` and ``__transaction_state``
+``__consumer_offsets`` records are decoded with the schemas of their record type in ``protocol.group_records``
+(offset commits, classic group metadata and the KIP-848 consumer group records) and ``__transaction_state``
 records by the generated TransactionLogKey/TransactionLogValue schemas; both are then rendered as
 Kafka's generated JSON converters write them (CoordinatorRecordMessageFormatter): a key
 ``{"type": T, "data": {...}}`` and a value ``{"version": V, "data": {...}}`` or ``None`` for a tombstone.
@@ -12,7 +13,6 @@ Like kafka-dump-log, a consumer group's member subscriptions and assignments are
 from __future__ import annotations
 
 import base64
-import dataclasses
 import struct
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -42,14 +42,14 @@ def decoder_named(name: str) -> RecordDecoder:
 
 
 def decode_offsets_record(record: Record) -> Decoded:
-    """A ``__consumer_offsets`` record: an offset commit or a group's metadata, or a tombstone."""
+    """A ``__consumer_offsets`` record of any type ``protocol.group_records`` knows (offset commits, classic and
+    KIP-848 consumer groups), or a tombstone. The value is shown from its bytes with its type's schema, not through
+    group_records' dataclasses, so that fields those drop (partition racks, ClassicMemberMetadata, AssignmentEpochs)
+    show as Kafka shows them."""
     from minibroker.protocol import group_records as gr
-    from minibroker.protocol.messages import (
-        GROUP_METADATA_KEY,
-        GROUP_METADATA_VALUE,
-        OFFSET_COMMIT_KEY,
-        OFFSET_COMMIT_VALUE,
-    )
+    from minibroker.protocol.messages import GROUP_METADATA_VALUE
+    from minibroker.protocol.primitives import Reader
+    from minibroker.protocol.schema import codec
 
     if record.key is None:
         raise SkipRecord(
@@ -60,17 +60,15 @@ def decode_offsets_record(record: Record) -> Decoded:
     except gr.UnknownRecordTypeError as exc:
         raise SkipRecord(f"Unknown record type {exc.record_type} at offset {record.offset}, skipping.") from None
     record_type = _VERSION.unpack_from(record.key)[0]
-    if isinstance(key, gr.OffsetCommitKey):
-        key_json = kafka_json(OFFSET_COMMIT_KEY, 0, dataclasses.asdict(key))
-        value_message, value = OFFSET_COMMIT_VALUE, gr.decode_offset_value(record.value)
-    else:
-        key_json = kafka_json(GROUP_METADATA_KEY, 0, dataclasses.asdict(key))
-        value_message, value = GROUP_METADATA_VALUE, gr.decode_group_value(record.value)
+    kind = gr.RECORD_TYPES[record_type]
+    key_json = kafka_json(kind.key.message, 0, kind.key.to_body(key))
     decoded: Decoded = {"key": {"type": record_type, "data": key_json}, "value": None}
-    if value is not None:
-        version = _VERSION.unpack_from(record.value)[0]
-        data = kafka_json(value_message, version, dataclasses.asdict(value))
-        if value_message is GROUP_METADATA_VALUE and data.get("protocolType") == CONSUMER_PROTOCOL_TYPE:
+    if record.value is not None:
+        reader = Reader(record.value)
+        version = reader.int16()
+        message = kind.value.message
+        data = kafka_json(message, version, codec(message, version).decode(reader))
+        if message is GROUP_METADATA_VALUE and data.get("protocolType") == CONSUMER_PROTOCOL_TYPE:
             data["members"] = [_decode_consumer_protocol(member) for member in data["members"]]
         decoded["value"] = {"version": version, "data": data}
     return decoded

@@ -3,17 +3,39 @@
 A key is ``int16 record type`` then the key struct at version 0; a value is ``int16 version`` then the
 value struct at that version, and a missing (``None``) value is a tombstone. The structs are the
 generated schemas in ``protocol.messages``, so the bytes are exactly the ones Kafka writes and reads:
-offset commits at OffsetCommitValue v4 (flexible, v1 when an expire timestamp is given) and group
-metadata at GroupMetadataValue v3. Types 0 (legacy) and 1 are both offset commits, as in Kafka's
-GroupCoordinatorRecordSerde.
+offset commits at OffsetCommitValue v4 (flexible, v1 when an expire timestamp is given), group
+metadata at GroupMetadataValue v3 and the KIP-848 consumer group records (types 3-8 and 16) at v0, their
+only version. Types 0 (legacy) and 1 are both offset commits, as in Kafka's GroupCoordinatorRecordSerde.
+
+Every record type is one ``RecordType`` entry in ``RECORD_TYPES``: its key and value classes, their schemas
+and the conversions between the frozen dataclasses used here and the dicts the generic codec reads and
+writes, so ``encode_key``/``decode_key`` and ``encode_value``/``decode_value`` are the same few lines for all
+types. The dataclasses keep what a coordinator needs: fields Kafka has deprecated or that only a classic-protocol
+member uses (partition racks, ClassicMemberMetadata, AssignmentEpochs) are dropped on read and never written.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
+from typing import Any
 
 from .messages import (
+    CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY,
+    CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE,
+    CONSUMER_GROUP_MEMBER_METADATA_KEY,
+    CONSUMER_GROUP_MEMBER_METADATA_VALUE,
+    CONSUMER_GROUP_METADATA_KEY,
+    CONSUMER_GROUP_METADATA_VALUE,
+    CONSUMER_GROUP_PARTITION_METADATA_KEY,
+    CONSUMER_GROUP_PARTITION_METADATA_VALUE,
+    CONSUMER_GROUP_REGULAR_EXPRESSION_KEY,
+    CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE,
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY,
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE,
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY,
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE,
     GROUP_METADATA_KEY,
     GROUP_METADATA_VALUE,
     LEGACY_OFFSET_COMMIT_KEY,
@@ -26,6 +48,13 @@ from .schema import Message, codec, in_range
 LEGACY_OFFSET_COMMIT = 0
 OFFSET_COMMIT = 1
 GROUP_METADATA = 2
+CONSUMER_GROUP_METADATA = 3
+CONSUMER_GROUP_PARTITION_METADATA = 4
+CONSUMER_GROUP_MEMBER_METADATA = 5
+CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
+CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
+CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
+CONSUMER_GROUP_REGULAR_EXPRESSION = 16
 
 OFFSET_COMMIT_VALUE_VERSION = 4
 OFFSET_COMMIT_EXPIRING_VALUE_VERSION = 1  # the only version with expireTimestamp
@@ -36,13 +65,19 @@ ZERO_UUID = bytes(16)
 
 _INT_MIN = -(1 << 31)
 
+TopicPartitions = dict[bytes, frozenset[int]]  # topic id (16-byte uuid) -> partitions
+Body = dict[str, Any]  # a struct as the generic codec reads and writes it (snake_case keys)
+
 
 class UnknownRecordTypeError(ProtocolError):
-    """A key of a record type this coordinator does not handle (KIP-848 consumer groups, share groups...)."""
+    """A key of a record type this coordinator does not handle (share groups, streams groups...)."""
 
     def __init__(self, record_type: int) -> None:
         super().__init__(f"unknown __consumer_offsets record type {record_type}")
         self.record_type = record_type
+
+
+# ---- classic groups and offsets (types 0-2) ----
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,9 +90,6 @@ class OffsetCommitKey:
 @dataclass(frozen=True, slots=True)
 class GroupMetadataKey:
     group: str
-
-
-RecordKey = OffsetCommitKey | GroupMetadataKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +124,129 @@ class GroupMetadataValue:
     members: tuple[MemberMetadata, ...] = field(default=())
 
 
+# ---- KIP-848 consumer groups (types 3-8, 16) ----
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMetadataKey:
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMetadataValue:
+    epoch: int
+    metadata_hash: int = 0  # tagged; 0 (Kafka's default) is not written
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupPartitionMetadataKey:
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionMetadataTopic:
+    topic_id: bytes
+    name: str
+    num_partitions: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupPartitionMetadataValue:
+    topics: tuple[PartitionMetadataTopic, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMemberMetadataKey:
+    group: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMemberMetadataValue:
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    rebalance_timeout_ms: int
+    server_assignor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMetadataKey:
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMetadataValue:
+    assignment_epoch: int
+    assignment_timestamp: int = 0  # tagged; 0 (Kafka's default) is not written
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMemberKey:
+    group: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMemberValue:
+    partitions: TopicPartitions
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupCurrentMemberAssignmentKey:
+    group: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupCurrentMemberAssignmentValue:
+    member_epoch: int
+    previous_member_epoch: int
+    state: int
+    assigned: TopicPartitions
+    pending_revocation: TopicPartitions
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupRegularExpressionKey:
+    group: str
+    regex: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupRegularExpressionValue:
+    topics: tuple[str, ...]
+    version: int
+    timestamp: int
+
+
+RecordKey = (
+    OffsetCommitKey
+    | GroupMetadataKey
+    | ConsumerGroupMetadataKey
+    | ConsumerGroupPartitionMetadataKey
+    | ConsumerGroupMemberMetadataKey
+    | ConsumerGroupTargetAssignmentMetadataKey
+    | ConsumerGroupTargetAssignmentMemberKey
+    | ConsumerGroupCurrentMemberAssignmentKey
+    | ConsumerGroupRegularExpressionKey
+)
+RecordValue = (
+    OffsetCommitValue
+    | GroupMetadataValue
+    | ConsumerGroupMetadataValue
+    | ConsumerGroupPartitionMetadataValue
+    | ConsumerGroupMemberMetadataValue
+    | ConsumerGroupTargetAssignmentMetadataValue
+    | ConsumerGroupTargetAssignmentMemberValue
+    | ConsumerGroupCurrentMemberAssignmentValue
+    | ConsumerGroupRegularExpressionValue
+)
+
+
 def java_string_hash(text: str) -> int:
     """Java's ``String.hashCode``: 31-polynomial over UTF-16 code units, as a signed 32-bit int."""
     value = 0
@@ -109,37 +264,47 @@ def partition_for(group_id: str, partitions: int) -> int:
     return (0 if hash_code == _INT_MIN else abs(hash_code)) % partitions
 
 
-def _encode(prefix: int, message: Message, version: int, body: dict) -> bytes:
-    """``int16 prefix`` (a key's record type, a value's version) then ``message`` at ``version``."""
-    writer = Writer()
-    writer.int16(prefix)
-    codec(message, version).encode(writer, body)
-    return writer.getvalue()
+# ---- the record types: dataclass <-> codec dict ----
 
 
-def encode_key(key: RecordKey) -> bytes:
-    if isinstance(key, OffsetCommitKey):
-        body = {"group": key.group, "topic": key.topic, "partition": key.partition}
-        return _encode(OFFSET_COMMIT, OFFSET_COMMIT_KEY, 0, body)
-    return _encode(GROUP_METADATA, GROUP_METADATA_KEY, 0, {"group": key.group})
+@dataclass(frozen=True, slots=True)
+class RecordSchema:
+    """A key or value class, its generated schema, and the conversions to and from the dicts the codec works on."""
+
+    cls: type
+    message: Message
+    to_body: Callable[[Any], Body]
+    from_body: Callable[[Body], Any]
 
 
-def decode_key(data: bytes | bytearray | memoryview) -> RecordKey:
-    """Raises UnknownRecordTypeError for record types other than 0-2, ProtocolError for malformed bytes."""
-    reader = Reader(data)
-    record_type = reader.int16()
-    if record_type in (LEGACY_OFFSET_COMMIT, OFFSET_COMMIT):
-        schema = LEGACY_OFFSET_COMMIT_KEY if record_type == LEGACY_OFFSET_COMMIT else OFFSET_COMMIT_KEY
-        body = codec(schema, 0).decode(reader)
-        return OffsetCommitKey(body["group"], body["topic"], body["partition"])
-    if record_type == GROUP_METADATA:
-        return GroupMetadataKey(codec(GROUP_METADATA_KEY, 0).decode(reader)["group"])
-    raise UnknownRecordTypeError(record_type)
+def _version_zero(value: Any) -> int:
+    """The KIP-848 values have one version, 0."""
+    return 0
 
 
-def encode_offset_value(value: OffsetCommitValue) -> bytes:
-    version = OFFSET_COMMIT_VALUE_VERSION if value.expire_timestamp == NO_TIMESTAMP else OFFSET_COMMIT_EXPIRING_VALUE_VERSION
-    body = {
+@dataclass(frozen=True, slots=True)
+class RecordType:
+    """One ``__consumer_offsets`` record type: the number a key starts with, and how its key and value are coded."""
+
+    record_type: int
+    key: RecordSchema
+    value: RecordSchema
+    value_version: Callable[[Any], int] = _version_zero  # the version a value is written at
+
+
+def _flat(cls: type, message: Message, *names: str) -> RecordSchema:
+    """The schema of a dataclass whose fields map one to one, in order, onto the scalar schema fields ``names``."""
+    attrs = [f.name for f in fields(cls)]
+    return RecordSchema(
+        cls,
+        message,
+        lambda obj: {name: getattr(obj, attr) for attr, name in zip(attrs, names)},
+        lambda body: cls(*(body[name] for name in names)),
+    )
+
+
+def _offset_commit_body(value: OffsetCommitValue) -> Body:
+    return {
         "offset": value.offset,
         "leader_epoch": value.leader_epoch,
         "metadata": value.metadata,
@@ -147,22 +312,9 @@ def encode_offset_value(value: OffsetCommitValue) -> bytes:
         "expire_timestamp": value.expire_timestamp,
         "topic_id": value.topic_id,
     }
-    return _encode(version, OFFSET_COMMIT_VALUE, version, body)
 
 
-def _decode_versioned(message: Message, data: bytes | bytearray | memoryview) -> dict:
-    reader = Reader(data)
-    version = reader.int16()
-    if not in_range(version, message.valid):
-        raise ProtocolError(f"{message.name} has no version {version}")
-    return codec(message, version).decode(reader)
-
-
-def decode_offset_value(data: bytes | bytearray | memoryview | None) -> OffsetCommitValue | None:
-    """The value of an offset commit record; None for a tombstone."""
-    if data is None:
-        return None
-    body = _decode_versioned(OFFSET_COMMIT_VALUE, data)
+def _offset_commit_value(body: Body) -> OffsetCommitValue:
     topic_id = body["topic_id"]
     return OffsetCommitValue(
         offset=body["offset"],
@@ -174,53 +326,275 @@ def decode_offset_value(data: bytes | bytearray | memoryview | None) -> OffsetCo
     )
 
 
-def encode_group_value(value: GroupMetadataValue) -> bytes:
-    body = {
+def _offset_commit_version(value: OffsetCommitValue) -> int:
+    expiring = value.expire_timestamp != NO_TIMESTAMP
+    return OFFSET_COMMIT_EXPIRING_VALUE_VERSION if expiring else OFFSET_COMMIT_VALUE_VERSION
+
+
+_MEMBER_FIELDS = tuple(f.name for f in fields(MemberMetadata))  # the same names as GroupMetadataValue's member struct
+
+
+def _group_body(value: GroupMetadataValue) -> Body:
+    return {
         "protocol_type": value.protocol_type,
         "generation": value.generation,
         "protocol": value.protocol,
         "leader": value.leader,
         "current_state_timestamp": value.current_state_timestamp,
-        "members": [
-            {
-                "member_id": m.member_id,
-                "group_instance_id": m.group_instance_id,
-                "client_id": m.client_id,
-                "client_host": m.client_host,
-                "rebalance_timeout": m.rebalance_timeout,
-                "session_timeout": m.session_timeout,
-                "subscription": m.subscription,
-                "assignment": m.assignment,
-            }
-            for m in value.members
-        ],
+        "members": [{name: getattr(m, name) for name in _MEMBER_FIELDS} for m in value.members],
     }
-    return _encode(GROUP_METADATA_VALUE_VERSION, GROUP_METADATA_VALUE, GROUP_METADATA_VALUE_VERSION, body)
 
 
-def decode_group_value(data: bytes | bytearray | memoryview | None) -> GroupMetadataValue | None:
-    """The value of a group metadata record (any version 0-4); None for a tombstone."""
-    if data is None:
-        return None
-    body = _decode_versioned(GROUP_METADATA_VALUE, data)
-    members = tuple(
-        MemberMetadata(
-            member_id=m["member_id"],
-            group_instance_id=m["group_instance_id"],
-            client_id=m["client_id"],
-            client_host=m["client_host"],
-            rebalance_timeout=m["rebalance_timeout"],
-            session_timeout=m["session_timeout"],
-            subscription=m["subscription"],
-            assignment=m["assignment"],
-        )
-        for m in body["members"]
-    )
+def _group_value(body: Body) -> GroupMetadataValue:
     return GroupMetadataValue(
         protocol_type=body["protocol_type"],
         generation=body["generation"],
         protocol=body["protocol"],
         leader=body["leader"],
         current_state_timestamp=body["current_state_timestamp"],
-        members=members,
+        members=tuple(MemberMetadata(*(m[name] for name in _MEMBER_FIELDS)) for m in body["members"]),
     )
+
+
+def _partition_metadata_body(value: ConsumerGroupPartitionMetadataValue) -> Body:
+    topics = [
+        {"topic_id": t.topic_id, "topic_name": t.name, "num_partitions": t.num_partitions, "partition_metadata": []}
+        for t in value.topics
+    ]
+    return {"topics": topics}
+
+
+def _partition_metadata_value(body: Body) -> ConsumerGroupPartitionMetadataValue:
+    return ConsumerGroupPartitionMetadataValue(
+        tuple(PartitionMetadataTopic(t["topic_id"], t["topic_name"], t["num_partitions"]) for t in body["topics"])
+    )
+
+
+def _member_metadata_body(value: ConsumerGroupMemberMetadataValue) -> Body:
+    return {
+        "instance_id": value.instance_id,
+        "rack_id": value.rack_id,
+        "client_id": value.client_id,
+        "client_host": value.client_host,
+        "subscribed_topic_names": list(value.subscribed_topic_names),
+        "subscribed_topic_regex": value.subscribed_topic_regex,
+        "rebalance_timeout_ms": value.rebalance_timeout_ms,
+        "server_assignor": value.server_assignor,
+    }
+
+
+def _member_metadata_value(body: Body) -> ConsumerGroupMemberMetadataValue:
+    return ConsumerGroupMemberMetadataValue(
+        instance_id=body["instance_id"],
+        rack_id=body["rack_id"],
+        client_id=body["client_id"],
+        client_host=body["client_host"],
+        subscribed_topic_names=tuple(body["subscribed_topic_names"]),
+        subscribed_topic_regex=body["subscribed_topic_regex"],
+        rebalance_timeout_ms=body["rebalance_timeout_ms"],
+        server_assignor=body["server_assignor"],
+    )
+
+
+def _topic_partitions_body(partitions: TopicPartitions) -> list[Body]:
+    """Sorted by topic id, then partition, so that equal assignments are equal bytes."""
+    return [{"topic_id": topic_id, "partitions": sorted(partitions[topic_id])} for topic_id in sorted(partitions)]
+
+
+def _topic_partitions(body: list[Body]) -> TopicPartitions:
+    return {entry["topic_id"]: frozenset(entry["partitions"]) for entry in body}
+
+
+def _current_assignment_body(value: ConsumerGroupCurrentMemberAssignmentValue) -> Body:
+    return {
+        "member_epoch": value.member_epoch,
+        "previous_member_epoch": value.previous_member_epoch,
+        "state": value.state,
+        "assigned_partitions": _topic_partitions_body(value.assigned),
+        "partitions_pending_revocation": _topic_partitions_body(value.pending_revocation),
+    }
+
+
+def _current_assignment_value(body: Body) -> ConsumerGroupCurrentMemberAssignmentValue:
+    return ConsumerGroupCurrentMemberAssignmentValue(
+        member_epoch=body["member_epoch"],
+        previous_member_epoch=body["previous_member_epoch"],
+        state=body["state"],
+        assigned=_topic_partitions(body["assigned_partitions"]),
+        pending_revocation=_topic_partitions(body["partitions_pending_revocation"]),
+    )
+
+
+_OFFSET_COMMIT_VALUE = RecordSchema(OffsetCommitValue, OFFSET_COMMIT_VALUE, _offset_commit_body, _offset_commit_value)
+_TYPES = (
+    RecordType(
+        LEGACY_OFFSET_COMMIT,
+        _flat(OffsetCommitKey, LEGACY_OFFSET_COMMIT_KEY, "group", "topic", "partition"),
+        _OFFSET_COMMIT_VALUE,
+        _offset_commit_version,
+    ),
+    RecordType(
+        OFFSET_COMMIT,
+        _flat(OffsetCommitKey, OFFSET_COMMIT_KEY, "group", "topic", "partition"),
+        _OFFSET_COMMIT_VALUE,
+        _offset_commit_version,
+    ),
+    RecordType(
+        GROUP_METADATA,
+        _flat(GroupMetadataKey, GROUP_METADATA_KEY, "group"),
+        RecordSchema(GroupMetadataValue, GROUP_METADATA_VALUE, _group_body, _group_value),
+        lambda _: GROUP_METADATA_VALUE_VERSION,
+    ),
+    RecordType(
+        CONSUMER_GROUP_METADATA,
+        _flat(ConsumerGroupMetadataKey, CONSUMER_GROUP_METADATA_KEY, "group_id"),
+        _flat(ConsumerGroupMetadataValue, CONSUMER_GROUP_METADATA_VALUE, "epoch", "metadata_hash"),
+    ),
+    RecordType(
+        CONSUMER_GROUP_PARTITION_METADATA,
+        _flat(ConsumerGroupPartitionMetadataKey, CONSUMER_GROUP_PARTITION_METADATA_KEY, "group_id"),
+        RecordSchema(
+            ConsumerGroupPartitionMetadataValue,
+            CONSUMER_GROUP_PARTITION_METADATA_VALUE,
+            _partition_metadata_body,
+            _partition_metadata_value,
+        ),
+    ),
+    RecordType(
+        CONSUMER_GROUP_MEMBER_METADATA,
+        _flat(ConsumerGroupMemberMetadataKey, CONSUMER_GROUP_MEMBER_METADATA_KEY, "group_id", "member_id"),
+        RecordSchema(
+            ConsumerGroupMemberMetadataValue,
+            CONSUMER_GROUP_MEMBER_METADATA_VALUE,
+            _member_metadata_body,
+            _member_metadata_value,
+        ),
+    ),
+    RecordType(
+        CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
+        _flat(ConsumerGroupTargetAssignmentMetadataKey, CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY, "group_id"),
+        _flat(
+            ConsumerGroupTargetAssignmentMetadataValue,
+            CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE,
+            "assignment_epoch",
+            "assignment_timestamp",
+        ),
+    ),
+    RecordType(
+        CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
+        _flat(
+            ConsumerGroupTargetAssignmentMemberKey, CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY, "group_id", "member_id"
+        ),
+        RecordSchema(
+            ConsumerGroupTargetAssignmentMemberValue,
+            CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE,
+            lambda value: {"topic_partitions": _topic_partitions_body(value.partitions)},
+            lambda body: ConsumerGroupTargetAssignmentMemberValue(_topic_partitions(body["topic_partitions"])),
+        ),
+    ),
+    RecordType(
+        CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+        _flat(
+            ConsumerGroupCurrentMemberAssignmentKey,
+            CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY,
+            "group_id",
+            "member_id",
+        ),
+        RecordSchema(
+            ConsumerGroupCurrentMemberAssignmentValue,
+            CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE,
+            _current_assignment_body,
+            _current_assignment_value,
+        ),
+    ),
+    RecordType(
+        CONSUMER_GROUP_REGULAR_EXPRESSION,
+        _flat(
+            ConsumerGroupRegularExpressionKey,
+            CONSUMER_GROUP_REGULAR_EXPRESSION_KEY,
+            "group_id",
+            "regular_expression",
+        ),
+        RecordSchema(
+            ConsumerGroupRegularExpressionValue,
+            CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE,
+            lambda value: {"topics": list(value.topics), "version": value.version, "timestamp": value.timestamp},
+            lambda body: ConsumerGroupRegularExpressionValue(tuple(body["topics"]), body["version"], body["timestamp"]),
+        ),
+    ),
+)
+RECORD_TYPES: dict[int, RecordType] = {t.record_type: t for t in _TYPES}
+# Classes to the type they are written as: an offset commit is written as type 1, never as the legacy type 0.
+_BY_KEY_CLASS: dict[type, RecordType] = {t.key.cls: t for t in _TYPES if t.record_type != LEGACY_OFFSET_COMMIT}
+_BY_VALUE_CLASS: dict[type, RecordType] = {t.value.cls: t for t in _BY_KEY_CLASS.values()}
+
+
+# ---- encoding and decoding ----
+
+
+def _encode(prefix: int, message: Message, version: int, body: Body) -> bytes:
+    """``int16 prefix`` (a key's record type, a value's version) then ``message`` at ``version``."""
+    writer = Writer()
+    writer.int16(prefix)
+    codec(message, version).encode(writer, body)
+    return writer.getvalue()
+
+
+def encode_key(key: RecordKey) -> bytes:
+    kind = _BY_KEY_CLASS[type(key)]
+    return _encode(kind.record_type, kind.key.message, 0, kind.key.to_body(key))
+
+
+def decode_key(data: bytes | bytearray | memoryview) -> RecordKey:
+    """Raises UnknownRecordTypeError for record types without a ``RECORD_TYPES`` entry, ProtocolError for malformed
+    bytes."""
+    reader = Reader(data)
+    record_type = reader.int16()
+    kind = RECORD_TYPES.get(record_type)
+    if kind is None:
+        raise UnknownRecordTypeError(record_type)
+    return kind.key.from_body(codec(kind.key.message, 0).decode(reader))
+
+
+def _encode_value(kind: RecordType, value: Any) -> bytes:
+    version = kind.value_version(value)
+    return _encode(version, kind.value.message, version, kind.value.to_body(value))
+
+
+def _decode_value(kind: RecordType, data: bytes | bytearray | memoryview | None) -> Any:
+    if data is None:
+        return None
+    reader = Reader(data)
+    version = reader.int16()
+    message = kind.value.message
+    if not in_range(version, message.valid):
+        raise ProtocolError(f"{message.name} has no version {version}")
+    return kind.value.from_body(codec(message, version).decode(reader))
+
+
+def encode_value(value: RecordValue | None) -> bytes | None:
+    """Any record's value, at the version Kafka writes it (None, a tombstone, stays None)."""
+    return None if value is None else _encode_value(_BY_VALUE_CLASS[type(value)], value)
+
+
+def decode_value(key: RecordKey, data: bytes | bytearray | memoryview | None) -> RecordValue | None:
+    """The value of the record with ``key`` (any version its schema has); None for a tombstone."""
+    return _decode_value(_BY_KEY_CLASS[type(key)], data)
+
+
+def encode_offset_value(value: OffsetCommitValue) -> bytes:
+    return _encode_value(RECORD_TYPES[OFFSET_COMMIT], value)
+
+
+def decode_offset_value(data: bytes | bytearray | memoryview | None) -> OffsetCommitValue | None:
+    """The value of an offset commit record; None for a tombstone."""
+    return _decode_value(RECORD_TYPES[OFFSET_COMMIT], data)
+
+
+def encode_group_value(value: GroupMetadataValue) -> bytes:
+    return _encode_value(RECORD_TYPES[GROUP_METADATA], value)
+
+
+def decode_group_value(data: bytes | bytearray | memoryview | None) -> GroupMetadataValue | None:
+    """The value of a group metadata record (any version 0-4); None for a tombstone."""
+    return _decode_value(RECORD_TYPES[GROUP_METADATA], data)

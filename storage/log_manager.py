@@ -142,6 +142,7 @@ class LogManager:
         self._meta: MetaProperties | None = None
         self._stored: dict[str, StoredTopic] = {}
         self.topics: dict[str, TopicInfo] = {}
+        self.catalog_version = 0  # changes whenever a topic is created, deleted or grows: cached views compare it
 
     # ---- opening ----
 
@@ -322,6 +323,7 @@ class LogManager:
         info = new.info
         info.partitions = partitions
         self.topics[info.name] = info
+        self.catalog_version += 1
         log.info("Created topic %s (%s) with %d partition(s)", info.name, uuid_to_str(info.topic_id), len(partitions))
         return info
 
@@ -349,12 +351,14 @@ class LogManager:
             self._stored[name].partitions = current
             self._save_store()
             raise PartitionCreationError(f"could not add partitions to {name}: {exc}") from exc
+        self.catalog_version += 1
         return info
 
     def delete_topic(self, name: str) -> None:
         """DeleteTopics: forget the topic, rename its directories to ``*-delete``, then remove them."""
         info = self._topic(name)
         del self.topics[name]
+        self.catalog_version += 1
         del self._stored[name]
         self._save_store()
         for partition, partition_log in enumerate(info.partitions):

@@ -390,6 +390,79 @@ def test_consumer_offsets_records_are_decoded_like_kafka(tmp_path: Path) -> None
     assert 'key: {"type":"1","data":{"group":"g1","topic":"orders","partition":3}} payload: <DELETE>' in text
 
 
+def test_consumer_group_records_are_decoded_like_kafka(tmp_path: Path) -> None:
+    """KIP-848 records (types 3-8, 16) as CoordinatorRecordMessageFormatter shows them: camelCase fields, tagged ones
+    only when set, topic ids as Kafka's Uuid strings, and fields group_records drops (racks) still shown."""
+    orders, payments = bytes(range(1, 17)), bytes([0xFB] * 16)
+    orders_uuid, payments_uuid = "AQIDBAUGBwgJCgsMDQ4PEA", "-_v7-_v7-_v7-_v7-_v7-w"  # Uuid.toString of each
+    # ConsumerGroupPartitionMetadataValue v0 as a Kafka broker wrote it, with the rack list minibroker never writes.
+    racks = b"\x02" + struct.pack(">i", 0) + b"\x02\x02a\x00"  # [{partition 0, racks ["a"]}]
+    partition_metadata = struct.pack(">hB", 0, 2) + orders + b"\x07orders" + struct.pack(">i", 1) + racks + b"\x00\x00"
+    member = gr.ConsumerGroupMemberMetadataValue(None, "rack-1", "client-1", "/127.0.0.1", ("orders",), None, 300000, "uniform")
+    records = [
+        (gr.ConsumerGroupMetadataKey("g1"), gr.ConsumerGroupMetadataValue(epoch=5, metadata_hash=77)),
+        (gr.ConsumerGroupPartitionMetadataKey("g1"), partition_metadata),
+        (gr.ConsumerGroupMemberMetadataKey("g1", "m-1"), member),
+        (gr.ConsumerGroupTargetAssignmentMetadataKey("g1"), gr.ConsumerGroupTargetAssignmentMetadataValue(5)),
+        (
+            gr.ConsumerGroupTargetAssignmentMemberKey("g1", "m-1"),
+            gr.ConsumerGroupTargetAssignmentMemberValue({payments: frozenset({1}), orders: frozenset({2, 0})}),
+        ),
+        (
+            gr.ConsumerGroupCurrentMemberAssignmentKey("g1", "m-1"),
+            gr.ConsumerGroupCurrentMemberAssignmentValue(5, 4, 0, {orders: frozenset({0})}, {}),
+        ),
+        (gr.ConsumerGroupRegularExpressionKey("g1", "ord.*"), gr.ConsumerGroupRegularExpressionValue(("orders",), 3, T0)),
+        (gr.ConsumerGroupMemberMetadataKey("g1", "m-1"), None),
+    ]
+    encoded = [(gr.encode_key(k), v if isinstance(v, bytes) else gr.encode_value(v)) for k, v in records]
+    directory = write_partition(tmp_path, "__consumer_offsets", [build_batch([RecordInput(k, v, (), T0) for k, v in encoded])])
+
+    decoded = [r["decoded"] for r in dump_json(directory)[0]["records"]]
+    member_key = {"type": 5, "data": {"groupId": "g1", "memberId": "m-1"}}
+    assert decoded == [
+        {"key": {"type": 3, "data": {"groupId": "g1"}}, "value": {"version": 0, "data": {"epoch": 5, "metadataHash": 77}}},
+        {
+            "key": {"type": 4, "data": {"groupId": "g1"}},
+            "value": {"version": 0, "data": {"topics": [{
+                "topicId": orders_uuid, "topicName": "orders", "numPartitions": 1,
+                "partitionMetadata": [{"partition": 0, "racks": ["a"]}],
+            }]}},
+        },
+        {
+            "key": member_key,
+            "value": {"version": 0, "data": {
+                "instanceId": None, "rackId": "rack-1", "clientId": "client-1", "clientHost": "/127.0.0.1",
+                "subscribedTopicNames": ["orders"], "subscribedTopicRegex": None, "rebalanceTimeoutMs": 300000,
+                "serverAssignor": "uniform",
+            }},
+        },
+        {"key": {"type": 6, "data": {"groupId": "g1"}}, "value": {"version": 0, "data": {"assignmentEpoch": 5}}},
+        {
+            "key": {"type": 7, "data": {"groupId": "g1", "memberId": "m-1"}},
+            "value": {"version": 0, "data": {"topicPartitions": [
+                {"topicId": orders_uuid, "partitions": [0, 2]}, {"topicId": payments_uuid, "partitions": [1]},
+            ]}},
+        },
+        {
+            "key": {"type": 8, "data": {"groupId": "g1", "memberId": "m-1"}},
+            "value": {"version": 0, "data": {
+                "memberEpoch": 5, "previousMemberEpoch": 4, "state": 0,
+                "assignedPartitions": [{"topicId": orders_uuid, "partitions": [0]}], "partitionsPendingRevocation": [],
+            }},
+        },
+        {
+            "key": {"type": 16, "data": {"groupId": "g1", "regularExpression": "ord.*"}},
+            "value": {"version": 0, "data": {"topics": ["orders"], "version": 3, "timestamp": T0}},
+        },
+        {"key": member_key, "value": None},
+    ]
+
+    text = run_dump(directory).stdout
+    assert 'key: {"type":"3","data":{"groupId":"g1"}} payload: {"version":"0","data":{"epoch":5,"metadataHash":77}}' in text
+    assert 'key: {"type":"5","data":{"groupId":"g1","memberId":"m-1"}} payload: <DELETE>' in text
+
+
 def test_transaction_state_records_are_decoded_like_kafka(tmp_path: Path) -> None:
     key = struct.pack(">h", 0) + kafka_string("txn-1")
     partitions = struct.pack(">i", 1) + kafka_string("orders") + struct.pack(">iii", 2, 0, 3)

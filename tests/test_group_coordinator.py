@@ -468,13 +468,13 @@ def test_list_groups_with_state_filter(env: Env) -> None:
 
 def test_describe_groups(env: Env) -> None:
     leader, follower = env.stable_group(2)
-    described = env.coordinator.describe_group(GROUP, include_operations=False)
+    described = env.coordinator.describe_group(GROUP)
     assert (described["group_state"], described["protocol_type"], described["protocol_data"]) == ("Stable", "consumer", "range")
     by_id = {m["member_id"]: m for m in described["members"]}
     assert set(by_id) == {leader, follower}
     assert by_id[leader]["member_metadata"] == subscription(TOPIC)
     assert by_id[leader]["member_assignment"] == env.group().members[leader].assignment
-    missing = env.coordinator.describe_group("nobody", include_operations=True)
+    missing = env.coordinator.describe_group("nobody")
     assert (missing["error_code"], missing["group_state"], missing["members"]) == (ErrorCode.NONE, "Dead", [])
 
 

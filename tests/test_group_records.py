@@ -8,6 +8,7 @@ count (flexible, OffsetCommitValue v4).
 from __future__ import annotations
 
 import pytest
+from minibroker.protocol import group_records as gr
 from minibroker.protocol.group_records import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -159,10 +160,11 @@ def test_group_metadata_value_v0_defaults() -> None:
     )
 
 
-def test_unknown_record_type_is_reported() -> None:
+@pytest.mark.parametrize("record_type", [9, 10, 17, 18, 24, -1])  # gaps, share groups, streams groups, future
+def test_unknown_record_type_is_reported(record_type: int) -> None:
     with pytest.raises(UnknownRecordTypeError) as info:
-        decode_key(b"\x00\x03" + s("g"))
-    assert info.value.record_type == 3
+        decode_key(i16(record_type) + s("g"))
+    assert info.value.record_type == record_type
 
 
 @pytest.mark.parametrize("data", [b"\x00\x05" + i64(1), b"\x00\x04" + i64(1), b"\x00"])
@@ -190,3 +192,169 @@ def test_partition_for_matches_kafka() -> None:
     assert partition_for("polygenelubricants", 50) == 0  # Utils.abs(Integer.MIN_VALUE) is 0
     assert partition_for("", 50) == 0
     assert partition_for("a", 50) == 97 % 50
+
+
+# ---- KIP-848 consumer group records (types 3-8, 16), all at v0, flexible ----
+
+TOPIC_A = bytes(range(1, 17))
+TOPIC_B = bytes(range(2, 18))
+T_MS = 1_700_000_000_000
+KEY_TYPES = {
+    gr.ConsumerGroupMetadataKey: 3,
+    gr.ConsumerGroupPartitionMetadataKey: 4,
+    gr.ConsumerGroupMemberMetadataKey: 5,
+    gr.ConsumerGroupTargetAssignmentMetadataKey: 6,
+    gr.ConsumerGroupTargetAssignmentMemberKey: 7,
+    gr.ConsumerGroupCurrentMemberAssignmentKey: 8,
+    gr.ConsumerGroupRegularExpressionKey: 16,
+}
+
+MEMBER_METADATA = gr.ConsumerGroupMemberMetadataValue(
+    instance_id="static-1",
+    rack_id=None,
+    client_id="client",
+    client_host="/10.0.0.1",
+    subscribed_topic_names=("orders", "payments"),
+    subscribed_topic_regex=None,
+    rebalance_timeout_ms=300000,
+    server_assignor="uniform",
+)
+
+RECORDS = [
+    (gr.ConsumerGroupMetadataKey("g"), gr.ConsumerGroupMetadataValue(epoch=5)),
+    (gr.ConsumerGroupMetadataKey("g"), gr.ConsumerGroupMetadataValue(epoch=6, metadata_hash=-(1 << 63))),
+    (
+        gr.ConsumerGroupPartitionMetadataKey("g"),
+        gr.ConsumerGroupPartitionMetadataValue((
+            gr.PartitionMetadataTopic(TOPIC_B, "payments", 3), gr.PartitionMetadataTopic(TOPIC_A, "orders", 1),
+        )),
+    ),
+    (gr.ConsumerGroupPartitionMetadataKey("g"), gr.ConsumerGroupPartitionMetadataValue(())),
+    (gr.ConsumerGroupMemberMetadataKey("g", "m-1"), MEMBER_METADATA),
+    (
+        gr.ConsumerGroupMemberMetadataKey("g", "m-2"),
+        gr.ConsumerGroupMemberMetadataValue(None, "rack-a", "", "", (), "orders.*", -1, None),
+    ),
+    (gr.ConsumerGroupTargetAssignmentMetadataKey("g"), gr.ConsumerGroupTargetAssignmentMetadataValue(4)),
+    (gr.ConsumerGroupTargetAssignmentMetadataKey("g"), gr.ConsumerGroupTargetAssignmentMetadataValue(4, T_MS)),
+    (
+        gr.ConsumerGroupTargetAssignmentMemberKey("g", "m-1"),
+        gr.ConsumerGroupTargetAssignmentMemberValue({TOPIC_A: frozenset({0, 2}), TOPIC_B: frozenset({1})}),
+    ),
+    (gr.ConsumerGroupTargetAssignmentMemberKey("g", "m-1"), gr.ConsumerGroupTargetAssignmentMemberValue({})),
+    (
+        gr.ConsumerGroupCurrentMemberAssignmentKey("g", "m-1"),
+        gr.ConsumerGroupCurrentMemberAssignmentValue(7, 6, 1, {TOPIC_A: frozenset({0})}, {TOPIC_B: frozenset({1, 2})}),
+    ),
+    (
+        gr.ConsumerGroupCurrentMemberAssignmentKey("g", "m-1"),
+        gr.ConsumerGroupCurrentMemberAssignmentValue(0, -1, 0, {}, {}),
+    ),
+    (
+        gr.ConsumerGroupRegularExpressionKey("g", "orders.*"),
+        gr.ConsumerGroupRegularExpressionValue(("orders", "orders-eu"), 12, T_MS),
+    ),
+    (gr.ConsumerGroupRegularExpressionKey("g", ""), gr.ConsumerGroupRegularExpressionValue((), 0, 0)),
+]
+
+
+@pytest.mark.parametrize(("key", "value"), RECORDS, ids=lambda r: type(r).__name__)
+def test_consumer_group_records_round_trip(key: gr.RecordKey, value: gr.RecordValue) -> None:
+    key_bytes, value_bytes = encode_key(key), gr.encode_value(value)
+    assert key_bytes[:2] == i16(KEY_TYPES[type(key)])
+    assert value_bytes is not None and value_bytes[:2] == i16(0)  # v0, the only version
+    assert decode_key(key_bytes) == key
+    assert gr.decode_value(key, value_bytes) == value
+
+
+@pytest.mark.parametrize("key", sorted({key for key, _ in RECORDS}, key=repr), ids=lambda k: type(k).__name__)
+def test_consumer_group_tombstones(key: gr.RecordKey) -> None:
+    assert gr.encode_value(None) is None
+    assert gr.decode_value(key, None) is None
+
+
+def test_record_types_match_their_schemas() -> None:
+    """Each table entry's number is the api key Kafka's JSON gives both its key and its value schema."""
+    for record_type, kind in gr.RECORD_TYPES.items():
+        assert kind.record_type == record_type
+        assert kind.key.message.api_key == record_type
+        legacy = record_type == gr.LEGACY_OFFSET_COMMIT  # read as an OffsetCommitValue, as Kafka does
+        assert kind.value.message.api_key == (gr.OFFSET_COMMIT if legacy else record_type)
+    assert sorted(gr.RECORD_TYPES) == [0, 1, 2, 3, 4, 5, 6, 7, 8, 16]
+
+
+def test_generic_value_codec_covers_classic_records() -> None:
+    offset = OffsetCommitValue(offset=5, metadata="m", commit_timestamp=1000, expire_timestamp=2000)
+    group = GroupMetadataValue("consumer", 2, "range", "a", 99, (MEMBER,))
+    assert gr.encode_value(offset) == encode_offset_value(offset)
+    assert gr.encode_value(group) == encode_group_value(group)
+    assert gr.decode_value(OffsetCommitKey("g", "t", 0), encode_offset_value(offset)) == offset
+    assert gr.decode_value(GroupMetadataKey("g"), encode_group_value(group)) == group
+
+
+def test_consumer_group_keys_bytes() -> None:
+    """Keys are not flexible: int16 record type, then int16-length strings."""
+    assert encode_key(gr.ConsumerGroupMetadataKey("g")) == i16(3) + s("g")
+    assert encode_key(gr.ConsumerGroupMemberMetadataKey("g", "m")) == i16(5) + s("g") + s("m")
+    assert encode_key(gr.ConsumerGroupRegularExpressionKey("g", "t.*")) == i16(16) + s("g") + s("t.*")
+    assert decode_key(i16(8) + s("grp") + s("mem")) == gr.ConsumerGroupCurrentMemberAssignmentKey("grp", "mem")
+
+
+def test_consumer_group_metadata_value_bytes() -> None:
+    """Epoch, then the tag buffer: one field, tag 0 (MetadataHash), 8 bytes; the default hash 0 is not written."""
+    tagged = i16(0) + i32(5) + b"\x01" + b"\x00" + b"\x08" + i64(0x1234_5678_9ABC_DEF0)
+    value = gr.ConsumerGroupMetadataValue(5, 0x1234_5678_9ABC_DEF0)
+    assert gr.decode_value(gr.ConsumerGroupMetadataKey("g"), tagged) == value
+    assert gr.encode_value(value) == tagged
+    assert gr.encode_value(gr.ConsumerGroupMetadataValue(5)) == i16(0) + i32(5) + b"\x00"
+
+
+def test_current_member_assignment_value_bytes() -> None:
+    """Compact arrays (length + 1) sorted by topic id then partition; each struct ends in its own tag buffer."""
+    value = gr.ConsumerGroupCurrentMemberAssignmentValue(
+        7, 6, 2, {TOPIC_B: frozenset({3, 1}), TOPIC_A: frozenset({2})}, {}
+    )
+    expected = (
+        i16(0) + i32(7) + i32(6) + b"\x02"  # version, memberEpoch, previousMemberEpoch, state
+        + b"\x03"  # assignedPartitions: 2 topics
+        + TOPIC_A + b"\x02" + i32(2) + b"\x00"
+        + TOPIC_B + b"\x03" + i32(1) + i32(3) + b"\x00"
+        + b"\x01"  # partitionsPendingRevocation: empty
+        + b"\x00"  # no tagged fields
+    )
+    assert gr.encode_value(value) == expected
+    assert gr.decode_value(gr.ConsumerGroupCurrentMemberAssignmentKey("g", "m"), expected) == value
+
+
+def test_fields_minibroker_does_not_keep_are_read_and_dropped() -> None:
+    """Partition racks, a classic member's metadata and assignment epochs, as a Kafka broker may have written them."""
+    racks = b"\x02" + i32(0) + b"\x02" + b"\x02a" + b"\x00"  # one partition, 0, with rack "a"
+    partition_metadata = i16(0) + b"\x02" + TOPIC_A + b"\x07orders" + i32(1) + racks + b"\x00" + b"\x00"
+    assert gr.decode_value(gr.ConsumerGroupPartitionMetadataKey("g"), partition_metadata) == (
+        gr.ConsumerGroupPartitionMetadataValue((gr.PartitionMetadataTopic(TOPIC_A, "orders", 1),))
+    )
+
+    classic = i32(45000) + b"\x02" + b"\x06range" + b"\x02x" + b"\x00" + b"\x00"  # sessionTimeoutMs, one protocol
+    member = (
+        i16(0) + b"\x00" + b"\x00" + b"\x02c" + b"\x02h" + b"\x02\x02t" + b"\x00" + i32(1000) + b"\x00"
+        + b"\x01" + b"\x00" + bytes([1 + len(classic)]) + b"\x01" + classic  # tag 0: a non-null ClassicMemberMetadata
+    )
+    assert gr.decode_value(gr.ConsumerGroupMemberMetadataKey("g", "m"), member) == (
+        gr.ConsumerGroupMemberMetadataValue(None, None, "c", "h", ("t",), None, 1000, None)
+    )
+
+    # Partitions [0], then the tag buffer: one field, tag 0 (AssignmentEpochs), 5 bytes: [3].
+    with_epochs = TOPIC_A + b"\x02" + i32(0) + b"\x01" + b"\x00" + b"\x05" + b"\x02" + i32(3)
+    assignment = i16(0) + i32(3) + i32(2) + b"\x01" + b"\x02" + with_epochs + b"\x01" + b"\x00"
+    assert gr.decode_value(gr.ConsumerGroupCurrentMemberAssignmentKey("g", "m"), assignment) == (
+        gr.ConsumerGroupCurrentMemberAssignmentValue(3, 2, 1, {TOPIC_A: frozenset({0})}, {})
+    )
+    assert gr.encode_value(gr.decode_value(gr.ConsumerGroupCurrentMemberAssignmentKey("g", "m"), assignment)) == (
+        i16(0) + i32(3) + i32(2) + b"\x01" + b"\x02" + TOPIC_A + b"\x02" + i32(0) + b"\x00" + b"\x01" + b"\x00"
+    )
+
+
+@pytest.mark.parametrize("data", [i16(1) + i32(5) + b"\x00", i16(-1) + i32(5) + b"\x00", i16(0) + i32(5)[:2]])
+def test_bad_consumer_group_values_raise_protocol_error(data: bytes) -> None:
+    with pytest.raises(ProtocolError):
+        gr.decode_value(gr.ConsumerGroupMetadataKey("g"), data)

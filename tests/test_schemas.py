@@ -16,6 +16,10 @@ INTERNAL_DIRS = (SPEC_DIR / "internal" / "group-coordinator", SPEC_DIR / "intern
 INTERNAL_RECORDS = {
     "LegacyOffsetCommitKey", "LegacyOffsetCommitValue", "OffsetCommitKey", "OffsetCommitValue",
     "GroupMetadataKey", "GroupMetadataValue", "TransactionLogKey", "TransactionLogValue",
+    *(f"ConsumerGroup{name}{part}" for name in (
+        "Metadata", "PartitionMetadata", "MemberMetadata", "TargetAssignmentMetadata", "TargetAssignmentMember",
+        "CurrentMemberAssignment", "RegularExpression",
+    ) for part in ("Key", "Value")),
 }
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 API_KEYS = (
     0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
-    32, 33, 36, 37, 42, 44, 47, 60, 61, 65, 66,
+    32, 33, 36, 37, 42, 44, 47, 60, 61, 65, 66, 68, 69,
 )
 EXTRA = (
     "messages/RequestHeader.json",
@@ -31,6 +31,20 @@ INTERNAL = (
     "internal/group-coordinator/OffsetCommitValue.json",
     "internal/group-coordinator/GroupMetadataKey.json",
     "internal/group-coordinator/GroupMetadataValue.json",
+    "internal/group-coordinator/ConsumerGroupMetadataKey.json",
+    "internal/group-coordinator/ConsumerGroupMetadataValue.json",
+    "internal/group-coordinator/ConsumerGroupPartitionMetadataKey.json",
+    "internal/group-coordinator/ConsumerGroupPartitionMetadataValue.json",
+    "internal/group-coordinator/ConsumerGroupMemberMetadataKey.json",
+    "internal/group-coordinator/ConsumerGroupMemberMetadataValue.json",
+    "internal/group-coordinator/ConsumerGroupTargetAssignmentMetadataKey.json",
+    "internal/group-coordinator/ConsumerGroupTargetAssignmentMetadataValue.json",
+    "internal/group-coordinator/ConsumerGroupTargetAssignmentMemberKey.json",
+    "internal/group-coordinator/ConsumerGroupTargetAssignmentMemberValue.json",
+    "internal/group-coordinator/ConsumerGroupCurrentMemberAssignmentKey.json",
+    "internal/group-coordinator/ConsumerGroupCurrentMemberAssignmentValue.json",
+    "internal/group-coordinator/ConsumerGroupRegularExpressionKey.json",
+    "internal/group-coordinator/ConsumerGroupRegularExpressionValue.json",
     "internal/transaction-coordinator/TransactionLogKey.json",
     "internal/transaction-coordinator/TransactionLogValue.json",
 )

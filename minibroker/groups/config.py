@@ -24,3 +24,8 @@ class GroupConfig:
     offsets_retention_ms: int = 7 * 24 * 60 * MINUTE_MS
     offsets_retention_check_interval_ms: int = 10 * MINUTE_MS
     offset_metadata_max_bytes: int = 4096
+    consumer_heartbeat_interval_ms: int = 5000
+    consumer_session_timeout_ms: int = 45_000
+    consumer_max_size: int = 2**31 - 1
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")  # the first is the default
+    consumer_protocol_enabled: bool = True  # group.coordinator.rebalance.protocols lists "consumer"

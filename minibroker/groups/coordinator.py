@@ -15,7 +15,17 @@ from __future__ import annotations
 import logging
 from typing import Any, Iterable, Protocol, Sequence
 
+from minibroker.groups.assignors import TopicSpec
 from minibroker.groups.config import GroupConfig
+from minibroker.groups.consumer_coordinator import (
+    ConsumerGroups,
+    HeartbeatError,
+    HeartbeatRequest,
+    TopicCatalog,
+    error_answer,
+)
+from minibroker.groups.consumer_group import ConsumerGroup
+from minibroker.groups.consumer_records import CONSUMER_GROUP_KEYS
 from minibroker.groups.group import ClassicGroup, GroupState, Member
 from minibroker.groups.offsets import OffsetAndMetadata, OffsetStore
 from minibroker.groups.rebalance import Rebalancer, join_error, sync_error
@@ -34,9 +44,9 @@ from minibroker.protocol.group_records import (
     decode_group_value,
     decode_key,
     decode_offset_value,
-    encode_group_value,
+    decode_value,
     encode_key,
-    encode_offset_value,
+    encode_value,
     partition_for,
 )
 from minibroker.protocol.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
@@ -45,12 +55,11 @@ log = logging.getLogger(__name__)
 
 INVALID_OFFSET = -1
 NO_RETENTION = -1
+TXN_COMMIT_API_VERSION = 9  # what a transactional commit counts as: any member may make one
 CLASSIC_TYPE = "classic"
-# AclOperation bits a group supports (READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS): all allowed without ACLs.
-GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11)
-NO_AUTHORIZED_OPERATIONS = -(1 << 31)
+CONSUMER_TYPE = "consumer"
 
-Record = tuple[RecordKey, OffsetCommitValue | GroupMetadataValue | None]
+Record = tuple[RecordKey, Any]
 
 # How a failed __consumer_offsets write is reported to clients (Kafka's appendGroupMetadataErrorToResponseError).
 WRITE_ERROR_ANSWERS = {
@@ -86,12 +95,28 @@ class RecordLog(Protocol):
         offset of the first record; raises CoordinatorWriteError."""
 
 
+class NoTopics:
+    """A catalog without topics, for a coordinator that serves no consumer-protocol group (unit tests)."""
+
+    version = 0
+
+    def by_name(self, name: str) -> TopicSpec | None:
+        return None
+
+    def by_id(self, topic_id: bytes) -> TopicSpec | None:
+        return None
+
+    def names(self) -> list[str]:
+        return []
+
+
 class GroupCoordinator:
-    def __init__(self, config: GroupConfig, timer: Timer, records: RecordLog) -> None:
+    def __init__(self, config: GroupConfig, timer: Timer, records: RecordLog, topics: TopicCatalog | None = None) -> None:
         self.config = config
         self.timer = timer
         self.records = records
         self.groups: dict[str, ClassicGroup] = {}
+        self.consumer = ConsumerGroups(config, timer, topics or NoTopics(), self._write)
         self.offsets = OffsetStore()
         self.pending = PendingTxnOffsets()
         self.loading: set[int] = set()
@@ -116,8 +141,10 @@ class GroupCoordinator:
             self._apply(decoded, decode_offset_value(value), offset, producer_id)
         elif producer_id != NO_PRODUCER_ID:
             log.warning("group %s: skipping group metadata in a transactional batch at offset %d", decoded.group, offset)
-        else:
+        elif isinstance(decoded, GroupMetadataKey):
             self._load_group(decoded.group, decode_group_value(value))
+        else:
+            self.consumer.replay(decoded, decode_value(decoded, value))
 
     def complete_transaction(self, partition: int, producer_id: int, committed: bool) -> None:
         """A COMMIT or ABORT marker of ``producer_id`` is in ``partition``: its pending offsets there become committed
@@ -144,6 +171,9 @@ class GroupCoordinator:
         for group in list(self.groups.values()):
             if self.partition_of(group.group_id) == partition:
                 self.rebalancer.on_loaded(group)
+        for consumer_group in self.consumer.groups.values():
+            if self.partition_of(consumer_group.group_id) == partition:
+                self.consumer.on_loaded(consumer_group)
         self.loading.discard(partition)
 
     def _load_group(self, group_id: str, value: GroupMetadataValue | None) -> None:
@@ -172,7 +202,7 @@ class GroupCoordinator:
         self.groups[group_id] = group
 
     def _ensure_group(self, group_id: str) -> None:
-        if group_id not in self.groups:
+        if group_id not in self.groups and group_id not in self.consumer.groups:
             log.info("group %s is a simple group (offsets committed without membership)", group_id)
             self.groups[group_id] = ClassicGroup(group_id, created_ms=self.timer.now_ms())
 
@@ -182,7 +212,9 @@ class GroupCoordinator:
     ) -> None:
         """The in-memory effect of a record we wrote at ``record_offset`` (group metadata values are already live
         state); a transactional offset commit stays pending until its marker."""
-        if isinstance(key, OffsetCommitKey):
+        if isinstance(key, CONSUMER_GROUP_KEYS):
+            self.consumer.replay(key, value)
+        elif isinstance(key, OffsetCommitKey):
             if value is None:
                 self.offsets.remove(key.group, key.topic, key.partition)
                 self.pending.discard(key.group, key.topic, key.partition)
@@ -206,7 +238,9 @@ class GroupCoordinator:
     ) -> ErrorCode:
         """Append records for one group's partition (in a producer's transaction if given), then apply them; the
         error to answer with."""
-        encoded = [(encode_key(key), _encode_value(value)) for key, value in records]
+        if not records:
+            return ErrorCode.NONE
+        encoded = [(encode_key(key), encode_value(value)) for key, value in records]
         try:
             base_offset = self.records.append(self.partition_of(group_id), encoded, producer_id, producer_epoch)
         except CoordinatorWriteError as exc:
@@ -244,7 +278,58 @@ class GroupCoordinator:
         elif self.is_loading(request.group_id):
             respond(join_error(request.member_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
         else:
-            self.rebalancer.join(request, respond)
+            error = self._leave_consumer_protocol(request.group_id)
+            if error != ErrorCode.NONE:
+                respond(join_error(request.member_id, error))
+            else:
+                self.rebalancer.join(request, respond)
+
+    def _leave_consumer_protocol(self, group_id: str) -> ErrorCode:
+        """A classic JoinGroup for a consumer-protocol group: an empty one is deleted (its offsets stay) so the classic
+        group can start; one with members refuses the classic protocol (Kafka with the migration of non-empty groups off)."""
+        group = self.consumer.groups.get(group_id)
+        if group is None:
+            return ErrorCode.NONE
+        if not group.is_empty:
+            log.info("group %s: a classic member cannot join the consumer-protocol group", group_id)
+            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        log.info("group %s: the empty consumer-protocol group becomes a classic group", group_id)
+        return self._write(group_id, self.consumer.deletion_records(group))
+
+    def consumer_heartbeat(self, request: HeartbeatRequest) -> dict[str, Any]:
+        """ConsumerGroupHeartbeat (KIP-848)."""
+        if not self.config.consumer_protocol_enabled:
+            return error_answer(ErrorCode.UNSUPPORTED_VERSION, "The consumer group protocol is not enabled on this broker.")
+        if request.group_id and self.is_loading(request.group_id):
+            return error_answer(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        try:
+            self.consumer.validate(request)
+            return self.consumer.heartbeat(request, self._join_consumer_protocol(request))
+        except HeartbeatError as exc:
+            if exc.error in (ErrorCode.INVALID_REQUEST, ErrorCode.UNSUPPORTED_ASSIGNOR, ErrorCode.INVALID_REGULAR_EXPRESSION):
+                log.info("ConsumerGroupHeartbeat of group %s refused: %s", request.group_id, exc)
+            return error_answer(exc.error, str(exc))
+
+    def _join_consumer_protocol(self, request: HeartbeatRequest) -> list[Record]:
+        """Records that turn an empty classic group into a consumer-protocol one (its offsets stay); a classic group
+        with members is not a consumer group (Kafka's answer with the online upgrade of non-empty groups off)."""
+        group = self.groups.get(request.group_id)
+        if group is None or group.is_in(GroupState.DEAD):
+            return []
+        if request.member_epoch != 0 or not group.is_empty:
+            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} is not a consumer group")
+        log.info("group %s: the empty classic group becomes a consumer-protocol group", request.group_id)
+        return [(GroupMetadataKey(request.group_id), None)]
+
+    def consumer_describe(self, group_id: str) -> dict[str, Any]:
+        """One group of ConsumerGroupDescribe."""
+        if self.is_loading(group_id):
+            return _described_error(group_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, None)
+        if group_id in self.consumer.groups:
+            return self.consumer.describe(group_id)
+        if group_id in self.groups:
+            return _described_error(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+        return _described_error(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
 
     def sync_group(
         self, group_id: str, member_id: str, instance_id: str | None, generation_id: int,
@@ -279,7 +364,9 @@ class GroupCoordinator:
     ) -> list[ErrorCode]:
         """OffsetCommit: one error per commit, in order."""
         missing_group = ErrorCode.GROUP_ID_NOT_FOUND if api_version >= 9 else ErrorCode.ILLEGAL_GENERATION
-        return self._commit(group_id, member_id, instance_id, generation_id, commits, missing_group, retention_ms)
+        return self._commit(
+            group_id, member_id, instance_id, generation_id, commits, missing_group, retention_ms, api_version,
+        )
 
     def commit_transactional_offsets(
         self, group_id: str, producer_id: int, producer_epoch: int, member_id: str, instance_id: str | None,
@@ -293,19 +380,26 @@ class GroupCoordinator:
         """
         return self._commit(
             group_id, member_id, instance_id, generation_id, commits, ErrorCode.ILLEGAL_GENERATION, NO_RETENTION,
-            producer_id, producer_epoch,
+            TXN_COMMIT_API_VERSION, producer_id, producer_epoch,
         )
 
     def _commit(
         self, group_id: str, member_id: str, instance_id: str | None, generation_id: int, commits: list[PartitionCommit],
-        missing_group: ErrorCode, retention_ms: int, producer_id: int = NO_PRODUCER_ID,
+        missing_group: ErrorCode, retention_ms: int, api_version: int, producer_id: int = NO_PRODUCER_ID,
         producer_epoch: int = NO_PRODUCER_EPOCH,
     ) -> list[ErrorCode]:
+        """``generation_id`` is a classic group's generation or a consumer-protocol group's member epoch."""
         transactional = producer_id != NO_PRODUCER_ID
         if not group_id:
             return [ErrorCode.INVALID_GROUP_ID] * len(commits)
         if self.is_loading(group_id):
             return [ErrorCode.COORDINATOR_LOAD_IN_PROGRESS] * len(commits)
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            error = self.consumer.validate_commit(consumer_group, member_id, generation_id, transactional, api_version)
+            if error != ErrorCode.NONE:
+                return [error] * len(commits)
+            return self._write_commits(group_id, commits, retention_ms, producer_id, producer_epoch, created=False)
         group = self.groups.get(group_id)
         created = group is None
         if group is None:
@@ -318,6 +412,12 @@ class GroupCoordinator:
             return [error] * len(commits)
         if not transactional and group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE):
             self.rebalancer.reschedule_heartbeat(group, member_id)  # a commit keeps a classic member's session alive
+        return self._write_commits(group_id, commits, retention_ms, producer_id, producer_epoch, created)
+
+    def _write_commits(
+        self, group_id: str, commits: list[PartitionCommit], retention_ms: int, producer_id: int, producer_epoch: int,
+        created: bool,
+    ) -> list[ErrorCode]:
         now = self.timer.now_ms()
         expire = -1 if retention_ms == NO_RETENTION else now + retention_ms
         results = []
@@ -361,16 +461,23 @@ class GroupCoordinator:
 
     def fetch_offsets(
         self, group_id: str, topics: list[tuple[str, list[int]]] | None, require_stable: bool = False,
+        member_id: str | None = None, member_epoch: int = -1,
     ) -> dict[str, Any]:
         """OffsetFetch for one group (``topics`` None: every committed offset), as a v8 response group.
 
         Offsets of open transactions are not shown; with ``require_stable`` a partition that has some is answered
-        UNSTABLE_OFFSET_COMMIT instead, so the client retries once the transaction has ended (KIP-447).
+        UNSTABLE_OFFSET_COMMIT instead, so the client retries once the transaction has ended (KIP-447). A member of
+        a consumer-protocol group (OffsetFetch v9) must name its current epoch.
         """
         if self.is_loading(group_id):
             return {"group_id": group_id, "error_code": ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "topics": []}
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            error = self.consumer.validate_fetch(consumer_group, member_id, member_epoch)
+            if error != ErrorCode.NONE:
+                return {"group_id": group_id, "error_code": error, "topics": []}
         group = self.groups.get(group_id)
-        known = group is not None and not group.is_in(GroupState.DEAD)
+        known = consumer_group is not None or (group is not None and not group.is_in(GroupState.DEAD))
         stored = self.offsets.group_offsets(group_id) if known else {}
         if topics is None:
             topics = [(topic, sorted(partitions)) for topic, partitions in stored.items()]
@@ -390,10 +497,10 @@ class GroupCoordinator:
             return ErrorCode.INVALID_GROUP_ID, []
         if self.is_loading(group_id):
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
-        group = self.groups.get(group_id)
-        if group is None or group.is_in(GroupState.DEAD):
+        group: ClassicGroup | ConsumerGroup | None = self.consumer.groups.get(group_id) or self.groups.get(group_id)
+        if group is None or (isinstance(group, ClassicGroup) and group.is_in(GroupState.DEAD)):
             return ErrorCode.GROUP_ID_NOT_FOUND, []
-        if not group.is_empty and not group.uses_consumer_protocol:
+        if isinstance(group, ClassicGroup) and not group.is_empty and not group.uses_consumer_protocol:
             return ErrorCode.NON_EMPTY_GROUP, []
         answers = []
         records: list[Record] = []
@@ -417,24 +524,29 @@ class GroupCoordinator:
         if self.loading:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
         wanted_states = {state.strip().lower() for state in states}
-        if types and CLASSIC_TYPE not in {kind.strip().lower() for kind in types}:
-            return ErrorCode.NONE, []
+        wanted_types = {kind.strip().lower() for kind in types}
+        listed = []
+        if not wanted_types or CLASSIC_TYPE in wanted_types:
+            listed += [
+                {
+                    "group_id": group.group_id,
+                    "protocol_type": group.protocol_type or "",
+                    "group_state": group.state.value,
+                    "group_type": CLASSIC_TYPE,
+                }
+                for group in self.groups.values()
+            ]
+        if not wanted_types or CONSUMER_TYPE in wanted_types:
+            listed += [self.consumer.listed(group) for group in self.consumer.groups.values()]
         return ErrorCode.NONE, [
-            {
-                "group_id": group.group_id,
-                "protocol_type": group.protocol_type or "",
-                "group_state": group.state.value,
-                "group_type": CLASSIC_TYPE,
-            }
-            for group in self.groups.values()
-            if not wanted_states or group.state.value.lower() in wanted_states
+            group for group in listed if not wanted_states or group["group_state"].lower() in wanted_states
         ]
 
-    def describe_group(self, group_id: str, include_operations: bool) -> dict[str, Any]:
-        operations = GROUP_OPERATIONS if include_operations else NO_AUTHORIZED_OPERATIONS
+    def describe_group(self, group_id: str) -> dict[str, Any]:
+        """One DescribeGroups group (a consumer-protocol group is not a classic group: Dead, as Kafka answers v0-5)."""
         answer = {
             "error_code": ErrorCode.NONE, "group_id": group_id, "group_state": GroupState.DEAD.value,
-            "protocol_type": "", "protocol_data": "", "members": [], "authorized_operations": operations,
+            "protocol_type": "", "protocol_data": "", "members": [],
         }
         if self.is_loading(group_id):
             return {**answer, "error_code": ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "group_state": ""}
@@ -471,16 +583,20 @@ class GroupCoordinator:
     def _delete_group(self, group_id: str) -> ErrorCode:
         if self.is_loading(group_id):
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        group = self.groups.get(group_id)
-        if group is None or group.is_in(GroupState.DEAD):
+        group: ClassicGroup | ConsumerGroup | None = self.consumer.groups.get(group_id) or self.groups.get(group_id)
+        if group is None or (isinstance(group, ClassicGroup) and group.is_in(GroupState.DEAD)):
             return ErrorCode.GROUP_ID_NOT_FOUND
         if not group.is_empty:
             return ErrorCode.NON_EMPTY_GROUP
         records: list[Record] = [
             (OffsetCommitKey(group_id, topic, partition), None) for topic, partition in self._offset_partitions(group_id)
         ]
-        records.append((GroupMetadataKey(group_id), None))
-        return self._write(group_id, records)
+        return self._write(group_id, records + self._group_tombstones(group))
+
+    def _group_tombstones(self, group: ClassicGroup | ConsumerGroup) -> list[Record]:
+        if isinstance(group, ConsumerGroup):
+            return self.consumer.deletion_records(group)
+        return [(GroupMetadataKey(group.group_id), None)]
 
     def _offset_partitions(self, group_id: str) -> list[TopicPartition]:
         """Partitions with a committed or a pending transactional offset: what deleting the group's offsets tombstones."""
@@ -491,7 +607,7 @@ class GroupCoordinator:
         """Deleted topics (Kafka's onPartitionsDeleted): tombstones for every group's offsets of them, committed or
         pending; returns how many were written."""
         written = 0
-        for group_id in list(self.groups):
+        for group_id in [*self.groups, *self.consumer.groups]:
             records: list[Record] = [
                 (OffsetCommitKey(group_id, topic, partition), None)
                 for topic, partition in self._offset_partitions(group_id) if topic in topics
@@ -511,8 +627,8 @@ class GroupCoordinator:
         """Kafka's cleanupGroupMetadata: expire old offsets, delete empty groups left with none; returns tombstones written."""
         now = self.timer.now_ms()
         written = 0
-        for group_id in list(self.groups):
-            group = self.groups.get(group_id)
+        for group_id in [*self.groups, *self.consumer.groups]:
+            group: ClassicGroup | ConsumerGroup | None = self.consumer.groups.get(group_id) or self.groups.get(group_id)
             if group is None or self.is_loading(group_id):
                 continue
             records, all_expired = self._expired_offsets(group, now)
@@ -520,17 +636,19 @@ class GroupCoordinator:
                 log.info("group %s: %d offset(s) expired", group_id, len(records))
             if all_expired and group.is_empty and not self.pending.has_group(group_id):
                 log.info("group %s is empty and has no offsets left: deleting it", group_id)
-                records.append((GroupMetadataKey(group_id), None))
+                records += self._group_tombstones(group)
             if records and self._write(group_id, records) == ErrorCode.NONE:
                 written += len(records)
         return written
 
-    def _expired_offsets(self, group: ClassicGroup, now: int) -> tuple[list[Record], bool]:
+    def _expired_offsets(self, group: ClassicGroup | ConsumerGroup, now: int) -> tuple[list[Record], bool]:
         """(tombstones for expired offsets, whether every offset of the group expired)."""
         offsets = self.offsets.group_offsets(group.group_id)
         if not offsets:
             return [], True
-        if group.protocol_type is None:
+        if isinstance(group, ConsumerGroup):
+            base = _commit_time  # as Kafka's ConsumerGroup: from the commit, in every state
+        elif group.protocol_type is None:
             base = _commit_time
         elif group.is_empty:
             state_time = group.current_state_timestamp
@@ -558,16 +676,15 @@ class GroupCoordinator:
         return records, all_expired
 
 
+def _described_error(group_id: str, error: ErrorCode, message: str | None) -> dict[str, Any]:
+    return {
+        "error_code": error, "error_message": message, "group_id": group_id, "group_state": "", "group_epoch": -1,
+        "assignment_epoch": -1, "assignor_name": "", "members": [],
+    }
+
+
 def _commit_time(offset: OffsetAndMetadata) -> int:
     return offset.commit_timestamp
-
-
-def _encode_value(value: OffsetCommitValue | GroupMetadataValue | None) -> bytes | None:
-    if value is None:
-        return None
-    if isinstance(value, OffsetCommitValue):
-        return encode_offset_value(value)
-    return encode_group_value(value)
 
 
 def _unstable_answer(partition: int) -> dict[str, Any]:

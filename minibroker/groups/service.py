@@ -16,8 +16,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
+from minibroker.groups.assignors import TopicSpec
 from minibroker.groups.config import MINUTE_MS, GroupConfig
 from minibroker.groups.coordinator import CoordinatorWriteError, GroupCoordinator
 from minibroker.groups.timer import LoopTimer
@@ -36,7 +37,7 @@ from minibroker.protocol.records import (
 )
 from minibroker.storage.errors import ProducerStateError, StorageError
 from minibroker.storage.log_manager import TopicInfo
-from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC
+from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RECORDS_PER_YIELD = 1000
+INTERNAL_TOPICS = frozenset({CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
 
 
 def group_config(config: BrokerConfig) -> GroupConfig:
@@ -56,7 +58,34 @@ def group_config(config: BrokerConfig) -> GroupConfig:
         offsets_retention_ms=config.offsets_retention_minutes * MINUTE_MS,
         offsets_retention_check_interval_ms=config.offsets_retention_check_interval_ms,
         offset_metadata_max_bytes=config.offset_metadata_max_bytes,
+        consumer_heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+        consumer_session_timeout_ms=config.group_consumer_session_timeout_ms,
+        consumer_max_size=config.group_consumer_max_size,
+        consumer_assignors=_assignors(config.group_consumer_assignors),
+        consumer_protocol_enabled="consumer" in _names(config.group_coordinator_rebalance_protocols),
     )
+
+
+def _names(value: str) -> tuple[str, ...]:
+    """A Kafka LIST setting's items; Kafka's assignor class names count by their short name."""
+    names = []
+    for item in value.split(","):
+        item = item.strip()
+        if item:
+            short = item.rsplit(".", 1)[-1].removesuffix("Assignor").lower()
+            names.append(short if "." in item else item)
+    return tuple(names)
+
+
+def _assignors(value: str) -> tuple[str, ...]:
+    from minibroker.config import ConfigError
+    from minibroker.groups.assignors import ASSIGNORS
+
+    names = _names(value)
+    unknown = [name for name in names if name not in ASSIGNORS]
+    if unknown:
+        raise ConfigError(f"group.consumer.assignors: unknown assignor(s) {', '.join(unknown)} (known: {', '.join(ASSIGNORS)})")
+    return names
 
 
 class OffsetsTopic:
@@ -99,6 +128,30 @@ class OffsetsTopic:
         await self.internal.flushes.flush()
 
 
+class BrokerTopics:
+    """The broker's topics for consumer-protocol groups (``TopicCatalog``): what they subscribe and regexes match."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    @property
+    def version(self) -> int:
+        return self.broker.logs.catalog_version
+
+    def by_name(self, name: str) -> TopicSpec | None:
+        info = self.broker.logs.topics.get(name)
+        return None if info is None else TopicSpec(info.topic_id, name, len(info.partitions))
+
+    def by_id(self, topic_id: bytes) -> TopicSpec | None:
+        for info in self.broker.logs.topics.values():
+            if info.topic_id == topic_id:
+                return TopicSpec(topic_id, info.name, len(info.partitions))
+        return None
+
+    def names(self) -> Iterable[str]:
+        return [name for name in self.broker.logs.topics if name not in INTERNAL_TOPICS]
+
+
 class GroupService:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
@@ -112,7 +165,7 @@ class GroupService:
         """Create the coordinator, mark existing partitions as loading and start loading and expiry."""
         loop = asyncio.get_running_loop()
         self.timer = LoopTimer(loop, self.broker.clock)
-        self.coordinator = GroupCoordinator(self.config, self.timer, self.topic)
+        self.coordinator = GroupCoordinator(self.config, self.timer, self.topic, BrokerTopics(self.broker))
         info = self.broker.topic(CONSUMER_OFFSETS_TOPIC)
         if info is not None:
             self.coordinator.begin_loading(range(len(info.partitions)))

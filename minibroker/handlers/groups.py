@@ -1,5 +1,6 @@
 """Consumer group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, TxnOffsetCommit,
-OffsetFetch, ListGroups, DescribeGroups, DeleteGroups and OffsetDelete.
+OffsetFetch, ListGroups, DescribeGroups, DeleteGroups, OffsetDelete, and the consumer group protocol of KIP-848
+(ConsumerGroupHeartbeat, ConsumerGroupDescribe).
 
 These handlers only translate between API versions and the coordinator (``minibroker.groups``), which
 holds every rule. JoinGroup and SyncGroup answers may come later (when the rebalance gets there), so
@@ -23,6 +24,9 @@ if TYPE_CHECKING:
     from minibroker.groups.coordinator import GroupCoordinator
 
 GROUP_KEY = 0
+# AclOperation bits a group supports (READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS): all allowed without ACLs.
+GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11)
+NO_AUTHORIZED_OPERATIONS = -(1 << 31)
 TRANSACTION_KEY = 1
 NO_NODE = {"node_id": -1, "host": "", "port": -1}
 
@@ -225,12 +229,15 @@ def requested_topics(topics: list[dict[str, Any]] | None) -> list[tuple[str, lis
     return None if topics is None else [(t["name"], t["partition_indexes"]) for t in topics]
 
 
-@api(9, 1, 8)
+@api(9, 1, 9)
 async def offset_fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     stable = body["require_stable"]
     if ctx.api_version >= 8:
         groups = [
-            coordinator(ctx).fetch_offsets(g["group_id"], requested_topics(g["topics"]), stable) for g in body["groups"]
+            coordinator(ctx).fetch_offsets(
+                g["group_id"], requested_topics(g["topics"]), stable, g["member_id"], g["member_epoch"],
+            )
+            for g in body["groups"]
         ]
         return {"groups": groups}
     topics = requested_topics(body["topics"])
@@ -281,8 +288,10 @@ async def list_groups(ctx: RequestContext, body: dict[str, Any]) -> dict[str, An
 
 @api(15, 0, 5)
 async def describe_groups(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
-    include = body["include_authorized_operations"]
-    return {"groups": [coordinator(ctx).describe_group(group_id, include) for group_id in body["groups"]]}
+    operations = GROUP_OPERATIONS if body["include_authorized_operations"] else NO_AUTHORIZED_OPERATIONS
+    return {"groups": [
+        {**coordinator(ctx).describe_group(group_id), "authorized_operations": operations} for group_id in body["groups"]
+    ]}
 
 
 @api(42, 0, 2)
@@ -290,3 +299,51 @@ async def delete_groups(ctx: RequestContext, body: dict[str, Any]) -> dict[str, 
     results = coordinator(ctx).delete_groups(body["groups_names"])
     await ctx.broker.groups.flush()
     return {"results": results}
+
+
+# ---- the consumer group protocol (KIP-848) ----
+
+
+def owned_partitions(topics: list[dict[str, Any]] | None) -> dict[bytes, frozenset[int]] | None:
+    if topics is None:
+        return None
+    owned: dict[bytes, frozenset[int]] = {}
+    for topic in topics:
+        if topic["partitions"]:
+            owned[topic["topic_id"]] = owned.get(topic["topic_id"], frozenset()) | frozenset(topic["partitions"])
+    return owned
+
+
+@api(68, 0, 1)
+async def consumer_group_heartbeat(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    from minibroker.groups.consumer_coordinator import HeartbeatRequest  # with the coordinator: on first use
+
+    request = HeartbeatRequest(
+        group_id=body["group_id"],
+        member_id=body["member_id"],
+        member_epoch=body["member_epoch"],
+        instance_id=body["instance_id"],
+        rack_id=body["rack_id"],
+        rebalance_timeout_ms=body["rebalance_timeout_ms"],
+        subscribed_topic_names=body["subscribed_topic_names"],
+        subscribed_topic_regex=body["subscribed_topic_regex"],
+        server_assignor=body["server_assignor"],
+        owned=owned_partitions(body["topic_partitions"]),
+        client_id=ctx.client_id or "",
+        client_host=client_host(ctx),
+        api_version=ctx.api_version,
+    )
+    response = coordinator(ctx).consumer_heartbeat(request)
+    await ctx.broker.groups.flush()
+    return response
+
+
+@api(69, 0, 1)
+async def consumer_group_describe(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    include = body["include_authorized_operations"]
+    groups = []
+    for group_id in body["group_ids"]:
+        described = coordinator(ctx).consumer_describe(group_id)
+        described["authorized_operations"] = GROUP_OPERATIONS if include else NO_AUTHORIZED_OPERATIONS
+        groups.append(described)
+    return {"groups": groups}
