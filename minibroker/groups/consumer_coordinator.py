@@ -113,7 +113,9 @@ class ConsumerGroups:
         self.write = write
         self.groups: dict[str, ConsumerGroup] = {}
         self._compiled: dict[str, re.Pattern[str]] = {}
-        self._regex_versions: dict[tuple[str, str], int] = {}  # (group, regex) -> catalog version resolved at
+        # (group, regex) -> (catalog version, topics) last resolved; trusted only if the group holds those topics
+        # (a failed write leaves the group as it was, so the regex is resolved again)
+        self._regex_versions: dict[tuple[str, str], tuple[int, frozenset[str]]] = {}
 
     # ---- validation ----
 
@@ -214,7 +216,8 @@ class ConsumerGroups:
             target_epoch = group_epoch
             records.append(target_epoch_record(group_id, group_epoch, self.timer.now_ms()))
         reconciled = updated
-        target = targets.get(member_id, {})
+        # A static member's new incarnation has its predecessor's target (Kafka's targetAssignment(memberId, instanceId))
+        target = targets.get(member_id, targets.get(replaced, {}) if replaced is not None else {})
         if not updated.is_reconciled_to(target_epoch):
             reconciled = reconcile(updated, target_epoch, target, group, request.owned)
         if reconciled != updated or member_id not in group.members:
@@ -222,7 +225,8 @@ class ConsumerGroups:
         error = self.write(group_id, records)
         if error != ErrorCode.NONE:
             return error_answer(error)
-        self._after_reconcile(group_id, reconciled)
+        if reconciled != updated:  # as Kafka's maybeReconcile: a member still revoking keeps its first deadline
+            self._after_reconcile(group_id, reconciled)
         self._schedule_session_timeout(group_id, member_id)
         full = request.member_epoch == 0 or (
             request.rebalance_timeout_ms != -1 and request.subscribed_topic_names is not None
@@ -288,12 +292,12 @@ class ConsumerGroups:
         version = self.topics.version
         for regex in sorted(used):
             known = group.regexes.get(regex)
-            if known is not None and self._regex_versions.get((group.group_id, regex)) == version:
+            if known is not None and self._regex_versions.get((group.group_id, regex)) == (version, known):
                 resolved[regex] = known
                 continue
             pattern = self._pattern(regex)
             topics = frozenset(name for name in self.topics.names() if pattern.fullmatch(name))
-            self._regex_versions[(group.group_id, regex)] = version
+            self._regex_versions[(group.group_id, regex)] = (version, topics)
             resolved[regex] = topics
             if topics != known:
                 records.append(regex_record(group.group_id, regex, topics, version, self.timer.now_ms()))

@@ -209,8 +209,9 @@ class GroupService:
                 log.error("%s-%d: unreadable batch, loading stopped there: %s", CONSUMER_OFFSETS_TOPIC, partition, exc)
             self.coordinator.finish_loading(partition)
             await asyncio.sleep(0)
+        groups = len(self.coordinator.groups) + len(self.coordinator.consumer.groups)
         log.info("loaded %d group(s) and their offsets from %d record(s) of %s in %.0f ms",
-                 len(self.coordinator.groups), records, CONSUMER_OFFSETS_TOPIC, (time.monotonic() - started) * 1000)
+                 groups, records, CONSUMER_OFFSETS_TOPIC, (time.monotonic() - started) * 1000)
 
     def _replay_marker(self, partition: int, header: BatchHeader, record: Record) -> None:
         try:
