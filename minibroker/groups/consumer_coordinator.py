@@ -153,7 +153,10 @@ class ConsumerGroups:
             try:
                 pattern = re.compile(regex)
             except re.error as exc:
-                raise HeartbeatError(ErrorCode.INVALID_REGULAR_EXPRESSION, f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {exc}.") from exc
+                raise HeartbeatError(
+                    ErrorCode.INVALID_REGULAR_EXPRESSION,
+                    f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {exc}.",
+                ) from exc
             self._compiled[regex] = pattern
         return pattern
 
@@ -250,7 +253,7 @@ class ConsumerGroups:
             member = group.members.get(member_id)
             if member is None:
                 if not joining:
-                    raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}.")
+                    raise _unknown_member(member_id, group.group_id)
                 log.info("consumer group %s: member %s joins", group.group_id, member_id)
                 return ConsumerMember(member_id), None
             if joining:
@@ -346,15 +349,18 @@ class ConsumerGroups:
         if request.instance_id is None:
             member = group.members.get(request.member_id)
             if member is None:
-                raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {request.member_id} is not a member of group {group.group_id}.")
+                raise _unknown_member(request.member_id, group.group_id)
         else:
             member = group.static_member(request.instance_id)
             if member is None:
                 raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {request.instance_id} is unknown.")
             if member.member_id != request.member_id:
-                raise HeartbeatError(ErrorCode.FENCED_INSTANCE_ID, f"Static member {request.member_id} was fenced by {member.member_id}.")
+                raise HeartbeatError(
+                    ErrorCode.FENCED_INSTANCE_ID, f"Static member {request.member_id} was fenced by {member.member_id}.",
+                )
             if request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                log.info("consumer group %s: static member %s (%s) left for now", group.group_id, member.member_id, request.instance_id)
+                log.info("consumer group %s: static member %s (%s) left for now", group.group_id, member.member_id,
+                         request.instance_id)
                 leaving = replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, pending_revocation={})
                 error = self.write(group.group_id, [assignment_record(group.group_id, leaving)])
                 return answer if error == ErrorCode.NONE else error_answer(error)
@@ -489,6 +495,10 @@ class ConsumerGroups:
     def state_of(self, group_id: str) -> ConsumerGroupState:
         group = self.groups.get(group_id)
         return ConsumerGroupState.DEAD if group is None else group.state()
+
+
+def _unknown_member(member_id: str, group_id: str) -> HeartbeatError:
+    return HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
 
 
 def _require(condition: bool, message: str) -> None:
