@@ -144,6 +144,11 @@ class BrokerConfig:
         "group.consumer.assignors", "uniform,range",
         "Server-side assignors of consumer-protocol groups (uniform, range); the first is the default.",
     )
+    group_consumer_migration_policy: str = setting(
+        "group.consumer.migration.policy", "bidirectional",
+        "Which conversions of a group with members between the classic and the consumer protocol are allowed: "
+        "bidirectional, upgrade (classic to consumer), downgrade, or disabled (empty groups always convert).",
+    )
     group_coordinator_rebalance_protocols: str = setting(
         "group.coordinator.rebalance.protocols", "classic,consumer,streams",
         "Group protocols served: without consumer, ConsumerGroupHeartbeat is refused (streams and share are not served).",

@@ -10,8 +10,8 @@ only version. Types 0 (legacy) and 1 are both offset commits, as in Kafka's Grou
 Every record type is one ``RecordType`` entry in ``RECORD_TYPES``: its key and value classes, their schemas
 and the conversions between the frozen dataclasses used here and the dicts the generic codec reads and
 writes, so ``encode_key``/``decode_key`` and ``encode_value``/``decode_value`` are the same few lines for all
-types. The dataclasses keep what a coordinator needs: fields Kafka has deprecated or that only a classic-protocol
-member uses (partition racks, ClassicMemberMetadata, AssignmentEpochs) are dropped on read and never written.
+types. The dataclasses keep what a coordinator needs: fields Kafka has deprecated (partition racks,
+AssignmentEpochs) are dropped on read and never written.
 """
 
 from __future__ import annotations
@@ -162,6 +162,14 @@ class ConsumerGroupMemberMetadataKey:
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """What a member of the classic protocol in a consumer-protocol group joined with (KIP-848's online migration)."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]  # (name, ConsumerProtocolSubscription bytes), in preference order
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerGroupMemberMetadataValue:
     instance_id: str | None
     rack_id: str | None
@@ -171,6 +179,7 @@ class ConsumerGroupMemberMetadataValue:
     subscribed_topic_regex: str | None
     rebalance_timeout_ms: int
     server_assignor: str | None
+    classic: ClassicMemberMetadata | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,7 +380,12 @@ def _partition_metadata_value(body: Body) -> ConsumerGroupPartitionMetadataValue
 
 
 def _member_metadata_body(value: ConsumerGroupMemberMetadataValue) -> Body:
+    classic = value.classic
     return {
+        "classic_member_metadata": None if classic is None else {
+            "session_timeout_ms": classic.session_timeout_ms,
+            "supported_protocols": [{"name": name, "metadata": metadata} for name, metadata in classic.protocols],
+        },
         "instance_id": value.instance_id,
         "rack_id": value.rack_id,
         "client_id": value.client_id,
@@ -393,7 +407,15 @@ def _member_metadata_value(body: Body) -> ConsumerGroupMemberMetadataValue:
         subscribed_topic_regex=body["subscribed_topic_regex"],
         rebalance_timeout_ms=body["rebalance_timeout_ms"],
         server_assignor=body["server_assignor"],
+        classic=_classic_member(body["classic_member_metadata"]),
     )
+
+
+def _classic_member(body: Body | None) -> ClassicMemberMetadata | None:
+    if body is None:
+        return None
+    protocols = tuple((p["name"], bytes(p["metadata"])) for p in body["supported_protocols"])
+    return ClassicMemberMetadata(body["session_timeout_ms"], protocols)
 
 
 def _topic_partitions_body(partitions: TopicPartitions) -> list[Body]:

@@ -33,6 +33,9 @@ class FakeTimer:
     def cancel(self, key: str) -> None:
         self.pending.pop(key, None)
 
+    def is_scheduled(self, key: str) -> bool:
+        return key in self.pending
+
     def advance(self, ms: int = 0) -> None:
         target = self.now + ms
         while True:

@@ -24,12 +24,13 @@ from minibroker.protocol.group_records import (
 )
 
 from minibroker.groups.assignors import TopicPartitions, TopicSpec
+from minibroker.groups.classic_members import decode_assignment
 from minibroker.groups.config import GroupConfig
 from minibroker.groups.consumer_coordinator import HeartbeatRequest
 from minibroker.groups.consumer_group import ConsumerGroup, ConsumerGroupState, MemberState
 from minibroker.groups.coordinator import GroupCoordinator
 from minibroker.groups.requests import JoinRequest, PartitionCommit
-from tests.groupfakes import Answers, FakeRecordLog, FakeTimer, subscription
+from tests.groupfakes import Answers, FakeRecordLog, FakeTimer, assignment, subscription
 
 GROUP = "testgroup"  # partition 27 of 50
 TOPIC = "orders"
@@ -221,10 +222,10 @@ class Env:
         assert answer["error_code"] == ErrorCode.NONE
         return {p["partition_index"]: p["committed_offset"] for p in answer["topics"][0]["partitions"]}
 
-    def classic_join(self, member_id: str = "", group: str = GROUP) -> Answers:
+    def classic_join(self, member_id: str = "", group: str = GROUP, session_ms: int = 10_000) -> Answers:
         answers = Answers()
         self.coordinator.join_group(JoinRequest(
-            group, member_id, None, "classic-client", "/127.0.0.1", 10_000, REBALANCE_MS, "consumer",
+            group, member_id, None, "classic-client", "/127.0.0.1", session_ms, REBALANCE_MS, "consumer",
             (("range", subscription(TOPIC)),), True, False,
         ), answers)
         return answers
@@ -981,7 +982,10 @@ def test_heartbeat_converts_an_empty_classic_group_and_keeps_its_offsets(env: En
     assert restarted.fetched() == {0: 7, 1: 8}
 
 
-def test_heartbeat_to_a_classic_group_with_members_is_refused(env: Env) -> None:
+def test_heartbeat_to_a_classic_group_with_members_is_refused_when_the_upgrade_is_off() -> None:
+    env = Env(config=GroupConfig(
+        min_session_timeout_ms=1000, initial_rebalance_delay_ms=0, consumer_migration_policy="downgrade",
+    ))
     first = env.classic_join()
     env.classic_join(first.last["member_id"])
     env.timer.advance(0)
@@ -1007,9 +1011,151 @@ def test_classic_join_converts_an_empty_consumer_group_and_keeps_its_offsets(env
     assert restarted.fetched() == {0: 5, 1: -1}
 
 
-def test_classic_join_to_a_consumer_group_with_members(env: Env) -> None:
-    env.joined("member-a")
-    answer = env.classic_join().last
-    assert answer["error_code"] == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+# ---- the online migration: classic members in a consumer-protocol group ----
+
+
+@dataclass
+class ClassicClient:
+    """A classic member as a Java consumer drives it: JoinGroup (with a member id once it has one), SyncGroup as a
+    follower, Heartbeat with its generation."""
+
+    env: Env
+    member_id: str = ""
+    generation: int = -1
+    assigned: set[int] = field(default_factory=set)
+
+    def join(self, session_ms: int = 10_000) -> dict[str, Any]:
+        answer = self._join(session_ms)
+        if answer["error_code"] == ErrorCode.MEMBER_ID_REQUIRED:
+            self.member_id = answer["member_id"]
+            answer = self._join(session_ms)
+        if answer["error_code"] == ErrorCode.NONE:
+            self.generation = answer["generation_id"]
+        return answer
+
+    def _join(self, session_ms: int) -> dict[str, Any]:
+        answers = self.env.classic_join(self.member_id, session_ms=session_ms)
+        self.env.timer.advance(0)  # a classic group answers once its join phase completes
+        return answers.last
+
+    def sync(self, assignments: dict[str, bytes] | None = None) -> dict[str, Any]:
+        answers = Answers()
+        self.env.coordinator.sync_group(
+            GROUP, self.member_id, None, self.generation, "consumer", "range", assignments or {}, answers,
+        )
+        self.env.timer.advance(0)
+        answer = answers.last
+        if answer["error_code"] == ErrorCode.NONE:
+            self.assigned = set(decode_assignment(answer["assignment"]).get(TOPIC, set()))
+        return answer
+
+    def heartbeat(self) -> ErrorCode:
+        return self.env.coordinator.heartbeat(GROUP, self.member_id, None, self.generation)
+
+    def rejoin_and_sync(self) -> None:
+        assert self.join()["error_code"] == ErrorCode.NONE
+        assert self.sync()["error_code"] == ErrorCode.NONE
+
+
+def stable_classic_group(env: Env) -> ClassicClient:
+    """A classic group whose one member owns every partition of TOPIC (generation 1)."""
+    client = ClassicClient(env)
+    answer = client.join()
+    assert answer["error_code"] == ErrorCode.NONE and answer["leader"] == client.member_id
+    assert client.sync({client.member_id: assignment(TOPIC, 0, 1, 2, 3)})["error_code"] == ErrorCode.NONE
+    assert client.assigned == {0, 1, 2, 3}
+    return client
+
+
+def consumer_partitions(consumer: Consumer) -> set[int]:
+    return set(consumer.assignment.get(topic_id(TOPIC), frozenset()))
+
+
+def test_a_heartbeat_upgrades_a_classic_group_with_members(env: Env) -> None:
+    classic = stable_classic_group(env)
+    a = env.consumer("member-a")
+    answer = ok(a.join())
     assert GROUP not in env.coordinator.groups
+    group = env.group()
+    assert set(group.members) == {classic.member_id, "member-a"}
+    assert group.members[classic.member_id].classic is not None
+    assert answer["member_epoch"] == 2 and consumer_partitions(a) == set()  # the classic member still owns them all
+    assert classic.heartbeat() == ErrorCode.REBALANCE_IN_PROGRESS
+    classic.rejoin_and_sync()  # an eager member gives everything up before it rejoins
+    assert classic.generation == 2 and len(classic.assigned) == 2
+    env.settle(a)
+    assert consumer_partitions(a) == {0, 1, 2, 3} - classic.assigned
+    assert classic.heartbeat() == ErrorCode.NONE
+    assert_exclusive(env.coordinator)
+    restarted = env.restarted()
+    assert restarted.group().members[classic.member_id].classic == group.members[classic.member_id].classic
+
+
+def test_a_classic_member_joins_a_consumer_group_and_gets_its_share(env: Env) -> None:
+    [a] = env.joined("member-a")
+    classic = ClassicClient(env)
+    joined = classic.join()
+    assert joined["error_code"] == ErrorCode.NONE and joined["leader"] == "" and joined["members"] == []
+    assert joined["protocol_name"] == "range"
+    assert classic.sync()["error_code"] == ErrorCode.NONE
+    assert classic.assigned == set()  # member-a must revoke first
+    ok(a.heartbeat())  # told to give two partitions up
+    ok(a.heartbeat())  # gave them up
+    assert len(consumer_partitions(a)) == 2
+    assert classic.heartbeat() == ErrorCode.REBALANCE_IN_PROGRESS  # its partitions are free: rejoin to take them
+    classic.rejoin_and_sync()
+    assert len(classic.assigned) == 2 and classic.assigned.isdisjoint(consumer_partitions(a))
+    assert_exclusive(env.coordinator)
+    assert env.coordinator.commit_offsets(
+        GROUP, classic.member_id, None, classic.generation, -1, [PartitionCommit(TOPIC, 0, 5, -1, "")], 8,
+    ) == [ErrorCode.NONE]
+    assert env.coordinator.commit_offsets(
+        GROUP, classic.member_id, None, classic.generation - 1, -1, [PartitionCommit(TOPIC, 0, 5, -1, "")], 8,
+    ) == [ErrorCode.ILLEGAL_GENERATION]
+    described = env.coordinator.consumer_describe(GROUP)
+    assert {m["member_id"]: m["member_type"] for m in described["members"]} == {"member-a": 1, classic.member_id: 0}
+
+
+def test_the_last_consumer_member_leaving_downgrades_the_group_to_classic(env: Env) -> None:
+    [a] = env.joined("member-a")
+    classic = ClassicClient(env)
+    classic.join()
+    classic.sync()
+    ok(a.heartbeat())
+    ok(a.heartbeat())
+    classic.rejoin_and_sync()
+    assert len(classic.assigned) == 2
+    ok(a.leave())
+    assert GROUP not in env.coordinator.consumer.groups
+    group = env.coordinator.groups[GROUP]
+    assert set(group.members) == {classic.member_id}
+    assert classic.heartbeat() == ErrorCode.REBALANCE_IN_PROGRESS
+    answer = classic.join()
+    assert answer["error_code"] == ErrorCode.NONE and answer["leader"] == classic.member_id
+    assert classic.sync({classic.member_id: assignment(TOPIC, 0, 1, 2, 3)})["error_code"] == ErrorCode.NONE
+    assert classic.heartbeat() == ErrorCode.NONE
+    restarted = env.restarted()
+    assert GROUP in restarted.coordinator.groups and GROUP not in restarted.coordinator.consumer.groups
+
+
+def test_a_classic_member_that_never_syncs_is_removed(env: Env) -> None:
+    [a] = env.joined("member-a")
+    classic = ClassicClient(env)
+    classic.join()
+    env.timer.advance(REBALANCE_MS + 1)
     assert set(env.group().members) == {"member-a"}
+    assert classic.heartbeat() == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_a_classic_member_told_to_rejoin_that_does_not_is_removed(env: Env) -> None:
+    classic = stable_classic_group(env)
+    a = env.consumer("member-a")
+    ok(a.join())
+    assert classic.heartbeat() == ErrorCode.REBALANCE_IN_PROGRESS
+    for _ in range(REBALANCE_MS // 8000):  # it keeps its session (10 s) but never rejoins
+        env.timer.advance(8000)
+        assert classic.heartbeat() == ErrorCode.REBALANCE_IN_PROGRESS  # the deadline runs from the first time
+    env.timer.advance(8000)
+    assert set(env.group().members) == {"member-a"}
+    env.settle(a)
+    assert consumer_partitions(a) == {0, 1, 2, 3}

@@ -327,7 +327,8 @@ def test_current_member_assignment_value_bytes() -> None:
 
 
 def test_fields_minibroker_does_not_keep_are_read_and_dropped() -> None:
-    """Partition racks, a classic member's metadata and assignment epochs, as a Kafka broker may have written them."""
+    """Partition racks and assignment epochs, as a Kafka broker may have written them, are dropped; a classic member's
+    metadata is kept."""
     racks = b"\x02" + i32(0) + b"\x02" + b"\x02a" + b"\x00"  # one partition, 0, with rack "a"
     partition_metadata = i16(0) + b"\x02" + TOPIC_A + b"\x07orders" + i32(1) + racks + b"\x00" + b"\x00"
     assert gr.decode_value(gr.ConsumerGroupPartitionMetadataKey("g"), partition_metadata) == (
@@ -339,9 +340,11 @@ def test_fields_minibroker_does_not_keep_are_read_and_dropped() -> None:
         i16(0) + b"\x00" + b"\x00" + b"\x02c" + b"\x02h" + b"\x02\x02t" + b"\x00" + i32(1000) + b"\x00"
         + b"\x01" + b"\x00" + bytes([1 + len(classic)]) + b"\x01" + classic  # tag 0: a non-null ClassicMemberMetadata
     )
-    assert gr.decode_value(gr.ConsumerGroupMemberMetadataKey("g", "m"), member) == (
-        gr.ConsumerGroupMemberMetadataValue(None, None, "c", "h", ("t",), None, 1000, None)
+    decoded = gr.ConsumerGroupMemberMetadataValue(
+        None, None, "c", "h", ("t",), None, 1000, None, gr.ClassicMemberMetadata(45000, (("range", b"x"),)),
     )
+    assert gr.decode_value(gr.ConsumerGroupMemberMetadataKey("g", "m"), member) == decoded
+    assert gr.encode_value(decoded) == member  # a classic member's metadata is kept and written back the same
 
     # Partitions [0], then the tag buffer: one field, tag 0 (AssignmentEpochs), 5 bytes: [3].
     with_epochs = TOPIC_A + b"\x02" + i32(0) + b"\x01" + b"\x00" + b"\x05" + b"\x02" + i32(3)

@@ -110,10 +110,10 @@ def start(name: str, bootstrap: str, group: str, topics: list[str], **config: An
 
 
 def describe_raw(bootstrap: str, group: str) -> dict[str, Any]:
-    """ConsumerGroupDescribe v0 as the broker answers it (group epoch and member epochs included)."""
+    """ConsumerGroupDescribe v1 as the broker answers it (group epoch, member epochs and member types included)."""
     with RawConnection(bootstrap) as conn:
-        frame = conn.request(CONSUMER_GROUP_DESCRIBE, 0, {"group_ids": [group], "include_authorized_operations": False})
-    [described] = decode_response(CONSUMER_GROUP_DESCRIBE, 0, frame)[1]["groups"]
+        frame = conn.request(CONSUMER_GROUP_DESCRIBE, 1, {"group_ids": [group], "include_authorized_operations": False})
+    [described] = decode_response(CONSUMER_GROUP_DESCRIBE, 1, frame)[1]["groups"]
     return described
 
 
@@ -302,3 +302,38 @@ def test_the_consumer_protocol_can_be_turned_off(tmp_path: Path, topic_name: str
         assert answer["error_code"] == 35  # UNSUPPORTED_VERSION
     finally:
         proc.stop()
+
+
+def test_a_classic_group_is_upgraded_online_and_downgraded_when_the_new_member_leaves(kip848: str, topic_name: str) -> None:
+    """KIP-848's online migration: a consumer-protocol member joins a kafka-python group with members (the group
+    becomes a consumer-protocol group and the classic member keeps consuming in it), then leaves (it becomes a
+    classic group again); every record is read once across the three phases."""
+    confluent_create_topic(kip848, topic_name, PARTITIONS)
+    group = f"g-{topic_name}"
+    members: list[ThreadedMember] = []
+    try:
+        classic = ThreadedMember("classic", lambda: KafkaPythonMember(kip848, group, topic_name))
+        members.append(classic)
+        wait_until(lambda: classic.assignment == ALL6, "the classic member to own every partition")
+        first = produce_batch(kip848, topic_name, 1, 3, PARTITIONS)
+        wait_until(lambda: len(classic.records) >= len(first), "the first batch")
+
+        modern, _ = start("modern", kip848, group, [topic_name])
+        members.append(modern)
+        wait_until(lambda: is_split([classic.assignment, modern.assignment], PARTITIONS), "the two members to split")
+        described = describe_raw(kip848, group)
+        assert {m["member_type"] for m in described["members"]} == {0, 1}  # a classic and a consumer-protocol member
+        second = produce_batch(kip848, topic_name, 2, 3, PARTITIONS)
+        wait_until(lambda: len(classic.records) + len(modern.records) >= len(first) + len(second), "the second batch")
+
+        members.remove(modern)
+        modern.stop()
+        wait_until(lambda: classic.assignment == ALL6, "the classic member to own every partition again")
+        assert describe_raw(kip848, group)["error_code"] == 69  # GROUP_ID_NOT_FOUND: a classic group again
+        third = produce_batch(kip848, topic_name, 3, 3, PARTITIONS)
+        expected = len(first) + len(second) + len(third)
+        wait_until(lambda: len(classic.records) + len(modern.records) >= expected, "the third batch")
+        time.sleep(SETTLE_S)
+        assert sorted(classic.records + modern.records) == sorted(first | second | third)
+    finally:
+        stop_all(members)

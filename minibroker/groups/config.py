@@ -29,3 +29,4 @@ class GroupConfig:
     consumer_max_size: int = 2**31 - 1
     consumer_assignors: tuple[str, ...] = ("uniform", "range")  # the first is the default
     consumer_protocol_enabled: bool = True  # group.coordinator.rebalance.protocols lists "consumer"
+    consumer_migration_policy: str = "bidirectional"  # which conversions of groups with members between protocols

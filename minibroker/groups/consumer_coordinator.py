@@ -106,11 +106,17 @@ def metadata_hash(topics: Iterable[TopicSpec]) -> int:
 
 
 class ConsumerGroups:
-    def __init__(self, config: GroupConfig, timer: Timer, topics: TopicCatalog, write: Writer) -> None:
+    def __init__(
+        self, config: GroupConfig, timer: Timer, topics: TopicCatalog, write: Writer,
+        downgrade: Callable[[ConsumerGroup, str], ErrorCode | None] | None = None,
+    ) -> None:
         self.config = config
         self.timer = timer
         self.topics = topics
         self.write = write
+        # Called when a member is fenced: turns the group into a classic group and answers the write's error, or
+        # answers None when the group stays (the online downgrade of KIP-848's migration).
+        self.downgrade = downgrade
         self.groups: dict[str, ConsumerGroup] = {}
         self._compiled: dict[str, re.Pattern[str]] = {}
         # (group, regex) -> (catalog version, topics) last resolved; trusted only if the group holds those topics
@@ -162,13 +168,15 @@ class ConsumerGroups:
 
     # ---- heartbeat ----
 
-    def heartbeat(self, request: HeartbeatRequest, prefix: list[Record]) -> dict[str, Any]:
-        """One ConsumerGroupHeartbeat, validated; ``prefix``: records to write first (an empty classic group's
-        tombstone when this heartbeat turns it into a consumer group)."""
+    def heartbeat(
+        self, request: HeartbeatRequest, prefix: list[Record], converted: ConsumerGroup | None = None,
+    ) -> dict[str, Any]:
+        """One ConsumerGroupHeartbeat, validated; ``prefix``: records to write first, that turn a classic group into
+        the consumer-protocol group ``converted`` (its tombstone, and the converted group's records)."""
         if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             return self._leave(request)
         group_id = request.group_id
-        group = self.groups.get(group_id)
+        group = converted or self.groups.get(group_id)
         if group is None:
             if request.member_epoch != 0:
                 raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
@@ -195,6 +203,38 @@ class ConsumerGroups:
             subscribed_topic_regex=_regex_update(request, member),
             client_id=request.client_id, client_host=request.client_host,
         )
+        reconciled = self.advance(group, member, updated, replaced, request.owned, records)
+        error = self.write(group_id, records)
+        if error != ErrorCode.NONE:
+            return error_answer(error)
+        if reconciled != updated:  # as Kafka's maybeReconcile: a member still revoking keeps its first deadline
+            self._after_reconcile(group_id, reconciled)
+        if converted is not None:
+            self.on_loaded(converted)  # the classic members' sessions now run on this side
+        self.schedule_session_timeout(group_id, member_id)
+        full = request.member_epoch == 0 or (
+            request.rebalance_timeout_ms != -1 and request.subscribed_topic_names is not None
+            and request.owned is not None
+        )
+        assignment = None
+        if full or reconciled.assigned != member.assigned or replaced is not None:
+            assignment = {"topic_partitions": _topic_partitions(reconciled.assigned)}
+        return {
+            "error_code": ErrorCode.NONE, "error_message": None, "member_id": member_id,
+            "member_epoch": reconciled.member_epoch, "heartbeat_interval_ms": self.config.consumer_heartbeat_interval_ms,
+            "assignment": assignment,
+        }
+
+    def advance(
+        self, group: ConsumerGroup, member: ConsumerMember, updated: ConsumerMember, replaced: str | None,
+        owned: TopicPartitions | None, records: list[Record],
+    ) -> ConsumerMember:
+        """Kafka's three steps for a member that heartbeats (or rejoins, with the classic protocol) as ``updated``:
+        its subscription changes and those of the subscribed topics bump the group epoch, a group epoch ahead of the
+        target assignment gets a new one, and the member moves one step towards its target. Appends the records and
+        returns the member as the records leave it."""
+        group_id = group.group_id
+        member_id = updated.member_id
         bump = False
         if _metadata_differs(member, updated) or member.member_id not in group.members:
             records.append(member_record(group_id, updated))
@@ -222,27 +262,10 @@ class ConsumerGroups:
         # A static member's new incarnation has its predecessor's target (Kafka's targetAssignment(memberId, instanceId))
         target = targets.get(member_id, targets.get(replaced, {}) if replaced is not None else {})
         if not updated.is_reconciled_to(target_epoch):
-            reconciled = reconcile(updated, target_epoch, target, group, request.owned)
+            reconciled = reconcile(updated, target_epoch, target, group, owned)
         if reconciled != updated or member_id not in group.members:
             records.append(assignment_record(group_id, reconciled))
-        error = self.write(group_id, records)
-        if error != ErrorCode.NONE:
-            return error_answer(error)
-        if reconciled != updated:  # as Kafka's maybeReconcile: a member still revoking keeps its first deadline
-            self._after_reconcile(group_id, reconciled)
-        self._schedule_session_timeout(group_id, member_id)
-        full = request.member_epoch == 0 or (
-            request.rebalance_timeout_ms != -1 and request.subscribed_topic_names is not None
-            and request.owned is not None
-        )
-        assignment = None
-        if full or reconciled.assigned != member.assigned or replaced is not None:
-            assignment = {"topic_partitions": _topic_partitions(reconciled.assigned)}
-        return {
-            "error_code": ErrorCode.NONE, "error_message": None, "member_id": member_id,
-            "member_epoch": reconciled.member_epoch, "heartbeat_interval_ms": self.config.consumer_heartbeat_interval_ms,
-            "assignment": assignment,
-        }
+        return reconciled
 
     def _member(
         self, group: ConsumerGroup, request: HeartbeatRequest, member_id: str, records: list[Record],
@@ -369,21 +392,27 @@ class ConsumerGroups:
         return answer if error == ErrorCode.NONE else error_answer(error)
 
     def fence(self, group: ConsumerGroup, member_id: str) -> ErrorCode:
-        """Remove a member and bump the group epoch so the others get its partitions (Kafka's consumerGroupFenceMember)."""
+        """Remove a member and bump the group epoch so the others get its partitions (Kafka's consumerGroupFenceMember);
+        when only members of the classic protocol are left, the group may become a classic group instead."""
+        self._cancel_timers(group.group_id, member_id)
+        if self.downgrade is not None:
+            downgraded = self.downgrade(group, member_id)
+            if downgraded is not None:
+                return downgraded
         records = member_tombstones(group.group_id, member_id)
         members = {m_id: m for m_id, m in group.members.items() if m_id != member_id}
         regexes = self._resolve_regexes(group, members, records)
         specs = [s for s in map(self.topics.by_name, sorted(subscribed_names(members, regexes))) if s is not None]
         records.append(epoch_record(group.group_id, group.group_epoch + 1, metadata_hash(specs)))
-        self._cancel_timers(group.group_id, member_id)
         return self.write(group.group_id, records)
 
     # ---- timers ----
 
-    def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
+    def schedule_session_timeout(self, group_id: str, member_id: str, timeout_ms: int | None = None) -> None:
+        """A member of the classic protocol has the session timeout it joined with, the others the broker's."""
         self.timer.schedule(
-            _session_key(group_id, member_id), self.config.consumer_session_timeout_ms,
-            lambda: self._expire(group_id, member_id, None, "its session expired"),
+            _session_key(group_id, member_id), self.config.consumer_session_timeout_ms if timeout_ms is None else timeout_ms,
+            lambda: self.expire(group_id, member_id, None, "its session expired"),
         )
 
     def _after_reconcile(self, group_id: str, member: ConsumerMember) -> None:
@@ -391,13 +420,13 @@ class ConsumerGroups:
         key = _rebalance_key(group_id, member.member_id)
         if member.state == MemberState.UNREVOKED_PARTITIONS:
             epoch = member.member_epoch
-            self.timer.schedule(key, max(member.rebalance_timeout_ms, 0), lambda: self._expire(
+            self.timer.schedule(key, max(member.rebalance_timeout_ms, 0), lambda: self.expire(
                 group_id, member.member_id, epoch, f"it did not revoke its partitions within {member.rebalance_timeout_ms} ms",
             ))
         else:
             self.timer.cancel(key)
 
-    def _expire(self, group_id: str, member_id: str, epoch: int | None, reason: str) -> None:
+    def expire(self, group_id: str, member_id: str, epoch: int | None, reason: str) -> None:
         group = self.groups.get(group_id)
         member = group.members.get(member_id) if group is not None else None
         if member is None or (epoch is not None and member.member_epoch != epoch):
@@ -407,17 +436,18 @@ class ConsumerGroups:
         if error != ErrorCode.NONE:
             log.warning("consumer group %s: fencing member %s failed (%s); retrying at the next session timeout",
                         group_id, member_id, error.name)
-            self._schedule_session_timeout(group_id, member_id)
+            self.schedule_session_timeout(group_id, member_id)
 
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
-        self.timer.cancel(_session_key(group_id, member_id))
-        self.timer.cancel(_rebalance_key(group_id, member_id))
+        for key in (_session_key, _rebalance_key, join_key, sync_key):
+            self.timer.cancel(key(group_id, member_id))
 
     def on_loaded(self, group: ConsumerGroup) -> None:
         """After start-up every member gets a full session to heartbeat in, as in Kafka."""
         for member in group.members.values():
-            self._schedule_session_timeout(group.group_id, member.member_id)
-            self._after_reconcile(group.group_id, member)
+            self.schedule_session_timeout(group.group_id, member.member_id, _classic_session(member))
+            if member.classic is None:
+                self._after_reconcile(group.group_id, member)
 
     def cancel_group_timers(self, group: ConsumerGroup) -> None:
         for member_id in group.members:
@@ -443,9 +473,9 @@ class ConsumerGroups:
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if not transactional and api_version < 9:
+        if not transactional and member.classic is None and api_version < 9:
             return ErrorCode.UNSUPPORTED_VERSION
-        return ErrorCode.NONE if member_epoch == member.member_epoch else ErrorCode.STALE_MEMBER_EPOCH
+        return _epoch_error(member, member_epoch)
 
     def validate_fetch(self, group: ConsumerGroup, member_id: str | None, member_epoch: int) -> ErrorCode:
         """Kafka's ConsumerGroup.validateOffsetFetch: an admin (no member, epoch -1) may always read."""
@@ -454,7 +484,7 @@ class ConsumerGroups:
         member = group.members.get(member_id or "")
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        return ErrorCode.NONE if member_epoch == member.member_epoch else ErrorCode.STALE_MEMBER_EPOCH
+        return _epoch_error(member, member_epoch)
 
     def describe(self, group_id: str) -> dict[str, Any]:
         """One ConsumerGroupDescribe group (error GROUP_ID_NOT_FOUND is left to the caller)."""
@@ -475,7 +505,7 @@ class ConsumerGroups:
             "subscribed_topic_regex": member.subscribed_topic_regex,
             "assignment": {"topic_partitions": self._named(member.assigned)},
             "target_assignment": {"topic_partitions": self._named(group.targets.get(member.member_id, {}))},
-            "member_type": 1,  # consumer protocol (0: classic)
+            "member_type": 1 if member.classic is None else 0,  # consumer protocol or classic
         }
 
     def _named(self, partitions: TopicPartitions) -> list[dict[str, Any]]:
@@ -495,6 +525,17 @@ class ConsumerGroups:
     def state_of(self, group_id: str) -> ConsumerGroupState:
         group = self.groups.get(group_id)
         return ConsumerGroupState.DEAD if group is None else group.state()
+
+
+def _epoch_error(member: ConsumerMember, epoch: int) -> ErrorCode:
+    """Kafka's ConsumerGroup.validateMemberEpoch: a classic member names its generation, the others their epoch."""
+    if epoch == member.member_epoch:
+        return ErrorCode.NONE
+    return ErrorCode.ILLEGAL_GENERATION if member.classic is not None else ErrorCode.STALE_MEMBER_EPOCH
+
+
+def _classic_session(member: ConsumerMember) -> int | None:
+    return None if member.classic is None else member.classic.session_timeout_ms
 
 
 def _unknown_member(member_id: str, group_id: str) -> HeartbeatError:
@@ -545,10 +586,10 @@ def _regex_update(request: HeartbeatRequest, member: ConsumerMember) -> str | No
 def _metadata_differs(old: ConsumerMember, new: ConsumerMember) -> bool:
     return (
         old.instance_id, old.rack_id, old.client_id, old.client_host, old.subscribed_topic_names,
-        old.subscribed_topic_regex, old.rebalance_timeout_ms, old.server_assignor,
+        old.subscribed_topic_regex, old.rebalance_timeout_ms, old.server_assignor, old.classic,
     ) != (
         new.instance_id, new.rack_id, new.client_id, new.client_host, new.subscribed_topic_names,
-        new.subscribed_topic_regex, new.rebalance_timeout_ms, new.server_assignor,
+        new.subscribed_topic_regex, new.rebalance_timeout_ms, new.server_assignor, new.classic,
     )
 
 
@@ -562,3 +603,13 @@ def _session_key(group_id: str, member_id: str) -> str:
 
 def _rebalance_key(group_id: str, member_id: str) -> str:
     return f"consumer-rebalance-{group_id}-{member_id}"
+
+
+def join_key(group_id: str, member_id: str) -> str:
+    """A classic member told to rejoin must do so within its rebalance timeout."""
+    return f"consumer-join-{group_id}-{member_id}"
+
+
+def sync_key(group_id: str, member_id: str) -> str:
+    """A classic member that joined must send its SyncGroup within its rebalance timeout."""
+    return f"consumer-sync-{group_id}-{member_id}"

@@ -14,6 +14,7 @@ from enum import Enum, IntEnum
 from typing import Iterable, Mapping
 
 from minibroker.groups.assignors import TopicPartitions
+from minibroker.protocol.group_records import ClassicMemberMetadata
 
 NO_PARTITION_EPOCH = -1
 LEAVE_GROUP_MEMBER_EPOCH = -1
@@ -53,6 +54,7 @@ class ConsumerMember:
     state: MemberState = MemberState.STABLE
     assigned: TopicPartitions = field(default_factory=dict)
     pending_revocation: TopicPartitions = field(default_factory=dict)
+    classic: ClassicMemberMetadata | None = None  # set for a member that speaks the classic protocol
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state == MemberState.STABLE and self.member_epoch == epoch

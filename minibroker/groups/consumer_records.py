@@ -48,7 +48,7 @@ def member_record(group_id: str, member: ConsumerMember) -> Record:
         instance_id=member.instance_id, rack_id=member.rack_id, client_id=member.client_id,
         client_host=member.client_host, subscribed_topic_names=member.subscribed_topic_names,
         subscribed_topic_regex=member.subscribed_topic_regex, rebalance_timeout_ms=member.rebalance_timeout_ms,
-        server_assignor=member.server_assignor,
+        server_assignor=member.server_assignor, classic=member.classic,
     )
     return ConsumerGroupMemberMetadataKey(group_id, member.member_id), value
 
@@ -129,7 +129,7 @@ def replay(groups: dict[str, ConsumerGroup], key: Any, value: Any) -> None:
             current, instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
             client_host=value.client_host, subscribed_topic_names=tuple(value.subscribed_topic_names),
             subscribed_topic_regex=value.subscribed_topic_regex, rebalance_timeout_ms=value.rebalance_timeout_ms,
-            server_assignor=value.server_assignor,
+            server_assignor=value.server_assignor, classic=value.classic,
         ))
     elif isinstance(key, ConsumerGroupTargetAssignmentMetadataKey):
         if value is not None:

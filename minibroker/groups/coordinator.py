@@ -16,6 +16,7 @@ import logging
 from typing import Any, Iterable, Protocol, Sequence
 
 from minibroker.groups.assignors import TopicSpec
+from minibroker.groups.classic_members import ClassicMemberError, ClassicMembers
 from minibroker.groups.config import GroupConfig
 from minibroker.groups.consumer_coordinator import (
     ConsumerGroups,
@@ -116,7 +117,8 @@ class GroupCoordinator:
         self.timer = timer
         self.records = records
         self.groups: dict[str, ClassicGroup] = {}
-        self.consumer = ConsumerGroups(config, timer, topics or NoTopics(), self._write)
+        self.consumer = ConsumerGroups(config, timer, topics or NoTopics(), self._write, self._downgrade)
+        self.classic_members = ClassicMembers(self.consumer)
         self.offsets = OffsetStore()
         self.pending = PendingTxnOffsets()
         self.loading: set[int] = set()
@@ -278,23 +280,17 @@ class GroupCoordinator:
         elif self.is_loading(request.group_id):
             respond(join_error(request.member_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
         else:
-            error = self._leave_consumer_protocol(request.group_id)
-            if error != ErrorCode.NONE:
-                respond(join_error(request.member_id, error))
-            else:
-                self.rebalancer.join(request, respond)
-
-    def _leave_consumer_protocol(self, group_id: str) -> ErrorCode:
-        """A classic JoinGroup for a consumer-protocol group: an empty one is deleted (its offsets stay) so the classic
-        group can start; one with members refuses the classic protocol (Kafka with the migration of non-empty groups off)."""
-        group = self.consumer.groups.get(group_id)
-        if group is None:
-            return ErrorCode.NONE
-        if not group.is_empty:
-            log.info("group %s: a classic member cannot join the consumer-protocol group", group_id)
-            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
-        log.info("group %s: the empty consumer-protocol group becomes a classic group", group_id)
-        return self._write(group_id, self.consumer.deletion_records(group))
+            consumer_group = self.consumer.groups.get(request.group_id)
+            if consumer_group is not None and not consumer_group.is_empty:
+                self.classic_members.join(consumer_group, request, respond)
+                return
+            if consumer_group is not None:
+                log.info("group %s: the empty consumer-protocol group becomes a classic group", request.group_id)
+                error = self._write(request.group_id, self.consumer.deletion_records(consumer_group))
+                if error != ErrorCode.NONE:
+                    respond(join_error(request.member_id, error))
+                    return
+            self.rebalancer.join(request, respond)
 
     def consumer_heartbeat(self, request: HeartbeatRequest) -> dict[str, Any]:
         """ConsumerGroupHeartbeat (KIP-848)."""
@@ -304,22 +300,50 @@ class GroupCoordinator:
             return error_answer(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
         try:
             self.consumer.validate(request)
-            return self.consumer.heartbeat(request, self._join_consumer_protocol(request))
+            prefix, converted = self._join_consumer_protocol(request)
+            return self.consumer.heartbeat(request, prefix, converted)
         except HeartbeatError as exc:
             if exc.error in (ErrorCode.INVALID_REQUEST, ErrorCode.UNSUPPORTED_ASSIGNOR, ErrorCode.INVALID_REGULAR_EXPRESSION):
                 log.info("ConsumerGroupHeartbeat of group %s refused: %s", request.group_id, exc)
             return error_answer(exc.error, str(exc))
 
-    def _join_consumer_protocol(self, request: HeartbeatRequest) -> list[Record]:
-        """Records that turn an empty classic group into a consumer-protocol one (its offsets stay); a classic group
-        with members is not a consumer group (Kafka's answer with the online upgrade of non-empty groups off)."""
+    def _join_consumer_protocol(self, request: HeartbeatRequest) -> tuple[list[Record], ConsumerGroup | None]:
+        """A heartbeat to a classic group: the records that turn it into a consumer-protocol group (its offsets stay),
+        and, for a group with members, the group they make (Kafka's online upgrade); GROUP_ID_NOT_FOUND when the
+        group cannot be converted."""
         group = self.groups.get(request.group_id)
         if group is None or group.is_in(GroupState.DEAD):
-            return []
-        if request.member_epoch != 0 or not group.is_empty:
+            return [], None
+        tombstone: list[Record] = [(GroupMetadataKey(request.group_id), None)]
+        if group.is_empty and request.member_epoch == 0:
+            log.info("group %s: the empty classic group becomes a consumer-protocol group", request.group_id)
+            return tombstone, None
+        if request.member_epoch != 0:
             raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} is not a consumer group")
-        log.info("group %s: the empty classic group becomes a consumer-protocol group", request.group_id)
-        return [(GroupMetadataKey(request.group_id), None)]
+        try:
+            records, converted = self.classic_members.upgrade(group)
+        except ClassicMemberError as exc:
+            raise HeartbeatError(exc.error, str(exc)) from exc
+        self.rebalancer.abort_pending(group, ErrorCode.REBALANCE_IN_PROGRESS)
+        return tombstone + records, converted
+
+    def _downgrade(self, group: ConsumerGroup, leaving_id: str) -> ErrorCode | None:
+        """Kafka's online downgrade: the last member of the consumer protocol leaves a group of classic members, which
+        becomes a classic group and rebalances; None when the group stays a consumer-protocol group."""
+        value = self.classic_members.downgrade_value(group, leaving_id)
+        if value is None:
+            return None
+        group_id = group.group_id
+        error = self._write(group_id, [*self.consumer.deletion_records(group), (GroupMetadataKey(group_id), value)])
+        if error != ErrorCode.NONE:
+            return error
+        self._load_group(group_id, value)
+        classic = self.groups[group_id]
+        log.info("group %s: the consumer-protocol group becomes a classic group (generation %d, %d members)",
+                 group_id, classic.generation_id, len(classic.members))
+        self.rebalancer.on_loaded(classic)
+        self.rebalancer.rebalance(classic, f"member {leaving_id} left: the group is downgraded to the classic protocol")
+        return ErrorCode.NONE
 
     def consumer_describe(self, group_id: str) -> dict[str, Any]:
         """One group of ConsumerGroupDescribe."""
@@ -339,6 +363,10 @@ class GroupCoordinator:
             respond(sync_error(ErrorCode.INVALID_GROUP_ID))
         elif self.is_loading(group_id):
             respond(sync_error(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+        elif group_id in self.consumer.groups:
+            respond(self.classic_members.sync(
+                self.consumer.groups[group_id], member_id, instance_id, generation_id, protocol_type, protocol_name,
+            ))
         else:
             self.rebalancer.sync(group_id, member_id, instance_id, generation_id, protocol_type, protocol_name, assignments, respond)
 
@@ -347,6 +375,8 @@ class GroupCoordinator:
             return ErrorCode.INVALID_GROUP_ID
         if self.is_loading(group_id):
             return ErrorCode.NONE  # as Kafka: the group is still loading, so blindly answer
+        if group_id in self.consumer.groups:
+            return self.classic_members.heartbeat(self.consumer.groups[group_id], member_id, instance_id, generation_id)
         return self.rebalancer.heartbeat(group_id, member_id, instance_id, generation_id)
 
     def leave_group(self, group_id: str, leaving: list[LeavingMember]) -> tuple[ErrorCode, list[dict[str, Any]]]:
@@ -354,6 +384,8 @@ class GroupCoordinator:
             return ErrorCode.INVALID_GROUP_ID, []
         if self.is_loading(group_id):
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
+        if group_id in self.consumer.groups:
+            return self.classic_members.leave(self.consumer.groups[group_id], leaving)
         return self.rebalancer.leave(group_id, leaving)
 
     # ---- offsets ----

@@ -239,6 +239,10 @@ class Rebalancer:
 
     # ---- the join phase ----
 
+    def rebalance(self, group: ClassicGroup, reason: str) -> None:
+        """Start a rebalance of a group made outside the join protocol (a consumer-protocol group turned classic)."""
+        self._prepare_rebalance_or_complete_join(group, reason)
+
     def _prepare_rebalance_or_complete_join(self, group: ClassicGroup, reason: str) -> None:
         if group.can_rebalance():
             self._prepare_rebalance(group, reason)
@@ -472,6 +476,12 @@ class Rebalancer:
         group.pending_sync_members.discard(member_id)
         if not group.pending_sync_members:
             self.timer.cancel(sync_key(group.group_id))
+
+    def abort_pending(self, group: ClassicGroup, error: ErrorCode) -> None:
+        """Answer every JoinGroup and SyncGroup the group holds with ``error`` (the group is being converted)."""
+        for member in group.members.values():
+            group.complete_join(member, join_error(member.member_id, error))
+            group.complete_sync(member, sync_error(error))
 
     def _reset_and_propagate_assignment(self, group: ClassicGroup, error: ErrorCode) -> None:
         for member in group.members.values():

@@ -63,6 +63,7 @@ def group_config(config: BrokerConfig) -> GroupConfig:
         consumer_max_size=config.group_consumer_max_size,
         consumer_assignors=_assignors(config.group_consumer_assignors),
         consumer_protocol_enabled="consumer" in _names(config.group_coordinator_rebalance_protocols),
+        consumer_migration_policy=config.group_consumer_migration_policy.strip().lower(),
     )
 
 

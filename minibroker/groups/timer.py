@@ -27,6 +27,9 @@ class Timer(Protocol):
     def cancel(self, key: str) -> None:
         """Drop the action pending under ``key``, if any."""
 
+    def is_scheduled(self, key: str) -> bool:
+        """Whether an action is pending under ``key``."""
+
 
 class LoopTimer:
     """``Timer`` on an asyncio loop: each key is one ``loop.call_later`` handle."""
@@ -58,6 +61,9 @@ class LoopTimer:
         handle = self._handles.pop(key, None)
         if handle is not None:
             handle.cancel()
+
+    def is_scheduled(self, key: str) -> bool:
+        return key in self._handles
 
     def close(self) -> None:
         for handle in self._handles.values():
