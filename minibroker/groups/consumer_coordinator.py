@@ -119,9 +119,7 @@ class ConsumerGroups:
         self.downgrade = downgrade
         self.groups: dict[str, ConsumerGroup] = {}
         self._compiled: dict[str, re.Pattern[str]] = {}
-        # (group, regex) -> (catalog version, topics) last resolved; trusted only if the group holds those topics
-        # (a failed write leaves the group as it was, so the regex is resolved again)
-        self._regex_versions: dict[tuple[str, str], tuple[int, frozenset[str]]] = {}
+        self._regexes_resolved_at: dict[str, int] = {}  # group -> the topic catalog version its regexes were matched at
 
     # ---- validation ----
 
@@ -243,7 +241,7 @@ class ConsumerGroups:
         if replaced is not None:
             del members[replaced]
         members[member_id] = updated
-        regexes = self._resolve_regexes(group, members, records)
+        regexes = self._resolved_regexes(group, members, records)
         subscribed = subscribed_names(members, regexes)
         specs = [spec for spec in map(self.topics.by_name, sorted(subscribed)) if spec is not None]
         new_hash = metadata_hash(specs)
@@ -308,29 +306,51 @@ class ConsumerGroups:
         _check_epoch(existing, request)
         return existing, None
 
-    def _resolve_regexes(
+    def _resolved_regexes(
         self, group: ConsumerGroup, members: Mapping[str, ConsumerMember], records: list[Record],
     ) -> dict[str, frozenset[str]]:
-        """The group's regular expressions matched against today's topics (records for the ones that changed,
-        tombstones for the ones no member uses any more)."""
+        """The group's regular expressions as last resolved (tombstones for those no member uses any more). As in
+        Kafka, a new regex, or one whose topics may have changed, is resolved apart (``_refresh_regexes``, right
+        after this request), and the group epoch is bumped when its topics are known: until then it matches nothing."""
         used = {m.subscribed_topic_regex for m in members.values() if m.subscribed_topic_regex is not None}
-        resolved: dict[str, frozenset[str]] = {}
-        version = self.topics.version
-        for regex in sorted(used):
-            known = group.regexes.get(regex)
-            if known is not None and self._regex_versions.get((group.group_id, regex)) == (version, known):
-                resolved[regex] = known
-                continue
-            pattern = self._pattern(regex)
-            topics = frozenset(name for name in self.topics.names() if pattern.fullmatch(name))
-            self._regex_versions[(group.group_id, regex)] = (version, topics)
-            resolved[regex] = topics
-            if topics != known:
-                records.append(regex_record(group.group_id, regex, topics, version, self.timer.now_ms()))
         for regex in group.regexes.keys() - used:
             records.append(regex_tombstone(group.group_id, regex))
-            self._regex_versions.pop((group.group_id, regex), None)
-        return resolved
+        stale = self._regexes_resolved_at.get(group.group_id) != self.topics.version
+        if used - group.regexes.keys() or (used and stale):
+            key = _regex_key(group.group_id)
+            if not self.timer.is_scheduled(key):
+                self.timer.schedule(key, 0, lambda: self._refresh_regexes(group.group_id))
+        return {regex: topics for regex, topics in group.regexes.items() if regex in used}
+
+    def _refresh_regexes(self, group_id: str) -> None:
+        """Match the group's regular expressions against today's topics; a change is written with a new group epoch,
+        so the members get the topics at their next heartbeat (Kafka's handleRegularExpressionsResult)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return
+        version = self.topics.version
+        used = {m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex is not None}
+        resolved = {}
+        records: list[Record] = []
+        now = self.timer.now_ms()
+        for regex in sorted(used):
+            try:
+                pattern = self._pattern(regex)
+            except HeartbeatError as exc:  # only from a log another broker wrote (RE2/J syntax Python lacks)
+                log.warning("consumer group %s: %s; it matches no topic", group_id, exc)
+                pattern = None
+            resolved[regex] = frozenset(
+                name for name in self.topics.names() if pattern is not None and pattern.fullmatch(name)
+            )
+            if resolved[regex] != group.regexes.get(regex):
+                records.append(regex_record(group_id, regex, resolved[regex], version, now))
+        if records:
+            names = subscribed_names(group.members, resolved)
+            specs = [spec for spec in map(self.topics.by_name, sorted(names)) if spec is not None]
+            records.append(epoch_record(group_id, group.group_epoch + 1, metadata_hash(specs)))
+            log.info("consumer group %s: regular expressions resolved again; epoch %d", group_id, group.group_epoch + 1)
+        if self.write(group_id, records) == ErrorCode.NONE:
+            self._regexes_resolved_at[group_id] = version
 
     def _assign(
         self, group: ConsumerGroup, epoch: int, members: Mapping[str, ConsumerMember],
@@ -401,7 +421,7 @@ class ConsumerGroups:
                 return downgraded
         records = member_tombstones(group.group_id, member_id)
         members = {m_id: m for m_id, m in group.members.items() if m_id != member_id}
-        regexes = self._resolve_regexes(group, members, records)
+        regexes = self._resolved_regexes(group, members, records)
         specs = [s for s in map(self.topics.by_name, sorted(subscribed_names(members, regexes))) if s is not None]
         records.append(epoch_record(group.group_id, group.group_epoch + 1, metadata_hash(specs)))
         return self.write(group.group_id, records)
@@ -460,6 +480,7 @@ class ConsumerGroups:
         replay(self.groups, key, value)
         if group is not None and key.group not in self.groups:
             self.cancel_group_timers(group)
+            self._regexes_resolved_at.pop(key.group, None)
             log.info("consumer group %s deleted", key.group)
 
     def deletion_records(self, group: ConsumerGroup) -> list[Record]:
@@ -603,6 +624,10 @@ def _session_key(group_id: str, member_id: str) -> str:
 
 def _rebalance_key(group_id: str, member_id: str) -> str:
     return f"consumer-rebalance-{group_id}-{member_id}"
+
+
+def _regex_key(group_id: str) -> str:
+    return f"consumer-regex-{group_id}"
 
 
 def join_key(group_id: str, member_id: str) -> str:
