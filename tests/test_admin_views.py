@@ -7,7 +7,8 @@ import time
 from typing import Any, Iterator
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Producer, TopicCollection
+from confluent_kafka.admin import AclOperation
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import decode_response
 
@@ -199,3 +200,23 @@ def test_batched_add_partitions_to_txn_adds_and_verifies(
     assert request(5, True, [1])[transactional_id] == {1: ErrorCode.TRANSACTION_ABORTABLE}
     assert request(4, False, [1])[transactional_id] == {1: ErrorCode.NONE}
     assert request(5, True, [0, 1])[transactional_id] == {0: ErrorCode.NONE, 1: ErrorCode.NONE}
+
+
+def test_authorized_operations_are_every_supported_one_without_an_authorizer(bootstrap: str, topic_name: str) -> None:
+    """KIP-430 as Kafka answers it with no authorizer: a topic's 8 operations, the cluster's 7."""
+    confluent_create_topic(bootstrap, topic_name, 1)
+    admin = confluent_admin(bootstrap)
+    [topic] = admin.describe_topics(
+        TopicCollection([topic_name]), include_authorized_operations=True, request_timeout=TIMEOUT_S,
+    ).values()
+    assert set(topic.result(timeout=TIMEOUT_S).authorized_operations) == {
+        AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE, AclOperation.DELETE, AclOperation.ALTER,
+        AclOperation.DESCRIBE, AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS,
+    }
+    cluster = admin.describe_cluster(include_authorized_operations=True, request_timeout=TIMEOUT_S).result(timeout=TIMEOUT_S)
+    assert set(cluster.authorized_operations) == {
+        AclOperation.CREATE, AclOperation.CLUSTER_ACTION, AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS,
+        AclOperation.IDEMPOTENT_WRITE, AclOperation.ALTER, AclOperation.DESCRIBE,
+    }
+    plain = admin.describe_cluster(request_timeout=TIMEOUT_S).result(timeout=TIMEOUT_S)
+    assert plain.authorized_operations is None

@@ -13,6 +13,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
+from minibroker.acl_operations import GROUP_OPERATIONS, NO_AUTHORIZED_OPERATIONS
 from minibroker.context import RequestContext
 from minibroker.groups.requests import JoinRequest, LeavingMember, PartitionCommit, Responder
 from minibroker.handlers.registry import api
@@ -24,9 +25,6 @@ if TYPE_CHECKING:
     from minibroker.groups.coordinator import GroupCoordinator
 
 GROUP_KEY = 0
-# AclOperation bits a group supports (READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS): all allowed without ACLs.
-GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11)
-NO_AUTHORIZED_OPERATIONS = -(1 << 31)
 TRANSACTION_KEY = 1
 NO_NODE = {"node_id": -1, "host": "", "port": -1}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from minibroker.acl_operations import CLUSTER_OPERATIONS, NO_AUTHORIZED_OPERATIONS, TOPIC_OPERATIONS
 from minibroker.context import RequestContext
 from minibroker.handlers.registry import HANDLERS, api
 from minibroker.internal_topics import InternalTopic
@@ -111,10 +112,17 @@ async def metadata(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
                     continue
                 info = broker.topic(name)
             topics.append(topic_metadata(ctx, info) if info else missing_topic(name, bytes(16), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+    if body["include_topic_authorized_operations"]:
+        for topic in topics:
+            if topic["error_code"] == ErrorCode.NONE:
+                topic["topic_authorized_operations"] = TOPIC_OPERATIONS
     return {
         "brokers": [broker_entry(ctx)],
         "cluster_id": broker.logs.cluster_id,
         "controller_id": broker.config.node_id,
+        "cluster_authorized_operations": (
+            CLUSTER_OPERATIONS if body["include_cluster_authorized_operations"] else NO_AUTHORIZED_OPERATIONS
+        ),
         "topics": topics,
     }
 
@@ -128,4 +136,7 @@ async def describe_cluster(ctx: RequestContext, body: dict[str, Any]) -> dict[st
         "cluster_id": ctx.broker.logs.cluster_id,
         "controller_id": ctx.broker.config.node_id,
         "brokers": [broker_entry(ctx)],
+        "cluster_authorized_operations": (
+            CLUSTER_OPERATIONS if body["include_cluster_authorized_operations"] else NO_AUTHORIZED_OPERATIONS
+        ),
     }
