@@ -117,8 +117,8 @@ def all_of(topic: str, count: int) -> TopicPartitions:
 
 def merged(*assignments: TopicPartitions) -> TopicPartitions:
     result: dict[bytes, frozenset[int]] = {}
-    for assignment in assignments:
-        for tid, partitions in assignment.items():
+    for each in assignments:
+        for tid, partitions in each.items():
             result[tid] = result.get(tid, frozenset()) | partitions
     return result
 

@@ -28,7 +28,7 @@ from minibroker.groups.consumer_records import (
     target_epoch_record,
     target_record,
 )
-from minibroker.groups.group import ClassicGroup
+from minibroker.groups.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup
 from minibroker.groups.rebalance import join_error
 from minibroker.groups.requests import JoinRequest, LeavingMember, Protocols, Responder
 from minibroker.protocol.errors import ErrorCode
@@ -39,7 +39,6 @@ from minibroker.protocol.schema import codec
 
 log = logging.getLogger(__name__)
 
-CONSUMER_PROTOCOL_TYPE = "consumer"
 MAX_ASSIGNMENT_VERSION = 3
 UPGRADE_POLICIES = {"bidirectional", "upgrade"}
 DOWNGRADE_POLICIES = {"bidirectional", "downgrade"}

@@ -22,7 +22,6 @@ from minibroker.groups.consumer_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     ConsumerGroup,
-    ConsumerGroupState,
     ConsumerMember,
     MemberState,
     preferred_assignor,
@@ -42,12 +41,13 @@ from minibroker.groups.consumer_records import (
     target_epoch_record,
     target_record,
 )
+from minibroker.groups.group import CONSUMER_PROTOCOL_TYPE
 from minibroker.groups.timer import Timer
 from minibroker.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 
-CONSUMER_TYPE = "consumer"
+CONSUMER_TYPE = "consumer"  # ListGroups' group type of these groups
 MEMBER_ID_REQUIRED_VERSION = 1  # from v1 the client generates its member id
 Writer = Callable[[str, list[Record]], ErrorCode]
 
@@ -539,13 +539,9 @@ class ConsumerGroups:
 
     def listed(self, group: ConsumerGroup) -> dict[str, Any]:
         return {
-            "group_id": group.group_id, "protocol_type": CONSUMER_TYPE, "group_state": group.state().value,
+            "group_id": group.group_id, "protocol_type": CONSUMER_PROTOCOL_TYPE, "group_state": group.state().value,
             "group_type": CONSUMER_TYPE,
         }
-
-    def state_of(self, group_id: str) -> ConsumerGroupState:
-        group = self.groups.get(group_id)
-        return ConsumerGroupState.DEAD if group is None else group.state()
 
 
 def _epoch_error(member: ConsumerMember, epoch: int) -> ErrorCode:

@@ -19,6 +19,7 @@ from minibroker.groups.assignors import TopicSpec
 from minibroker.groups.classic_members import ClassicMemberError, ClassicMembers
 from minibroker.groups.config import GroupConfig
 from minibroker.groups.consumer_coordinator import (
+    CONSUMER_TYPE,
     ConsumerGroups,
     HeartbeatError,
     HeartbeatRequest,
@@ -58,7 +59,6 @@ INVALID_OFFSET = -1
 NO_RETENTION = -1
 TXN_COMMIT_API_VERSION = 9  # what a transactional commit counts as: any member may make one
 CLASSIC_TYPE = "classic"
-CONSUMER_TYPE = "consumer"
 
 Record = tuple[RecordKey, Any]
 
