@@ -130,8 +130,9 @@ class BrokerConfig:
     )
     group_max_size: int = setting("group.max.size", 2147483647, "Most members a group may have.", 1)
     group_consumer_heartbeat_interval_ms: int = setting(
-        "group.consumer.heartbeat.interval.ms", 5000,
-        "How often members of a consumer-protocol group (KIP-848) heartbeat: they learn new assignments this often.", 1,
+        "group.consumer.heartbeat.interval.ms", 500,
+        "How often members of a consumer-protocol group (KIP-848) heartbeat: they learn new assignments this often "
+        "(Kafka's default is 5000).", 1,
     )
     group_consumer_session_timeout_ms: int = setting(
         "group.consumer.session.timeout.ms", 45000,

@@ -36,7 +36,7 @@ GROUP = "testgroup"  # partition 27 of 50
 TOPIC = "orders"
 REBALANCE_MS = 30_000
 SESSION_MS = 45_000  # group.consumer.session.timeout.ms
-HEARTBEAT_MS = 5_000  # group.consumer.heartbeat.interval.ms
+HEARTBEAT_MS = GroupConfig().consumer_heartbeat_interval_ms
 LEAVE = -1
 STATIC_LEAVE = -2
 

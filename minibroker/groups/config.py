@@ -5,6 +5,10 @@ test's first consumer gets its partitions at once rather than three seconds late
 started together still land in one generation and a consumer that joins before its topic metadata
 arrives (kafka-python does) assigns real partitions instead of nothing. 0 makes such a leader assign
 nothing and rejoin, which kafka-python 3.0.12 can lose track of (its consumer then never gets partitions).
+
+A second one, for the consumer group protocol: ``group.consumer.heartbeat.interval.ms`` defaults to 500 ms (Kafka:
+5000). A member learns of a new assignment at its next heartbeat, so with Kafka's default every rebalance of a
+test's group would take up to five seconds; the session timeout keeps Kafka's 45 s.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ class GroupConfig:
     offsets_retention_ms: int = 7 * 24 * 60 * MINUTE_MS
     offsets_retention_check_interval_ms: int = 10 * MINUTE_MS
     offset_metadata_max_bytes: int = 4096
-    consumer_heartbeat_interval_ms: int = 5000
+    consumer_heartbeat_interval_ms: int = 500  # Kafka: 5000; see the module docstring
     consumer_session_timeout_ms: int = 45_000
     consumer_max_size: int = 2**31 - 1
     consumer_assignors: tuple[str, ...] = ("uniform", "range")  # the first is the default
