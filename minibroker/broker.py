@@ -12,6 +12,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Callable
 
+from minibroker.cluster import Placements
 from minibroker.config import BrokerConfig
 from minibroker.listeners import (
     Listener,
@@ -55,6 +56,8 @@ class Broker:
         self.host, self.port = config.listener
         self.advertised_host, self.advertised_port = self.host, self.port  # those of the first listener
         self.listeners: list[Listener] = []
+        self.node_ids = [config.node_id] if config.nodes == 1 else list(range(1, config.nodes + 1))
+        self.placements = Placements(config.data_dir, self.node_ids)
         self.sasl: SaslAuthority | None = None
         self.producer_ids: ProducerIdAllocator | None = None
         self._servers: list[asyncio.base_events.Server] = []
@@ -69,6 +72,7 @@ class Broker:
 
     async def start(self) -> None:
         self.logs.open()
+        self.placements.load()
         self.producer_ids = ProducerIdAllocator(self.config.data_dir)
         if TRANSACTION_STATE_TOPIC in self.logs.topics:  # transactions a crash left half-completed finish now
             await self.transactions.flush()
@@ -105,9 +109,23 @@ class Broker:
             self._tasks.append(loop.create_task(self._every(self.config.log_cleaner_backoff_ms / 1000, self.clean_logs)))
         self._log_setting_notes()
         log.info(
-            "minibroker ready on %s:%d (advertised %s:%d), cluster id %s, data dir %s",
-            self.host, self.port, self.advertised_host, self.advertised_port, self.logs.cluster_id, self.config.data_dir,
+            "minibroker ready on %s:%d (advertised %s:%d)%s, cluster id %s, data dir %s",
+            self.host, self.port, self.advertised_host, self.advertised_port, self._nodes_text(), self.logs.cluster_id,
+            self.config.data_dir,
         )
+
+    def _nodes_text(self) -> str:
+        """For the readiness line of a broker serving several nodes: every node's first listener."""
+        if len(self.node_ids) == 1:
+            return ""
+        first = {}
+        for listener in self.listeners:
+            first.setdefault(listener.node_id, listener)
+        return ", nodes " + " ".join(f"{node}={first[node].spec.host}:{first[node].port}" for node in self.node_ids)
+
+    def node_listener(self, node_id: int, name: str) -> Listener | None:
+        """The listener called ``name`` of node ``node_id``: where clients reach that node on that listener."""
+        return next((l for l in self.listeners if l.node_id == node_id and l.name == name), None)
 
     def _log_setting_notes(self) -> None:
         """Once at start-up: names Kafka does not know (a warning each), then the Kafka settings and listeners
@@ -139,18 +157,23 @@ class Broker:
                 tuple(parse_mechanisms(self.config.sasl_enabled_mechanisms)), CredentialStore(parse_users(self.config.sasl_users))
             )
         try:
-            for spec in specs:
-                listener = Listener(spec, spec.port, default_advertised(spec.host, spec.port))
-                server = await start_server(self, listener, tls if spec.protocol.uses_tls else None)
-                self._servers.append(server)
-                listener.port = server.sockets[0].getsockname()[1]
-                host, port = advertised.get(spec.name, default_advertised(spec.host, listener.port))
-                listener.advertised = (host, port or listener.port)
-                self.listeners.append(listener)
-                log.info(
-                    "listener %s (%s) on %s:%d, advertised %s:%d",
-                    spec.name, spec.protocol.value, spec.host, listener.port, *listener.advertised,
-                )
+            for index, node_id in enumerate(self.node_ids):
+                for spec in specs:
+                    port = spec.port + index if spec.port else 0  # node k on each listener's port + k - 1
+                    listener = Listener(spec, port, default_advertised(spec.host, port), node_id)
+                    server = await start_server(self, listener, tls if spec.protocol.uses_tls else None)
+                    self._servers.append(server)
+                    listener.port = server.sockets[0].getsockname()[1]
+                    given = advertised.get(spec.name)
+                    if given is None:
+                        listener.advertised = default_advertised(spec.host, listener.port)
+                    else:  # an advertised port given for node 1 is node k's + k - 1, as its bound port
+                        listener.advertised = (given[0], given[1] + index if given[1] else listener.port)
+                    self.listeners.append(listener)
+                    log.info(
+                        "listener %s (%s) on %s:%d, advertised %s:%d%s", spec.name, spec.protocol.value, spec.host,
+                        listener.port, *listener.advertised, f", node {node_id}" if len(self.node_ids) > 1 else "",
+                    )
         except BaseException:
             for server in self._servers:
                 server.close()
@@ -261,11 +284,12 @@ class Broker:
         return info.partitions[index]
 
     async def create_topic(
-        self, name: str, num_partitions: int, overrides: dict[str, str], validate_only: bool = False
+        self, name: str, num_partitions: int, overrides: dict[str, str], validate_only: bool = False,
+        replication_factor: int = 1, replicas: list[tuple[int, ...]] | None = None,
     ) -> tuple[ErrorCode, str | None]:
         """Create a topic the way CreateTopics, auto-creation and the coordinators need: (error code, message). The
         partition directories are made in an executor thread; until they are, the name is taken but the topic is
-        not visible (``topic_created`` waits for it)."""
+        not visible (``topic_created`` waits for it). Its replicas are ``replicas``, else placed on the nodes."""
         problem = validate_topic_name(name)
         if problem is not None:
             return ErrorCode.INVALID_TOPIC_EXCEPTION, problem
@@ -285,11 +309,12 @@ class Broker:
             return ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc)
         except TopicExistsError as exc:
             return ErrorCode.TOPIC_ALREADY_EXISTS, str(exc)
+        placed = replicas or self.placements.assign(num_partitions, replication_factor)
         # A task of its own: a requester that goes away (its connection closed) must not leave the name taken.
-        self._creating[name] = creation = asyncio.get_running_loop().create_task(self._make_partitions(new))
+        self._creating[name] = creation = asyncio.get_running_loop().create_task(self._make_partitions(new, placed))
         return await asyncio.shield(creation)
 
-    async def _make_partitions(self, new: NewTopic) -> tuple[ErrorCode, str | None]:
+    async def _make_partitions(self, new: NewTopic, replicas: list[tuple[int, ...]]) -> tuple[ErrorCode, str | None]:
         name = new.info.name
         try:
             partitions = await asyncio.get_running_loop().run_in_executor(None, new.build)
@@ -302,6 +327,7 @@ class Broker:
             return ErrorCode.KAFKA_STORAGE_ERROR, str(error)
         finally:
             del self._creating[name]
+        self.placements.put(name, replicas)
         self.logs.finish_topic(new, partitions)
         log.info("created topic %s with %d partitions %s", name, new.num_partitions, new.info.overrides or "")
         return ErrorCode.NONE, None

@@ -137,6 +137,10 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", help="address to bind (default 127.0.0.1; 0.0.0.0 for every interface)")
     parser.add_argument("--port", type=int, help="port to bind (default 9092; 0 picks a free port)")
     parser.add_argument("--data-dir", help="data directory (default ./minibroker-data)")
+    parser.add_argument(
+        "--nodes", type=int, metavar="N",
+        help="serve a cluster of N brokers, node k on --port + k - 1 (default 1; the setting nodes)",
+    )
     parser.add_argument("--advertised-host", help="host given to clients (behind NAT, in containers, port mapping)")
     parser.add_argument("--advertised-port", type=int, help="port given to clients")
     parser.add_argument("--config", type=Path, metavar="FILE", help="a Kafka-style server.properties file")
@@ -203,6 +207,8 @@ def flag_settings(args: argparse.Namespace) -> dict[str, str]:
         items["listeners"] = f"PLAINTEXT://{host}:{port}"
     if args.data_dir is not None:
         items["log.dirs"] = args.data_dir
+    if args.nodes is not None:
+        items["nodes"] = str(args.nodes)
     if args.advertised_host is not None or args.advertised_port is not None:
         host, port = args.advertised_host or "127.0.0.1", args.advertised_port or 9092
         items["advertised.listeners"] = f"PLAINTEXT://{host}:{port}"

@@ -34,7 +34,12 @@ def setting(kafka_name: str, default: Any, doc: str, minimum: int | None = None,
 
 @dataclass(frozen=True)
 class BrokerConfig:
-    node_id: int = setting("node.id", 1, "Id of this broker in Metadata answers.", 0)
+    node_id: int = setting("node.id", 1, "Id of this broker in Metadata answers (with nodes above 1: 1..N).", 0)
+    nodes: int = setting(
+        "nodes", 1,
+        "Brokers served by this one process (a cluster in a box): node k listens on each listener's port + k - 1 "
+        "(port 0: free ports), and partitions are placed on the nodes with their replication factor.", 1,
+    )
     listeners: str = setting(
         "listeners", "PLAINTEXT://127.0.0.1:9092",
         "Comma-separated NAME://HOST:PORT listeners, each on its own port (port 0 picks a free one); "

@@ -5,9 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from minibroker.protocol.errors import ErrorCode
+
 if TYPE_CHECKING:
     from minibroker.broker import Broker
     from minibroker.server import KafkaConnection
+    from minibroker.storage.partition_log import PartitionLog
 
 
 @dataclass(slots=True)
@@ -19,6 +22,23 @@ class RequestContext:
     client_id: str | None
     peer: str
     connection: KafkaConnection | None = None  # None for requests made in-process (tests, tools)
+
+    @property
+    def node_id(self) -> int:
+        """The node the request was sent to (in-process requests: the first node)."""
+        if self.connection is not None:
+            return self.connection.listener.node_id
+        return self.broker.node_ids[0]
+
+    def led_partition(self, topic: str, index: int) -> tuple[PartitionLog | None, ErrorCode]:
+        """The partition's log if the node asked leads it, else why not (Kafka's getPartitionOrError): unknown, or
+        NOT_LEADER_OR_FOLLOWER so the client looks the leader up again."""
+        partition_log = self.broker.partition(topic, index)
+        if partition_log is None:
+            return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if self.broker.placements.of(topic, index).leader != self.node_id:
+            return None, ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return partition_log, ErrorCode.NONE
 
     def advertised_address(self) -> tuple[str, int]:
         """The address of the listener this request came in on, as clients must reach it (Kafka answers

@@ -81,7 +81,8 @@ class InternalTopic:
         if info is None:
             self._check_replication_factor()
             error, message = await self.broker.create_topic(
-                self.name, self.configured_partitions, internal_topic_configs(self.broker, self.name)
+                self.name, self.configured_partitions, internal_topic_configs(self.broker, self.name),
+                replication_factor=self.replication_factor,
             )
             if error == ErrorCode.NONE:
                 log.info("created internal topic %s with %d partitions", self.name, self.configured_partitions)
@@ -100,13 +101,15 @@ class InternalTopic:
             info = self.broker.logs.create_topic(
                 self.name, self.configured_partitions, internal_topic_configs(self.broker, self.name)
             )
+            placements = self.broker.placements
+            placements.put(self.name, placements.assign(self.configured_partitions, self.replication_factor))
             log.info("created internal topic %s with %d partitions", self.name, self.configured_partitions)
         return info
 
     def _check_replication_factor(self) -> None:
         """A replication factor the live brokers cannot reach leaves the topic uncreated, as in Kafka: its
         coordinator is then not available (offsets.topic.replication.factor, transaction.state.log.replication.factor)."""
-        problem = replication_problem(self.replication_factor)
+        problem = replication_problem(self.replication_factor, len(self.broker.node_ids))
         if problem is not None:
             log.warning("internal topic %s not created: %s", self.name, problem)
             raise StorageError(f"internal topic {self.name} could not be created: {problem}")

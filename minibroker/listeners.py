@@ -139,6 +139,7 @@ class Listener:
     spec: ListenerSpec
     port: int
     advertised: tuple[str, int]
+    node_id: int = 1  # the node (of a broker serving several) this listener belongs to
 
     @property
     def name(self) -> str:

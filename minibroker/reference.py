@@ -8,7 +8,7 @@ when the README's copy differs.
 
 from __future__ import annotations
 
-from dataclasses import MISSING, fields
+from dataclasses import MISSING
 from typing import Callable
 
 from minibroker.config import ALIASES, BROKER_SYNONYMS, SETTING_FIELDS, TOPIC_SYNONYMS, render

@@ -205,7 +205,7 @@ async def start_server(broker: Broker, listener: Listener, tls: ssl.SSLContext |
     spec = listener.spec
     handshake_timeout = min(broker.config.connections_max_idle_ms / 1000, 60.0) if tls is not None else None
     return await loop.create_server(
-        lambda: KafkaConnection(broker, listener), spec.host, spec.port, reuse_address=True,
+        lambda: KafkaConnection(broker, listener), spec.host, listener.port, reuse_address=True,
         ssl=tls, ssl_handshake_timeout=handshake_timeout, ssl_shutdown_timeout=SSL_SHUTDOWN_TIMEOUT_S if tls else None,
         backlog=1024,
     )

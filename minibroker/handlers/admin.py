@@ -62,6 +62,19 @@ def broker_defaults(names: list[str]) -> list[tuple[str, str]]:
     return [(name, BROKER_SETTINGS[name][1]) for name in names if BROKER_SETTINGS[name][1] is not None]
 
 
+def assignment_problem(assignments: list[list[int]], nodes: list[int]) -> str | None:
+    """Kafka's checks of explicit replica assignments: known brokers, no broker twice, the same count for each."""
+    for broker_ids in assignments:
+        if not broker_ids or len(set(broker_ids)) != len(broker_ids):
+            return f"Replica assignment {broker_ids} must name distinct brokers."
+        unknown = sorted(set(broker_ids) - set(nodes))
+        if unknown:
+            return f"Replica assignment {broker_ids} names unknown broker(s) {unknown}."
+    if len({len(broker_ids) for broker_ids in assignments}) > 1:
+        return "All partitions should have the same number of replicas."
+    return None
+
+
 async def create_one(ctx: RequestContext, request: dict[str, Any], validate_only: bool) -> dict[str, Any]:
     broker = ctx.broker
     name = request["name"]
@@ -71,23 +84,26 @@ async def create_one(ctx: RequestContext, request: dict[str, Any], validate_only
     if partitions == -1:
         partitions = broker.config.num_partitions
     factor = request["replication_factor"]
+    if factor == -1:
+        factor = len(assignments[0]["broker_ids"]) if assignments else broker.config.default_replication_factor
     if factor == 0 or factor < -1:
         problem: str | None = "Replication factor must be larger than 0, or -1 to use the default value."
     else:
-        problem = replication_problem(broker.config.default_replication_factor if factor == -1 else factor)
-    if problem is None and assignments and any(a["broker_ids"] != [broker.config.node_id] for a in assignments):
-        problem = f"Replica assignments must name broker {broker.config.node_id} only."
+        problem = replication_problem(factor, len(broker.node_ids))
+    if problem is None and assignments:
+        problem = assignment_problem([a["broker_ids"] for a in assignments], broker.node_ids)
     if problem is not None:
         return {**result, "error_code": ErrorCode.INVALID_REPLICATION_FACTOR, "error_message": problem}
     overrides = {c["name"]: c["value"] for c in request["configs"]}
-    error, message = await broker.create_topic(name, partitions, overrides, validate_only)
+    replicas = [tuple(a["broker_ids"]) for a in assignments] if assignments else None
+    error, message = await broker.create_topic(name, partitions, overrides, validate_only, factor, replicas)
     if error != ErrorCode.NONE:
         return {**result, "error_code": error, "error_message": message}
     info = broker.topic(name)
     result.update(
         topic_id=info.topic_id if info else bytes(16),
         num_partitions=partitions,
-        replication_factor=1,
+        replication_factor=factor,
         configs=[
             {k: e[k] for k in ("name", "value", "read_only", "config_source", "is_sensitive")}
             for e in config_entries(ctx, overrides, None, False)
@@ -118,6 +134,7 @@ async def delete_topics(ctx: RequestContext, body: dict[str, Any]) -> dict[str, 
             response["error_code"] = ErrorCode.UNKNOWN_TOPIC_ID if request["name"] is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         else:
             broker.logs.delete_topic(name)
+            broker.placements.forget(name)
             deleted.add(name)
             log.info("deleted topic %s", name)
         responses.append(response)
@@ -148,6 +165,7 @@ async def create_partitions(ctx: RequestContext, body: dict[str, Any]) -> dict[s
         elif not body["validate_only"]:
             try:
                 broker.logs.add_partitions(name, request["count"])
+                broker.placements.grow(name, request["count"])
             except PartitionCreationError as exc:
                 log.error("%s", exc)
                 result.update(error_code=ErrorCode.KAFKA_STORAGE_ERROR, error_message=str(exc))
@@ -164,11 +182,9 @@ async def delete_records(ctx: RequestContext, body: dict[str, Any]) -> dict[str,
         partitions = []
         for request in topic["partitions"]:
             index = request["partition_index"]
-            partition_log = ctx.broker.partition(topic["name"], index)
-            answer = {"partition_index": index, "low_watermark": -1, "error_code": ErrorCode.NONE}
-            if partition_log is None:
-                answer["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            else:
+            partition_log, error = ctx.led_partition(topic["name"], index)
+            answer = {"partition_index": index, "low_watermark": -1, "error_code": error}
+            if partition_log is not None:
                 offset = partition_log.log_end_offset if request["offset"] == -1 else request["offset"]
                 try:
                     answer["low_watermark"] = partition_log.delete_records_before(offset)
@@ -213,7 +229,7 @@ async def describe_configs(ctx: RequestContext, body: dict[str, Any]) -> dict[st
                 result.update(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message=f"Topic {name} does not exist.")
             else:
                 result["configs"] = config_entries(ctx, info.overrides, names, body["include_synonyms"])
-        elif kind == BROKER_RESOURCE and name in ("", str(ctx.broker.config.node_id)):
+        elif kind == BROKER_RESOURCE and name in ("", *map(str, ctx.broker.node_ids)):
             result["configs"] = describe_broker(ctx, names, body["include_synonyms"])
         else:
             result.update(error_code=ErrorCode.INVALID_REQUEST, error_message=f"Unsupported resource {kind} {name!r}")

@@ -48,7 +48,6 @@ def error_partition(index: int, error: ErrorCode) -> dict[str, Any]:
 
 def read_partitions(ctx: RequestContext, body: dict[str, Any]) -> tuple[list[dict[str, Any]], int, bool]:
     """One pass over the requested partitions: (topic responses, bytes found, whether any partition erred)."""
-    broker = ctx.broker
     budget = body["max_bytes"]
     total = 0
     erred = False
@@ -58,10 +57,10 @@ def read_partitions(ctx: RequestContext, body: dict[str, Any]) -> tuple[list[dic
         partitions = []
         for request in topic["partitions"]:
             index = request["partition"]
-            partition_log = broker.partition(name, index)
+            partition_log, error = ctx.led_partition(name, index)
             if partition_log is None:
                 erred = True
-                partitions.append(error_partition(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                partitions.append(error_partition(index, error))
                 continue
             read_committed = body["isolation_level"] == READ_COMMITTED
             stable = partition_log.last_stable_offset
@@ -111,9 +110,9 @@ async def fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
 
 def list_offset(ctx: RequestContext, topic: str, request: dict[str, Any], isolation_level: int) -> dict[str, Any]:
     index = request["partition_index"]
-    partition_log = ctx.broker.partition(topic, index)
+    partition_log, error = ctx.led_partition(topic, index)
     if partition_log is None:
-        return {"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+        return {"partition_index": index, "error_code": error}
     timestamp = request["timestamp"]
     found: tuple[int, int] | None
     if timestamp == LATEST_TIMESTAMP:
@@ -151,9 +150,9 @@ async def offset_for_leader_epoch(ctx: RequestContext, body: dict[str, Any]) -> 
         partitions = []
         for request in topic["partitions"]:
             index = request["partition"]
-            partition_log = ctx.broker.partition(topic["topic"], index)
+            partition_log, error = ctx.led_partition(topic["topic"], index)
             if partition_log is None:
-                partitions.append({"partition": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
+                partitions.append({"partition": index, "error_code": error})
             elif request["leader_epoch"] > LEADER_EPOCH:
                 partitions.append({"partition": index, "error_code": ErrorCode.NONE})
             else:

@@ -65,7 +65,7 @@ async def find_one(ctx: RequestContext, key: str, key_type: int) -> dict[str, An
         return {"key": key, **NO_NODE, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "error_message": str(exc)}
     host, port = ctx.advertised_address()
     return {
-        "key": key, "node_id": broker.config.node_id, "host": host, "port": port,
+        "key": key, "node_id": ctx.node_id, "host": host, "port": port,
         "error_code": ErrorCode.NONE, "error_message": None,
     }
 

@@ -29,25 +29,32 @@ async def api_versions(ctx: RequestContext, body: dict[str, Any]) -> dict[str, A
     return {"error_code": ErrorCode.NONE, "api_keys": keys}
 
 
-def broker_entry(ctx: RequestContext) -> dict[str, Any]:
-    host, port = ctx.advertised_address()
-    return {"node_id": ctx.broker.config.node_id, "host": host, "port": port, "rack": None}
+def broker_entries(ctx: RequestContext) -> list[dict[str, Any]]:
+    """Every node, at its listener of the name the request came in on (Kafka answers per listener)."""
+    broker = ctx.broker
+    name = ctx.connection.listener.name if ctx.connection is not None else None
+    entries = []
+    for node_id in broker.node_ids:
+        listener = broker.node_listener(node_id, name) if name is not None else None
+        host, port = listener.advertised if listener is not None else ctx.advertised_address()
+        entries.append({"node_id": node_id, "host": host, "port": port, "rack": None})
+    return entries
 
 
 def topic_metadata(ctx: RequestContext, info: TopicInfo) -> dict[str, Any]:
-    node = ctx.broker.config.node_id
-    partitions = [
-        {
+    placements = ctx.broker.placements
+    partitions = []
+    for index in range(len(info.partitions)):
+        placed = placements.of(info.name, index)
+        partitions.append({
             "error_code": ErrorCode.NONE,
             "partition_index": index,
-            "leader_id": node,
-            "leader_epoch": LEADER_EPOCH,
-            "replica_nodes": [node],
-            "isr_nodes": [node],
+            "leader_id": placed.leader,
+            "leader_epoch": placed.leader_epoch,
+            "replica_nodes": list(placed.replicas),
+            "isr_nodes": list(placed.replicas),
             "offline_replicas": [],
-        }
-        for index in range(len(info.partitions))
-    ]
+        })
     return {
         "error_code": ErrorCode.NONE,
         "name": info.name,
@@ -74,11 +81,12 @@ async def auto_create(ctx: RequestContext, name: str) -> ErrorCode:
     (offsets.topic.num.partitions or transaction.state.log.num.partitions, compacted), others num.partitions."""
     internal = internal_topic(ctx, name)
     if internal is None:
-        problem = replication_problem(ctx.broker.config.default_replication_factor)
+        factor = ctx.broker.config.default_replication_factor
+        problem = replication_problem(factor, len(ctx.broker.node_ids))
         if problem is not None:
             log.info("topic %s not created: %s (default.replication.factor)", name, problem)
             return ErrorCode.INVALID_REPLICATION_FACTOR
-        error, _ = await ctx.broker.create_topic(name, ctx.broker.config.num_partitions, {})
+        error, _ = await ctx.broker.create_topic(name, ctx.broker.config.num_partitions, {}, replication_factor=factor)
         return ErrorCode.LEADER_NOT_AVAILABLE if error == ErrorCode.TOPIC_ALREADY_EXISTS else error  # being created
     try:
         await internal.create()
@@ -117,9 +125,9 @@ async def metadata(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
             if topic["error_code"] == ErrorCode.NONE:
                 topic["topic_authorized_operations"] = TOPIC_OPERATIONS
     return {
-        "brokers": [broker_entry(ctx)],
+        "brokers": broker_entries(ctx),
         "cluster_id": broker.logs.cluster_id,
-        "controller_id": broker.config.node_id,
+        "controller_id": broker.node_ids[0],
         "cluster_authorized_operations": (
             CLUSTER_OPERATIONS if body["include_cluster_authorized_operations"] else NO_AUTHORIZED_OPERATIONS
         ),
@@ -134,8 +142,8 @@ async def describe_cluster(ctx: RequestContext, body: dict[str, Any]) -> dict[st
         "error_message": None,
         "endpoint_type": 1,
         "cluster_id": ctx.broker.logs.cluster_id,
-        "controller_id": ctx.broker.config.node_id,
-        "brokers": [broker_entry(ctx)],
+        "controller_id": ctx.broker.node_ids[0],
+        "brokers": broker_entries(ctx),
         "cluster_authorized_operations": (
             CLUSTER_OPERATIONS if body["include_cluster_authorized_operations"] else NO_AUTHORIZED_OPERATIONS
         ),

@@ -38,11 +38,12 @@ def append_partition(
     broker = ctx.broker
     if is_internal(topic) and ctx.client_id != ADMIN_CLIENT_ID:  # coordinators own these (ReplicaManager's check)
         return partition_error(index, ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
-    partition_log = broker.partition(topic, index)
+    partition_log, error = ctx.led_partition(topic, index)
     if partition_log is None:
-        return partition_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return partition_error(index, error)
     config = partition_log.config
-    too_few = insync_problem(config.min_insync_replicas, topic, index) if acks == -1 else None
+    replicas = len(broker.placements.of(topic, index).replicas)
+    too_few = insync_problem(config.min_insync_replicas, replicas, topic, index) if acks == -1 else None
     if too_few is not None:  # Partition.appendRecordsToLeader's check, before the batch is looked at
         return partition_error(index, ErrorCode.NOT_ENOUGH_REPLICAS, too_few)
     try:

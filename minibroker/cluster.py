@@ -1,0 +1,111 @@
+"""The cluster a broker process presents: nodes 1..N, and each partition's replicas, leader and leader epoch.
+
+Data is stored once per partition, whatever its replication factor: the replicas are a placement, so the in-sync
+replicas are the live ones and a follower is always caught up. New topics are placed as Kafka's
+``AdminUtils.assignReplicasToBrokers`` does without racks: round robin from a random start node, later replicas
+shifted by a random amount that grows by one every ``len(nodes)`` partitions; a partition's leader is its first
+(preferred) replica. The placement is kept in ``cluster-placement.json`` in the data directory (written atomically),
+so a restart keeps the leaders and their epochs; a partition the file does not know (a topic made before, or by a
+one-node broker) lives on the first node.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+from minibroker.storage.checkpoint import write_atomically
+
+log = logging.getLogger(__name__)
+
+PLACEMENT_FILE = "cluster-placement.json"
+NO_LEADER = -1
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionPlacement:
+    replicas: tuple[int, ...]
+    leader: int
+    leader_epoch: int = 0
+
+
+def assign_replicas(
+    nodes: list[int], partitions: int, replication_factor: int, rng: random.Random, first_partition: int = 0,
+) -> list[tuple[int, ...]]:
+    """Replicas of ``partitions`` partitions numbered from ``first_partition`` (Kafka's rack-unaware placement)."""
+    count = len(nodes)
+    start = rng.randrange(count)
+    shift = rng.randrange(count)
+    placed = []
+    for partition in range(first_partition, first_partition + partitions):
+        if partition > 0 and partition % count == 0:
+            shift += 1
+        first = (partition + start) % count
+        replicas = [nodes[first]]
+        for index in range(replication_factor - 1):
+            replicas.append(nodes[(first + 1 + (shift + index) % (count - 1)) % count])
+        placed.append(tuple(replicas))
+    return placed
+
+
+class Placements:
+    """Every partition's placement, by topic, as the data directory keeps it."""
+
+    def __init__(self, data_dir: Path, nodes: list[int], rng: random.Random | None = None) -> None:
+        self.path = Path(data_dir) / PLACEMENT_FILE
+        self.nodes = nodes
+        self.rng = rng or random.Random()
+        self._topics: dict[str, list[PartitionPlacement]] = {}
+
+    def load(self) -> None:
+        if not self.path.exists():
+            return
+        try:
+            stored = json.loads(self.path.read_text())
+            self._topics = {
+                topic: [PartitionPlacement(tuple(p["replicas"]), p["leader"], p["leader_epoch"]) for p in partitions]
+                for topic, partitions in stored["topics"].items()
+            }
+        except (ValueError, KeyError, TypeError) as exc:
+            log.error("%s is unreadable (%s): every partition is placed on node %d", self.path, exc, self.nodes[0])
+            self._topics = {}
+
+    def _save(self) -> None:
+        topics = {
+            topic: [{"replicas": list(p.replicas), "leader": p.leader, "leader_epoch": p.leader_epoch} for p in partitions]
+            for topic, partitions in self._topics.items()
+        }
+        write_atomically(self.path, json.dumps({"version": 1, "topics": topics}, sort_keys=True).encode())
+
+    def of(self, topic: str, partition: int) -> PartitionPlacement:
+        placed = self._topics.get(topic)
+        if placed is not None and partition < len(placed):
+            return placed[partition]
+        return PartitionPlacement((self.nodes[0],), self.nodes[0])
+
+    def assign(self, partitions: int, replication_factor: int) -> list[tuple[int, ...]]:
+        return assign_replicas(self.nodes, partitions, replication_factor, self.rng)
+
+    def put(self, topic: str, replicas: list[tuple[int, ...]]) -> None:
+        """A new topic's replicas, each partition led by its first; one node writes nothing (its default)."""
+        if len(self.nodes) == 1:
+            return
+        self._topics[topic] = [PartitionPlacement(r, r[0]) for r in replicas]
+        self._save()
+
+    def grow(self, topic: str, new_total: int) -> None:
+        """CreatePartitions: the new partitions get the topic's replication factor, placed as Kafka continues."""
+        placed = self._topics.get(topic)
+        if len(self.nodes) == 1 or placed is None or len(placed) >= new_total:
+            return
+        factor = len(placed[0].replicas)
+        added = assign_replicas(self.nodes, new_total - len(placed), factor, self.rng, first_partition=len(placed))
+        placed += [PartitionPlacement(replicas, replicas[0]) for replicas in added]
+        self._save()
+
+    def forget(self, topic: str) -> None:
+        if self._topics.pop(topic, None) is not None:
+            self._save()
