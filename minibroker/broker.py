@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from typing import TYPE_CHECKING, Callable
 
@@ -57,7 +58,9 @@ class Broker:
         self.advertised_host, self.advertised_port = self.host, self.port  # those of the first listener
         self.listeners: list[Listener] = []
         self.node_ids = [config.node_id] if config.nodes == 1 else list(range(1, config.nodes + 1))
+        self.live_nodes = set(self.node_ids)
         self.placements = Placements(config.data_dir, self.node_ids)
+        self._tls: ssl.SSLContext | None = None
         self.sasl: SaslAuthority | None = None
         self.producer_ids: ProducerIdAllocator | None = None
         self._servers: list[asyncio.base_events.Server] = []
@@ -73,6 +76,7 @@ class Broker:
     async def start(self) -> None:
         self.logs.open()
         self.placements.load()
+        self._elect("start-up")  # partitions a stopped node left offline get their leaders back
         self.producer_ids = ProducerIdAllocator(self.config.data_dir)
         if TRANSACTION_STATE_TOPIC in self.logs.topics:  # transactions a crash left half-completed finish now
             await self.transactions.flush()
@@ -147,7 +151,7 @@ class Broker:
         one line per listener before the readiness line; on failure nothing stays bound."""
         specs = parse_listeners(self.config)
         advertised = advertised_addresses(self.config)
-        tls = server_context(self.config) if any(spec.protocol.uses_tls for spec in specs) else None
+        tls = self._tls = server_context(self.config) if any(spec.protocol.uses_tls for spec in specs) else None
         if any(spec.protocol.uses_sasl for spec in specs):
             from minibroker.sasl.credentials import CredentialStore  # SASL only
             from minibroker.sasl.session import SaslAuthority
@@ -179,6 +183,56 @@ class Broker:
                 server.close()
             self._servers = []
             raise
+
+    # nodes of a cluster in one process
+
+    async def stop_node(self, node_id: int, clean: bool = True) -> None:
+        """Take a node down: its listeners close and its connections drop, and the partitions it led get a new leader
+        among their live replicas (none: offline). A clean (controlled) shutdown moves the leaders first, so its
+        clients are told where to go; a crash drops the connections first."""
+        if node_id not in self.live_nodes:
+            raise ValueError(f"node {node_id} is not running")
+        if len(self.live_nodes) == 1:
+            raise ValueError("the last running node cannot be stopped")
+        self.live_nodes.discard(node_id)
+        if clean:
+            self._elect(f"node {node_id} shut down")
+        for index, listener in enumerate(self.listeners):
+            if listener.node_id == node_id:
+                self._servers[index].close()
+        for connection in [c for c in self.connections if c.listener.node_id == node_id]:
+            connection.close()
+        if not clean:
+            self._elect(f"node {node_id} crashed")
+        for index, listener in enumerate(self.listeners):
+            if listener.node_id == node_id:
+                await self._servers[index].wait_closed()
+        log.info("node %d stopped (%s)", node_id, "controlled shutdown" if clean else "crash")
+
+    async def start_node(self, node_id: int) -> None:
+        """Bring a stopped node back on its ports; partitions left without a leader that it replicates get it back."""
+        if node_id not in self.node_ids or node_id in self.live_nodes:
+            raise ValueError(f"node {node_id} is not a stopped node of this broker")
+        for index, listener in enumerate(self.listeners):
+            if listener.node_id == node_id:
+                tls = self._tls if listener.protocol.uses_tls else None
+                self._servers[index] = await start_server(self, listener, tls)
+        self.live_nodes.add(node_id)
+        self._elect(f"node {node_id} started")
+        log.info("node %d started", node_id)
+
+    def move_leader(self, topic: str, partition: int, node_id: int) -> int:
+        """Make a live replica the partition's leader; returns the new leader epoch."""
+        if node_id not in self.live_nodes:
+            raise ValueError(f"node {node_id} is not running")
+        placed = self.placements.move_leader(topic, partition, node_id)
+        log.info("%s-%d: leader %d, epoch %d (moved)", topic, partition, placed.leader, placed.leader_epoch)
+        return placed.leader_epoch
+
+    def _elect(self, reason: str) -> None:
+        for topic, partition in self.placements.elect(self.live_nodes):
+            placed = self.placements.of(topic, partition)
+            log.info("%s-%d: leader %d, epoch %d (%s)", topic, partition, placed.leader, placed.leader_epoch, reason)
 
     def close_idle_connections(self) -> None:
         """Kafka's connections.max.idle.ms: close connections with no bytes read or written for that long."""

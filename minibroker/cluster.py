@@ -109,3 +109,30 @@ class Placements:
     def forget(self, topic: str) -> None:
         if self._topics.pop(topic, None) is not None:
             self._save()
+
+    def elect(self, live: set[int]) -> list[tuple[str, int]]:
+        """After a node stopped or started: every partition whose leader is not live gets its first live replica
+        (or no leader), each change with a new leader epoch, as Kafka's controller elects; the partitions changed."""
+        changed = []
+        for topic, placed in self._topics.items():
+            for index, partition in enumerate(placed):
+                if partition.leader in live:
+                    continue
+                leader = next((node for node in partition.replicas if node in live), NO_LEADER)
+                if leader != partition.leader:
+                    placed[index] = PartitionPlacement(partition.replicas, leader, partition.leader_epoch + 1)
+                    changed.append((topic, index))
+        if changed:
+            self._save()
+        return changed
+
+    def move_leader(self, topic: str, partition: int, node: int) -> PartitionPlacement:
+        """Make ``node`` (a replica) the leader, with a new leader epoch; ValueError if it is not a replica."""
+        placed = self._topics.get(topic)
+        current = self.of(topic, partition)
+        if placed is None or node not in current.replicas:
+            raise ValueError(f"node {node} is not a replica of {topic}-{partition} (replicas {list(current.replicas)})")
+        if current.leader != node:
+            placed[partition] = PartitionPlacement(current.replicas, node, current.leader_epoch + 1)
+            self._save()
+        return placed[partition]

@@ -124,7 +124,10 @@ class InternalTopic:
         if partition_log is None:
             raise LookupError(f"no partition {self.name}-{partition}")
         batch = bytearray(build_batch([RecordInput(key, value) for key, value in records], **batch_options))
-        info = partition_log.append(batch, [parse_header(batch)], origin=AppendOrigin.COORDINATOR)
+        info = partition_log.append(
+            batch, [parse_header(batch)], origin=AppendOrigin.COORDINATOR,
+            leader_epoch=self.broker.placements.of(self.name, partition).leader_epoch,
+        )
         self.broker.notify_append((self.name, partition))
         self.flushes.note(partition_log)
         return info

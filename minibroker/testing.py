@@ -17,13 +17,15 @@ import concurrent.futures
 import shutil
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker as BrokerCore
     from minibroker.config import BrokerConfig
+
+T = TypeVar("T")
 
 __all__ = ["Broker"]
 
@@ -136,6 +138,36 @@ class Broker:
             raise RuntimeError("restart() needs a running `with Broker()`; use `await broker.arestart()` in async code")
         self._stop_thread()
         return self.start()
+
+    # ---- nodes of a cluster (nodes=N): the operations minibroker.broker.Broker offers, from the test ----
+
+    def stop_node(self, node_id: int, clean: bool = True) -> None:
+        """Stop one node (``clean=False``: a crash): its listeners close, its leaders move to live replicas."""
+        self._on_loop(self._running_core().stop_node(node_id, clean))
+
+    def start_node(self, node_id: int) -> None:
+        self._on_loop(self._running_core().start_node(node_id))
+
+    def move_leader(self, topic: str, partition: int, node_id: int) -> int:
+        """Make ``node_id`` the partition's leader; returns its new leader epoch."""
+        return self._on_loop(self._call(self._running_core().move_leader, topic, partition, node_id))
+
+    async def astop_node(self, node_id: int, clean: bool = True) -> None:
+        await self._running_core().stop_node(node_id, clean)
+
+    async def astart_node(self, node_id: int) -> None:
+        await self._running_core().start_node(node_id)
+
+    def _on_loop(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Run ``coroutine`` on the broker's loop (its own thread) and wait for its result."""
+        if self._mode != "thread" or self._loop is None:
+            coroutine.close()
+            raise RuntimeError("this needs a running `with Broker()`; in async code use the a-prefixed methods")
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
+    @staticmethod
+    async def _call(function: Callable[..., T], *args: Any) -> T:
+        return function(*args)
 
     def _thread_main(self, config: BrokerConfig, ready: concurrent.futures.Future[None]) -> None:
         try:

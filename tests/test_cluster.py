@@ -5,18 +5,21 @@ restart that keeps the leaders."""
 from __future__ import annotations
 
 import random
+import threading
+import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import decode_response
 
 from minibroker.cluster import PLACEMENT_FILE, Placements, assign_replicas
+from minibroker.testing import Broker
 from tests.brokerproc import BrokerProcess
-from tests.clientutil import TIMEOUT_S, RawConnection
+from tests.clientutil import TIMEOUT_S, Deadline, RawConnection, stored_batches
 
 METADATA, LIST_OFFSETS = 3, 2
 NODES = [1, 2, 3]
@@ -114,8 +117,137 @@ def test_three_nodes_serve_one_cluster(tmp_path: Path, topic_name: str) -> None:
             assert values == set(range(60))
         finally:
             consumer.close()
-
-        proc.restart()
-        assert metadata(proc.bootstrap, [topic_name])["topics"] == first["topics"]  # the leaders stay where they were
     finally:
         proc.stop()
+
+
+def test_a_restart_keeps_leaders_and_epochs(tmp_path: Path, topic_name: str) -> None:
+    with Broker(nodes=3, data_dir=tmp_path / "data") as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        admin.create_topics([NewTopic(topic_name, 6, replication_factor=2)])[topic_name].result(TIMEOUT_S)
+        broker.move_leader(topic_name, 0, metadata(broker.bootstrap_servers, [topic_name])["topics"][0]["partitions"][0][
+            "replica_nodes"][1])
+        broker.stop_node(3)
+        before = metadata(broker.bootstrap_servers, [topic_name])["topics"]
+    with Broker(nodes=3, data_dir=tmp_path / "data") as broker:  # every node back: offline partitions too
+        after = metadata(broker.bootstrap_servers, [topic_name])["topics"]
+    assert [p["leader_id"] for p in after[0]["partitions"]] == [p["leader_id"] for p in before[0]["partitions"]]
+    assert [p["leader_epoch"] for p in after[0]["partitions"]] == [p["leader_epoch"] for p in before[0]["partitions"]]
+    assert any(p["leader_epoch"] > 0 for p in after[0]["partitions"])
+
+
+class AckedProducer:
+    """An idempotent acks=all producer sending numbered records round robin from a thread, keeping every
+    acknowledgement as (offset, number) per partition."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        self.topic, self.partitions = topic, partitions
+        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+                                  "linger.ms": 2, "message.timeout.ms": int(TIMEOUT_S * 1000)})
+        self.acked: dict[int, list[tuple[int, int]]] = {p: [] for p in range(partitions)}
+        self.errors: list[str] = []
+        self.sent = 0
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _report(self, err, msg) -> None:
+        if err is not None:
+            self.errors.append(str(err))
+        else:
+            self.acked[msg.partition()].append((msg.offset(), int(msg.value())))
+
+    def _run(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                self.producer.produce(self.topic, str(self.sent).encode(), partition=self.sent % self.partitions,
+                                      on_delivery=self._report)
+                self.sent += 1
+            except BufferError:
+                pass
+            self.producer.poll(0.001)
+
+    def finish(self) -> None:
+        self.stopping.set()
+        self.thread.join(TIMEOUT_S)
+        assert self.producer.flush(TIMEOUT_S) == 0, "records left undelivered"
+
+
+def stored_numbers(bootstrap: str, topic: str, partition: int, count: int) -> list[int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"read-{topic}", "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(topic, partition, 0)])
+        numbers: list[int] = []
+        deadline = Deadline(TIMEOUT_S)
+        while len(numbers) < count and deadline.left():
+            message = consumer.poll(0.1)
+            if message is not None and message.error() is None:
+                numbers.append(int(message.value()))
+        return numbers
+    finally:
+        consumer.close()
+
+
+def test_acknowledged_records_survive_moving_leaders_and_stopped_nodes(topic_name: str) -> None:
+    """Leaders move every 200 ms while an idempotent producer sends; node 2 shuts down and comes back, node 3
+    crashes and comes back: every acknowledged record is there once, in order, per partition."""
+    with Broker(nodes=3) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        admin.create_topics([NewTopic(topic_name, 6, replication_factor=3)])[topic_name].result(TIMEOUT_S)
+        producer = AckedProducer(broker.bootstrap_servers, topic_name, 6)
+        rng = random.Random(7)
+        try:
+            for step in range(20):
+                time.sleep(0.2)
+                partition = rng.randrange(6)
+                live = [node for node in NODES if not (4 <= step < 8 and node == 2) and not (12 <= step < 16 and node == 3)]
+                broker.move_leader(topic_name, partition, rng.choice(live))
+                if step in (4, 12):
+                    broker.stop_node(2 if step == 4 else 3, clean=step == 4)
+                if step in (8, 16):
+                    broker.start_node(2 if step == 8 else 3)
+        finally:
+            producer.finish()
+        assert not producer.errors, producer.errors[:3]
+        assert producer.sent > 1000
+        for partition, acked in producer.acked.items():
+            expected = [number for _, number in sorted(acked)]
+            assert stored_numbers(broker.bootstrap_servers, topic_name, partition, len(expected)) == expected
+
+
+def test_a_partition_whose_only_replica_is_down_is_offline_until_it_returns(topic_name: str) -> None:
+    with Broker(nodes=3) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        admin.create_topics([NewTopic(topic_name, 3, replication_factor=1)])[topic_name].result(TIMEOUT_S)
+        before = {p["partition_index"]: p for p in metadata(broker.bootstrap_servers, [topic_name])["topics"][0]["partitions"]}
+        down = next(p["leader_id"] for p in before.values() if p["leader_id"] != 1)  # keep node 1: the bootstrap
+        broker.stop_node(down)
+        during = metadata(broker.bootstrap_servers, [topic_name])
+        assert sorted(b["node_id"] for b in during["brokers"]) == sorted(set(NODES) - {down})
+        for p in during["topics"][0]["partitions"]:
+            offline = before[p["partition_index"]]["leader_id"] == down
+            assert (p["error_code"] == ErrorCode.LEADER_NOT_AVAILABLE) == offline
+            assert p["offline_replicas"] == ([down] if offline else [])
+        broker.start_node(down)
+        after = metadata(broker.bootstrap_servers, [topic_name])["topics"][0]["partitions"]
+        assert all(p["error_code"] == ErrorCode.NONE and p["leader_id"] == before[p["partition_index"]]["leader_id"]
+                   for p in after)
+        assert all(p["leader_epoch"] > before[p["partition_index"]]["leader_epoch"] for p in after
+                   if before[p["partition_index"]]["leader_id"] == down)
+
+
+def test_a_new_leader_stamps_its_epoch_on_the_batches_it_appends(topic_name: str) -> None:
+    with Broker(nodes=2) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        admin.create_topics([NewTopic(topic_name, 1, replication_factor=2)])[topic_name].result(TIMEOUT_S)
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "acks": "all"})
+        producer.produce(topic_name, b"first", partition=0)
+        assert producer.flush(TIMEOUT_S) == 0
+        answer = metadata(broker.bootstrap_servers, [topic_name])
+        [partition] = answer["topics"][0]["partitions"]
+        follower = next(node for node in partition["replica_nodes"] if node != partition["leader_id"])
+        assert broker.move_leader(topic_name, 0, follower) == 1
+        producer.produce(topic_name, b"second", partition=0)
+        assert producer.flush(TIMEOUT_S) == 0
+        address = next(f"{b['host']}:{b['port']}" for b in answer["brokers"] if b["node_id"] == follower)
+        assert [batch.partition_leader_epoch for batch in stored_batches(address, topic_name, 0)] == [0, 1]

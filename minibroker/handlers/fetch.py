@@ -12,7 +12,6 @@ import time
 from typing import Any
 
 from minibroker.context import RequestContext
-from minibroker.handlers.metadata import LEADER_EPOCH
 from minibroker.handlers.registry import api
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.primitives import FileRegion
@@ -130,7 +129,7 @@ def list_offset(ctx: RequestContext, topic: str, request: dict[str, Any], isolat
         "error_code": ErrorCode.NONE,
         "timestamp": found_timestamp,
         "offset": offset,
-        "leader_epoch": LEADER_EPOCH if offset >= 0 else -1,
+        "leader_epoch": ctx.broker.placements.of(topic, index).leader_epoch if offset >= 0 else -1,
     }
 
 
@@ -144,20 +143,22 @@ async def list_offsets(ctx: RequestContext, body: dict[str, Any]) -> dict[str, A
 
 @api(23, 2, 4)
 async def offset_for_leader_epoch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
-    """There is one leader epoch (0): it ends at the log end; later epochs are unknown."""
+    """Data is never truncated here, so every epoch up to the current one ends, for a client checking its position
+    (KIP-320), at the log end: answered as the current epoch; later epochs are unknown."""
     topics = []
     for topic in body["topics"]:
         partitions = []
         for request in topic["partitions"]:
             index = request["partition"]
             partition_log, error = ctx.led_partition(topic["topic"], index)
+            epoch = ctx.broker.placements.of(topic["topic"], index).leader_epoch
             if partition_log is None:
                 partitions.append({"partition": index, "error_code": error})
-            elif request["leader_epoch"] > LEADER_EPOCH:
+            elif request["leader_epoch"] > epoch:
                 partitions.append({"partition": index, "error_code": ErrorCode.NONE})
             else:
                 partitions.append(
-                    {"partition": index, "error_code": ErrorCode.NONE, "leader_epoch": LEADER_EPOCH, "end_offset": partition_log.log_end_offset}
+                    {"partition": index, "error_code": ErrorCode.NONE, "leader_epoch": epoch, "end_offset": partition_log.log_end_offset}
                 )
         topics.append({"topic": topic["topic"], "partitions": partitions})
     return {"topics": topics}

@@ -17,7 +17,6 @@ from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_S
 
 log = logging.getLogger(__name__)
 
-LEADER_EPOCH = 0
 
 
 @api(18, 0, 4)
@@ -35,6 +34,8 @@ def broker_entries(ctx: RequestContext) -> list[dict[str, Any]]:
     name = ctx.connection.listener.name if ctx.connection is not None else None
     entries = []
     for node_id in broker.node_ids:
+        if node_id not in broker.live_nodes:
+            continue
         listener = broker.node_listener(node_id, name) if name is not None else None
         host, port = listener.advertised if listener is not None else ctx.advertised_address()
         entries.append({"node_id": node_id, "host": host, "port": port, "rack": None})
@@ -43,17 +44,18 @@ def broker_entries(ctx: RequestContext) -> list[dict[str, Any]]:
 
 def topic_metadata(ctx: RequestContext, info: TopicInfo) -> dict[str, Any]:
     placements = ctx.broker.placements
+    live = ctx.broker.live_nodes
     partitions = []
     for index in range(len(info.partitions)):
         placed = placements.of(info.name, index)
         partitions.append({
-            "error_code": ErrorCode.NONE,
+            "error_code": ErrorCode.NONE if placed.leader in live else ErrorCode.LEADER_NOT_AVAILABLE,
             "partition_index": index,
             "leader_id": placed.leader,
             "leader_epoch": placed.leader_epoch,
             "replica_nodes": list(placed.replicas),
-            "isr_nodes": list(placed.replicas),
-            "offline_replicas": [],
+            "isr_nodes": [node for node in placed.replicas if node in live],
+            "offline_replicas": [node for node in placed.replicas if node not in live],
         })
     return {
         "error_code": ErrorCode.NONE,

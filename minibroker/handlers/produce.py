@@ -42,8 +42,9 @@ def append_partition(
     if partition_log is None:
         return partition_error(index, error)
     config = partition_log.config
-    replicas = len(broker.placements.of(topic, index).replicas)
-    too_few = insync_problem(config.min_insync_replicas, replicas, topic, index) if acks == -1 else None
+    placed = broker.placements.of(topic, index)
+    in_sync = sum(1 for node in placed.replicas if node in broker.live_nodes)
+    too_few = insync_problem(config.min_insync_replicas, in_sync, topic, index) if acks == -1 else None
     if too_few is not None:  # Partition.appendRecordsToLeader's check, before the batch is looked at
         return partition_error(index, ErrorCode.NOT_ENOUGH_REPLICAS, too_few)
     try:
@@ -72,7 +73,7 @@ def append_partition(
         if refused is not None:
             return rejected(ctx, topic, index, refused)
     try:
-        info = partition_log.append(records, headers)
+        info = partition_log.append(records, headers, leader_epoch=placed.leader_epoch)
     except ProducerStateError as exc:
         log.info("refused batch for %s-%d from %s: %s", topic, index, ctx.peer, exc)
         return partition_error(index, ErrorCode(exc.error_code), str(exc))

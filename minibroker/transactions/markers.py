@@ -31,7 +31,8 @@ def write_markers(
             continue
         try:
             partition_log.append_control(
-                commit=committed, producer_id=producer_id, producer_epoch=producer_epoch, coordinator_epoch=coordinator_epoch
+                commit=committed, producer_id=producer_id, producer_epoch=producer_epoch, coordinator_epoch=coordinator_epoch,
+                leader_epoch=broker.placements.of(topic, partition).leader_epoch,
             )
         except StorageError as exc:
             results[(topic, partition)] = ErrorCode(getattr(exc, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR))
