@@ -129,7 +129,7 @@ class Broker:
 
     def node_listener(self, node_id: int, name: str) -> Listener | None:
         """The listener called ``name`` of node ``node_id``: where clients reach that node on that listener."""
-        return next((l for l in self.listeners if l.node_id == node_id and l.name == name), None)
+        return next((lis for lis in self.listeners if lis.node_id == node_id and lis.name == name), None)
 
     def _log_setting_notes(self) -> None:
         """Once at start-up: names Kafka does not know (a warning each), then the Kafka settings and listeners
@@ -363,7 +363,7 @@ class Broker:
             return ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc)
         except TopicExistsError as exc:
             return ErrorCode.TOPIC_ALREADY_EXISTS, str(exc)
-        placed = replicas or self.placements.assign(num_partitions, replication_factor)
+        placed = replicas or self.placements.assign(num_partitions, replication_factor, self.live_nodes)
         # A task of its own: a requester that goes away (its connection closed) must not leave the name taken.
         self._creating[name] = creation = asyncio.get_running_loop().create_task(self._make_partitions(new, placed))
         return await asyncio.shield(creation)

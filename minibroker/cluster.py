@@ -86,8 +86,9 @@ class Placements:
             return placed[partition]
         return PartitionPlacement((self.nodes[0],), self.nodes[0])
 
-    def assign(self, partitions: int, replication_factor: int) -> list[tuple[int, ...]]:
-        return assign_replicas(self.nodes, partitions, replication_factor, self.rng)
+    def assign(self, partitions: int, replication_factor: int, live: set[int]) -> list[tuple[int, ...]]:
+        """Replicas for a new topic, on the live nodes (as Kafka's controller places on registered brokers)."""
+        return assign_replicas(sorted(live), partitions, replication_factor, self.rng)
 
     def put(self, topic: str, replicas: list[tuple[int, ...]]) -> None:
         """A new topic's replicas, each partition led by its first; one node writes nothing (its default)."""
@@ -96,13 +97,13 @@ class Placements:
         self._topics[topic] = [PartitionPlacement(r, r[0]) for r in replicas]
         self._save()
 
-    def grow(self, topic: str, new_total: int) -> None:
+    def grow(self, topic: str, new_total: int, live: set[int]) -> None:
         """CreatePartitions: the new partitions get the topic's replication factor, placed as Kafka continues."""
         placed = self._topics.get(topic)
         if len(self.nodes) == 1 or placed is None or len(placed) >= new_total:
             return
-        factor = len(placed[0].replicas)
-        added = assign_replicas(self.nodes, new_total - len(placed), factor, self.rng, first_partition=len(placed))
+        factor = min(len(placed[0].replicas), len(live))
+        added = assign_replicas(sorted(live), new_total - len(placed), factor, self.rng, first_partition=len(placed))
         placed += [PartitionPlacement(replicas, replicas[0]) for replicas in added]
         self._save()
 

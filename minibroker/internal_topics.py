@@ -102,14 +102,16 @@ class InternalTopic:
                 self.name, self.configured_partitions, internal_topic_configs(self.broker, self.name)
             )
             placements = self.broker.placements
-            placements.put(self.name, placements.assign(self.configured_partitions, self.replication_factor))
+            placements.put(
+                self.name, placements.assign(self.configured_partitions, self.replication_factor, self.broker.live_nodes),
+            )
             log.info("created internal topic %s with %d partitions", self.name, self.configured_partitions)
         return info
 
     def _check_replication_factor(self) -> None:
         """A replication factor the live brokers cannot reach leaves the topic uncreated, as in Kafka: its
         coordinator is then not available (offsets.topic.replication.factor, transaction.state.log.replication.factor)."""
-        problem = replication_problem(self.replication_factor, len(self.broker.node_ids))
+        problem = replication_problem(self.replication_factor, len(self.broker.live_nodes))
         if problem is not None:
             log.warning("internal topic %s not created: %s", self.name, problem)
             raise StorageError(f"internal topic {self.name} could not be created: {problem}")

@@ -42,8 +42,8 @@ def test_replicas_are_placed_round_robin_on_distinct_nodes(seed: int, nodes: int
 
 def test_placements_are_kept_in_the_data_directory(tmp_path: Path) -> None:
     placements = Placements(tmp_path, NODES, random.Random(1))
-    placements.put("orders", placements.assign(4, 3))
-    placements.grow("orders", 6)
+    placements.put("orders", placements.assign(4, 3, set(NODES)))
+    placements.grow("orders", 6, set(NODES))
     before = [placements.of("orders", p) for p in range(6)]
     assert all(len(p.replicas) == 3 and p.leader == p.replicas[0] and p.leader_epoch == 0 for p in before)
     reloaded = Placements(tmp_path, NODES)
@@ -57,7 +57,7 @@ def test_placements_are_kept_in_the_data_directory(tmp_path: Path) -> None:
 
 def test_one_node_writes_no_placement(tmp_path: Path) -> None:
     placements = Placements(tmp_path, [1])
-    placements.put("orders", placements.assign(3, 1))
+    placements.put("orders", placements.assign(3, 1, {1}))
     assert not (tmp_path / PLACEMENT_FILE).exists()
     assert placements.of("orders", 2).leader == 1
 
@@ -251,3 +251,14 @@ def test_a_new_leader_stamps_its_epoch_on_the_batches_it_appends(topic_name: str
         assert producer.flush(TIMEOUT_S) == 0
         address = next(f"{b['host']}:{b['port']}" for b in answer["brokers"] if b["node_id"] == follower)
         assert [batch.partition_leader_epoch for batch in stored_batches(address, topic_name, 0)] == [0, 1]
+
+
+def test_new_topics_go_to_the_live_nodes(topic_name: str) -> None:
+    with Broker(nodes=3) as broker:
+        broker.stop_node(3)
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        with pytest.raises(KafkaException, match="only 2 broker"):
+            admin.create_topics([NewTopic(topic_name, 1, replication_factor=3)])[topic_name].result(TIMEOUT_S)
+        admin.create_topics([NewTopic(topic_name, 4, replication_factor=2)])[topic_name].result(TIMEOUT_S)
+        partitions = metadata(broker.bootstrap_servers, [topic_name])["topics"][0]["partitions"]
+        assert all(set(p["replica_nodes"]) == {1, 2} and p["error_code"] == ErrorCode.NONE for p in partitions)

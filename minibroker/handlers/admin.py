@@ -89,7 +89,7 @@ async def create_one(ctx: RequestContext, request: dict[str, Any], validate_only
     if factor == 0 or factor < -1:
         problem: str | None = "Replication factor must be larger than 0, or -1 to use the default value."
     else:
-        problem = replication_problem(factor, len(broker.node_ids))
+        problem = replication_problem(factor, len(broker.live_nodes))
     if problem is None and assignments:
         problem = assignment_problem([a["broker_ids"] for a in assignments], broker.node_ids)
     if problem is not None:
@@ -165,7 +165,7 @@ async def create_partitions(ctx: RequestContext, body: dict[str, Any]) -> dict[s
         elif not body["validate_only"]:
             try:
                 broker.logs.add_partitions(name, request["count"])
-                broker.placements.grow(name, request["count"])
+                broker.placements.grow(name, request["count"], broker.live_nodes)
             except PartitionCreationError as exc:
                 log.error("%s", exc)
                 result.update(error_code=ErrorCode.KAFKA_STORAGE_ERROR, error_message=str(exc))

@@ -84,7 +84,7 @@ async def auto_create(ctx: RequestContext, name: str) -> ErrorCode:
     internal = internal_topic(ctx, name)
     if internal is None:
         factor = ctx.broker.config.default_replication_factor
-        problem = replication_problem(factor, len(ctx.broker.node_ids))
+        problem = replication_problem(factor, len(ctx.broker.live_nodes))
         if problem is not None:
             log.info("topic %s not created: %s (default.replication.factor)", name, problem)
             return ErrorCode.INVALID_REPLICATION_FACTOR
