@@ -7,6 +7,10 @@ from typing import TYPE_CHECKING
 
 from minibroker.protocol.errors import ErrorCode
 
+NO_EPOCH = -1
+# Answers that name the partition's current leader (KIP-951), so the client need not ask Metadata first.
+LEADER_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
+
 if TYPE_CHECKING:
     from minibroker.broker import Broker
     from minibroker.server import KafkaConnection
@@ -30,15 +34,28 @@ class RequestContext:
             return self.connection.listener.node_id
         return self.broker.node_ids[0]
 
-    def led_partition(self, topic: str, index: int) -> tuple[PartitionLog | None, ErrorCode]:
-        """The partition's log if the node asked leads it, else why not (Kafka's getPartitionOrError): unknown, or
-        NOT_LEADER_OR_FOLLOWER so the client looks the leader up again."""
+    def led_partition(
+        self, topic: str, index: int, current_leader_epoch: int = NO_EPOCH,
+    ) -> tuple[PartitionLog | None, ErrorCode]:
+        """The partition's log if the node asked leads it, else why not (Kafka's getPartitionOrError and its
+        leader epoch check, KIP-320): unknown; NOT_LEADER_OR_FOLLOWER, so the client looks the leader up again; a
+        client's epoch older than the leader's FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH (-1: not checked)."""
         partition_log = self.broker.partition(topic, index)
         if partition_log is None:
             return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        if self.broker.placements.of(topic, index).leader != self.node_id:
+        placed = self.broker.placements.of(topic, index)
+        if current_leader_epoch != NO_EPOCH and current_leader_epoch < placed.leader_epoch:
+            return None, ErrorCode.FENCED_LEADER_EPOCH
+        if current_leader_epoch != NO_EPOCH and current_leader_epoch > placed.leader_epoch:
+            return None, ErrorCode.UNKNOWN_LEADER_EPOCH
+        if placed.leader != self.node_id:
             return None, ErrorCode.NOT_LEADER_OR_FOLLOWER
         return partition_log, ErrorCode.NONE
+
+    def current_leader(self, topic: str, index: int) -> dict[str, int]:
+        """KIP-951's CurrentLeader of a partition, for answers that send the client to another node."""
+        placed = self.broker.placements.of(topic, index)
+        return {"leader_id": placed.leader, "leader_epoch": placed.leader_epoch}
 
     def advertised_address(self) -> tuple[str, int]:
         """The address of the listener this request came in on, as clients must reach it (Kafka answers

@@ -15,6 +15,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import decode_response
+from minibroker.protocol.records import RecordInput, build_batch
 
 from minibroker.cluster import PLACEMENT_FILE, Placements, assign_replicas
 from minibroker.testing import Broker
@@ -69,10 +70,10 @@ def metadata(address: str, topics: list[str]) -> dict:
         return decode_response(METADATA, 9, conn.request(METADATA, 9, body))[1]
 
 
-def list_offsets_error(address: str, topic: str, partition: int) -> ErrorCode:
+def list_offsets_error(address: str, topic: str, partition: int, leader_epoch: int = -1) -> ErrorCode:
     with RawConnection(address) as conn:
         body = {"replica_id": -1, "isolation_level": 0, "topics": [{"name": topic, "partitions": [
-            {"partition_index": partition, "current_leader_epoch": -1, "timestamp": -1},
+            {"partition_index": partition, "current_leader_epoch": leader_epoch, "timestamp": -1},
         ]}]}
         answer = decode_response(LIST_OFFSETS, 5, conn.request(LIST_OFFSETS, 5, body))[1]
     return ErrorCode(answer["topics"][0]["partitions"][0]["error_code"])
@@ -251,6 +252,10 @@ def test_a_new_leader_stamps_its_epoch_on_the_batches_it_appends(topic_name: str
         assert producer.flush(TIMEOUT_S) == 0
         address = next(f"{b['host']}:{b['port']}" for b in answer["brokers"] if b["node_id"] == follower)
         assert [batch.partition_leader_epoch for batch in stored_batches(address, topic_name, 0)] == [0, 1]
+        # KIP-320: a client that names an older epoch is fenced, a newer one is unknown to this leader.
+        assert list_offsets_error(address, topic_name, 0, leader_epoch=1) == ErrorCode.NONE
+        assert list_offsets_error(address, topic_name, 0, leader_epoch=0) == ErrorCode.FENCED_LEADER_EPOCH
+        assert list_offsets_error(address, topic_name, 0, leader_epoch=2) == ErrorCode.UNKNOWN_LEADER_EPOCH
 
 
 def test_new_topics_go_to_the_live_nodes(topic_name: str) -> None:
@@ -262,3 +267,25 @@ def test_new_topics_go_to_the_live_nodes(topic_name: str) -> None:
         admin.create_topics([NewTopic(topic_name, 4, replication_factor=2)])[topic_name].result(TIMEOUT_S)
         partitions = metadata(broker.bootstrap_servers, [topic_name])["topics"][0]["partitions"]
         assert all(set(p["replica_nodes"]) == {1, 2} and p["error_code"] == ErrorCode.NONE for p in partitions)
+
+
+def test_a_produce_to_another_node_names_the_leader(topic_name: str) -> None:
+    """KIP-951: NOT_LEADER_OR_FOLLOWER comes with the partition's current leader and that node's endpoint."""
+    with Broker(nodes=3) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        admin.create_topics([NewTopic(topic_name, 1, replication_factor=3)])[topic_name].result(TIMEOUT_S)
+        answer = metadata(broker.bootstrap_servers, [topic_name])
+        [partition] = answer["topics"][0]["partitions"]
+        other = next(b for b in answer["brokers"] if b["node_id"] != partition["leader_id"])
+        body = {"transactional_id": None, "acks": 1, "timeout_ms": 5000, "topic_data": [{"name": topic_name, "partition_data": [
+            {"index": 0, "records": build_batch([RecordInput(b"k", b"v")])},
+        ]}]}
+        with RawConnection(f"{other['host']}:{other['port']}") as conn:
+            produced = decode_response(0, 10, conn.request(0, 10, body))[1]
+        [result] = produced["responses"][0]["partition_responses"]
+        assert result["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert result["current_leader"] == {"leader_id": partition["leader_id"], "leader_epoch": partition["leader_epoch"]}
+        leader = next(b for b in answer["brokers"] if b["node_id"] == partition["leader_id"])
+        assert [(e["node_id"], e["host"], e["port"]) for e in produced["node_endpoints"]] == [
+            (leader["node_id"], leader["host"], leader["port"])
+        ]

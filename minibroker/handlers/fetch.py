@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from minibroker.context import RequestContext
+from minibroker.context import LEADER_ERRORS, RequestContext
 from minibroker.handlers.registry import api
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.primitives import FileRegion
@@ -56,10 +56,13 @@ def read_partitions(ctx: RequestContext, body: dict[str, Any]) -> tuple[list[dic
         partitions = []
         for request in topic["partitions"]:
             index = request["partition"]
-            partition_log, error = ctx.led_partition(name, index)
+            partition_log, error = ctx.led_partition(name, index, request["current_leader_epoch"])
             if partition_log is None:
                 erred = True
-                partitions.append(error_partition(index, error))
+                answer = error_partition(index, error)
+                if error in LEADER_ERRORS:
+                    answer["current_leader"] = ctx.current_leader(name, index)
+                partitions.append(answer)
                 continue
             read_committed = body["isolation_level"] == READ_COMMITTED
             stable = partition_log.last_stable_offset
@@ -109,7 +112,7 @@ async def fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
 
 def list_offset(ctx: RequestContext, topic: str, request: dict[str, Any], isolation_level: int) -> dict[str, Any]:
     index = request["partition_index"]
-    partition_log, error = ctx.led_partition(topic, index)
+    partition_log, error = ctx.led_partition(topic, index, request["current_leader_epoch"])
     if partition_log is None:
         return {"partition_index": index, "error_code": error}
     timestamp = request["timestamp"]
@@ -150,7 +153,7 @@ async def offset_for_leader_epoch(ctx: RequestContext, body: dict[str, Any]) -> 
         partitions = []
         for request in topic["partitions"]:
             index = request["partition"]
-            partition_log, error = ctx.led_partition(topic["topic"], index)
+            partition_log, error = ctx.led_partition(topic["topic"], index, request["current_leader_epoch"])
             epoch = ctx.broker.placements.of(topic["topic"], index).leader_epoch
             if partition_log is None:
                 partitions.append({"partition": index, "error_code": error})

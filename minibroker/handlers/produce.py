@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from minibroker.context import RequestContext
+from minibroker.context import LEADER_ERRORS, RequestContext
+from minibroker.handlers.metadata import broker_entries
 from minibroker.handlers.registry import api
 from minibroker.protocol.compression import ZSTD
 from minibroker.protocol.errors import ErrorCode
@@ -40,7 +41,10 @@ def append_partition(
         return partition_error(index, ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
     partition_log, error = ctx.led_partition(topic, index)
     if partition_log is None:
-        return partition_error(index, error)
+        answer = partition_error(index, error)
+        if error in LEADER_ERRORS:
+            answer["current_leader"] = ctx.current_leader(topic, index)
+        return answer
     config = partition_log.config
     placed = broker.placements.of(topic, index)
     in_sync = sum(1 for node in placed.replicas if node in broker.live_nodes)
@@ -151,4 +155,8 @@ async def produce(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any] |
             response.update(error_code=ErrorCode.KAFKA_STORAGE_ERROR, error_message=f"fsync failed: {exc}")
     if acks == 0:
         return None
-    return {"responses": responses}
+    leaders = {
+        p["current_leader"]["leader_id"] for t in responses for p in t["partition_responses"] if "current_leader" in p
+    }
+    endpoints = [entry for entry in broker_entries(ctx) if entry["node_id"] in leaders]  # KIP-951: where to go
+    return {"responses": responses, "node_endpoints": endpoints}
