@@ -10,9 +10,10 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Awaitable, Callable, Protocol
+from typing import Any, Awaitable, Callable, Protocol
 
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, KafkaException, Producer
+from kafka import KafkaConsumer
 
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import TIMEOUT_MS, TIMEOUT_S, Deadline, confluent_create_topic
@@ -84,6 +85,66 @@ class MemberClient(Protocol):
     def commit(self) -> None: ...
 
     def close(self) -> None: ...
+
+
+class ConfluentMember:
+    """A confluent-kafka member: the group tests' defaults, then ``config``; ``subscribe`` keyword arguments
+    (rebalance callbacks) go to ``Consumer.subscribe``."""
+
+    def __init__(self, bootstrap: str, group: str, topics: list[str], config: dict[str, Any], **subscribe: Any) -> None:
+        self.consumer = Consumer({
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "socket.timeout.ms": TIMEOUT_MS,
+            **config,
+        })
+        self.consumer.subscribe(topics, **subscribe)
+
+    def poll_records(self) -> list[Consumed]:
+        records = []
+        for message in self.consumer.consume(num_messages=100, timeout=0.1):
+            if message.error() is not None:
+                raise KafkaException(message.error())
+            records.append((message.partition(), message.value()))
+        return records
+
+    def assigned(self) -> set[int]:
+        return {tp.partition for tp in self.consumer.assignment()}
+
+    def commit(self) -> None:
+        self.consumer.commit(asynchronous=False)
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+class KafkaPythonMember:
+    def __init__(self, bootstrap: str, group: str, topic: str, **config: Any) -> None:
+        self.consumer = KafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            heartbeat_interval_ms=HEARTBEAT_MS,
+            request_timeout_ms=TIMEOUT_MS,
+            **config,
+        )
+
+    def poll_records(self) -> list[Consumed]:
+        batches = self.consumer.poll(timeout_ms=100)
+        return [(tp.partition, record.value) for tp, records in batches.items() for record in records]
+
+    def assigned(self) -> set[int]:
+        return {tp.partition for tp in self.consumer.assignment()}
+
+    def commit(self) -> None:
+        self.consumer.commit()
+
+    def close(self) -> None:
+        self.consumer.close()
 
 
 class ThreadedMember:

@@ -5,7 +5,6 @@ restart that keeps the leaders."""
 from __future__ import annotations
 
 import random
-import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -21,6 +20,7 @@ from minibroker.cluster import PLACEMENT_FILE, Placements, assign_replicas
 from minibroker.testing import Broker
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import TIMEOUT_S, Deadline, RawConnection, stored_batches
+from tests.numbered_producer import NumberedProducer
 
 METADATA, LIST_OFFSETS = 3, 2
 NODES = [1, 2, 3]
@@ -137,43 +137,6 @@ def test_a_restart_keeps_leaders_and_epochs(tmp_path: Path, topic_name: str) -> 
     assert any(p["leader_epoch"] > 0 for p in after[0]["partitions"])
 
 
-class AckedProducer:
-    """An idempotent acks=all producer sending numbered records round robin from a thread, keeping every
-    acknowledgement as (offset, number) per partition."""
-
-    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
-        self.topic, self.partitions = topic, partitions
-        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-                                  "linger.ms": 2, "message.timeout.ms": int(TIMEOUT_S * 1000)})
-        self.acked: dict[int, list[tuple[int, int]]] = {p: [] for p in range(partitions)}
-        self.errors: list[str] = []
-        self.sent = 0
-        self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _report(self, err, msg) -> None:
-        if err is not None:
-            self.errors.append(str(err))
-        else:
-            self.acked[msg.partition()].append((msg.offset(), int(msg.value())))
-
-    def _run(self) -> None:
-        while not self.stopping.is_set():
-            try:
-                self.producer.produce(self.topic, str(self.sent).encode(), partition=self.sent % self.partitions,
-                                      on_delivery=self._report)
-                self.sent += 1
-            except BufferError:
-                pass
-            self.producer.poll(0.001)
-
-    def finish(self) -> None:
-        self.stopping.set()
-        self.thread.join(TIMEOUT_S)
-        assert self.producer.flush(TIMEOUT_S) == 0, "records left undelivered"
-
-
 def stored_numbers(bootstrap: str, topic: str, partition: int, count: int) -> list[int]:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"read-{topic}", "enable.auto.commit": False})
     try:
@@ -195,20 +158,21 @@ def test_acknowledged_records_survive_moving_leaders_and_stopped_nodes(topic_nam
     with Broker(nodes=3) as broker:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
         admin.create_topics([NewTopic(topic_name, 6, replication_factor=3)])[topic_name].result(TIMEOUT_S)
-        producer = AckedProducer(broker.bootstrap_servers, topic_name, 6)
+        producer = NumberedProducer(broker.bootstrap_servers, topic_name, 6).start()
         rng = random.Random(7)
         try:
             for step in range(20):
                 time.sleep(0.2)
                 partition = rng.randrange(6)
-                live = [node for node in NODES if not (4 <= step < 8 and node == 2) and not (12 <= step < 16 and node == 3)]
-                broker.move_leader(topic_name, partition, rng.choice(live))
+                stopped = {2} if 4 <= step < 8 else {3} if 12 <= step < 16 else set()
+                broker.move_leader(topic_name, partition, rng.choice([node for node in NODES if node not in stopped]))
                 if step in (4, 12):
                     broker.stop_node(2 if step == 4 else 3, clean=step == 4)
                 if step in (8, 16):
                     broker.start_node(2 if step == 8 else 3)
-        finally:
             producer.finish()
+        finally:
+            producer.close()
         assert not producer.errors, producer.errors[:3]
         assert producer.sent > 1000
         for partition, acked in producer.acked.items():

@@ -19,6 +19,7 @@ from minibroker.protocol.records import validate_batches
 
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import TIMEOUT_S, RawConnection, confluent_consumer, confluent_create_topic, drain
+from tests.numbered_producer import NumberedProducer
 
 KILLS = 20
 PARTITIONS = 2
@@ -27,47 +28,6 @@ OPEN_TXN_TIMEOUT_MS = 3000
 DESCRIBE_TRANSACTIONS = 65
 SEED = 20260101
 RUN_BETWEEN_KILLS_S = (0.15, 0.6)
-
-
-class SteadyIdempotentProducer:
-    """Produces numbered messages round-robin over the partitions from a thread, recording acknowledgements."""
-
-    def __init__(self, bootstrap: str, topic: str) -> None:
-        self.topic = topic
-        self.producer = Producer({
-            "bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all", "linger.ms": 2,
-            "message.timeout.ms": 120_000, "reconnect.backoff.ms": 20, "reconnect.backoff.max.ms": 200,
-            "retry.backoff.ms": 20, "retry.backoff.max.ms": 200,
-        })
-        self.sent = 0
-        self.acked: dict[int, list[tuple[int, int]]] = {p: [] for p in range(PARTITIONS)}  # (offset, number)
-        self.errors: list[str] = []
-        self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self.run, name="crash-producer", daemon=True)
-
-    def report(self, err, msg) -> None:
-        if err is not None:
-            self.errors.append(str(err))
-        else:
-            self.acked[msg.partition()].append((msg.offset(), int(msg.value())))
-
-    def run(self) -> None:
-        while not self.stopping.is_set():
-            try:
-                self.producer.produce(self.topic, str(self.sent).encode(), partition=self.sent % PARTITIONS, on_delivery=self.report)
-                self.sent += 1
-            except BufferError:
-                pass
-            self.producer.poll(0.001)
-
-    def finish(self) -> None:
-        self.stopping.set()
-        self.thread.join(10)
-        try:
-            assert self.producer.flush(60) == 0, "messages still unacknowledged a minute after the last restart"
-        finally:
-            self.producer.purge()
-            self.producer.close()
 
 
 class SteadyCommitter:
@@ -213,9 +173,9 @@ def test_sigkill_while_producing(fresh_broker: BrokerProcess, topic_name: str) -
     fresh_broker.start()
     confluent_create_topic(fresh_broker.bootstrap, topic_name, partitions=PARTITIONS)
     settled = SettledState(fresh_broker.bootstrap, topic_name)
-    producer = SteadyIdempotentProducer(fresh_broker.bootstrap, topic_name)
+    producer = NumberedProducer(fresh_broker.bootstrap, topic_name, PARTITIONS)
     committer = SteadyCommitter(fresh_broker.bootstrap, topic_name, f"{topic_name}-moving")
-    producer.thread.start()
+    producer.start()
     committer.thread.start()
     try:
         for _ in range(KILLS):
@@ -223,9 +183,12 @@ def test_sigkill_while_producing(fresh_broker: BrokerProcess, topic_name: str) -
             fresh_broker.kill()
             fresh_broker.start()
     finally:
-        producer.finish()
-        committer.finish()
-        settled.close()
+        try:
+            producer.finish(60)  # a minute after the last restart
+        finally:
+            producer.close()
+            committer.finish()
+            settled.close()
     assert not producer.errors, producer.errors[:5]
     assert committer.acked > 10, "the committer hardly ran"
     moving = Consumer({"bootstrap.servers": fresh_broker.bootstrap, "group.id": f"{topic_name}-moving"})

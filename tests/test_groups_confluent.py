@@ -8,16 +8,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaError, KafkaException
+from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaError, KafkaException
 
 from tests.brokerproc import BrokerProcess
-from tests.clientutil import TIMEOUT_MS, TIMEOUT_S, confluent_admin, confluent_create_topic
+from tests.clientutil import TIMEOUT_S, confluent_admin, confluent_create_topic
 from tests.grouputil import (
     ALL,
     GROUP_PARTITIONS,
     HEARTBEAT_MS,
     SETTLE_S,
-    Consumed,
+    ConfluentMember,
     ThreadedMember,
     produce_batch,
     share_take_over_and_resume,
@@ -27,39 +27,10 @@ from tests.grouputil import (
 )
 
 
-class ConfluentMember:
-    def __init__(self, bootstrap: str, group: str, topic: str, **config: Any) -> None:
-        self.consumer = Consumer({
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-            "heartbeat.interval.ms": HEARTBEAT_MS,
-            "socket.timeout.ms": TIMEOUT_MS,
-            **config,
-        })
-        self.consumer.subscribe([topic])
-
-    def poll_records(self) -> list[Consumed]:
-        records = []
-        for message in self.consumer.consume(num_messages=100, timeout=0.1):
-            if message.error() is not None:
-                raise KafkaException(message.error())
-            records.append((message.partition(), message.value()))
-        return records
-
-    def assigned(self) -> set[int]:
-        return {tp.partition for tp in self.consumer.assignment()}
-
-    def commit(self) -> None:
-        self.consumer.commit(asynchronous=False)
-
-    def close(self) -> None:
-        self.consumer.close()
-
-
 def member(name: str, bootstrap: str, group: str, topic: str, **config: Any) -> ThreadedMember:
-    return ThreadedMember(name, lambda: ConfluentMember(bootstrap, group, topic, **config))
+    return ThreadedMember(
+        name, lambda: ConfluentMember(bootstrap, group, [topic], {"heartbeat.interval.ms": HEARTBEAT_MS, **config}),
+    )
 
 
 @pytest.mark.parametrize("strategy", ["range", "roundrobin", "cooperative-sticky"])

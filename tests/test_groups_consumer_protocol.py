@@ -11,15 +11,16 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupState, ConsumerGroupType, KafkaException
-from kafka import KafkaConsumer
+from confluent_kafka import ConsumerGroupState, ConsumerGroupType, KafkaException
 from minibroker.protocol.frames import decode_response
 
 from tests.brokerproc import BrokerProcess
-from tests.clientutil import TIMEOUT_MS, TIMEOUT_S, RawConnection, confluent_admin, confluent_create_topic
+from tests.clientutil import TIMEOUT_S, RawConnection, confluent_admin, confluent_create_topic
 from tests.grouputil import (
     SETTLE_S,
+    ConfluentMember,
     Consumed,
+    KafkaPythonMember,
     ThreadedMember,
     is_split,
     produce_batch,
@@ -53,45 +54,25 @@ def kip848(kip848_broker: BrokerProcess) -> str:
     return kip848_broker.bootstrap
 
 
-class ConsumerProtocolMember:
+class ConsumerProtocolMember(ConfluentMember):
     """A confluent-kafka consumer of the consumer group protocol; ``events`` logs its (incremental) rebalance
     callbacks as (kind, partitions)."""
 
     def __init__(self, bootstrap: str, group: str, topics: list[str], **config: Any) -> None:
         self.events: list[tuple[str, set[tuple[str, int]]]] = []
         self.topic_assignment: set[tuple[str, int]] = set()
-        self.consumer = Consumer({
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "group.protocol": "consumer",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-            "socket.timeout.ms": TIMEOUT_MS,
-            **config,
-        })
-        self.consumer.subscribe(topics, on_assign=self._log("assign"), on_revoke=self._log("revoke"))
+        super().__init__(
+            bootstrap, group, topics, {"group.protocol": "consumer", **config},
+            on_assign=self._log("assign"), on_revoke=self._log("revoke"),
+        )
 
     def _log(self, kind: str) -> Any:
         return lambda _consumer, partitions: self.events.append((kind, {(tp.topic, tp.partition) for tp in partitions}))
-
-    def poll_records(self) -> list[Consumed]:
-        records = []
-        for message in self.consumer.consume(num_messages=100, timeout=0.1):
-            if message.error() is not None:
-                raise KafkaException(message.error())
-            records.append((message.partition(), message.value()))
-        return records
 
     def assigned(self) -> set[int]:
         """Called by the member's own thread after each poll; also keeps ``topic_assignment`` for other threads."""
         self.topic_assignment = {(tp.topic, tp.partition) for tp in self.consumer.assignment()}
         return {partition for _, partition in self.topic_assignment}
-
-    def commit(self) -> None:
-        self.consumer.commit(asynchronous=False)
-
-    def close(self) -> None:
-        self.consumer.close()
 
 
 def start(name: str, bootstrap: str, group: str, topics: list[str], **config: Any) -> tuple[ThreadedMember, ConsumerProtocolMember]:
@@ -245,27 +226,6 @@ def test_admin_describes_and_lists_consumer_protocol_groups(kip848: str, topic_n
     assert group not in {
         g.group_id for g in admin.list_consumer_groups(request_timeout=TIMEOUT_S).result(timeout=TIMEOUT_S).valid
     }
-
-
-class KafkaPythonMember:
-    def __init__(self, bootstrap: str, group: str, topic: str) -> None:
-        self.consumer = KafkaConsumer(
-            topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
-            enable_auto_commit=False, heartbeat_interval_ms=200, request_timeout_ms=TIMEOUT_MS,
-        )
-
-    def poll_records(self) -> list[Consumed]:
-        batches = self.consumer.poll(timeout_ms=100)
-        return [(record.partition, record.value) for records in batches.values() for record in records]
-
-    def assigned(self) -> set[int]:
-        return {tp.partition for tp in self.consumer.assignment()}
-
-    def commit(self) -> None:
-        self.consumer.commit()
-
-    def close(self) -> None:
-        self.consumer.close()
 
 
 def test_a_classic_group_and_a_consumer_protocol_group_read_the_same_topic(kip848: str, topic_name: str) -> None:

@@ -26,7 +26,6 @@ from confluent_kafka import (
     ConsumerGroupTopicPartitions,
     ConsumerGroupType,
     KafkaException,
-    Producer,
     TopicPartition,
 )
 from confluent_kafka.admin import ConsumerGroupDescription
@@ -34,6 +33,7 @@ from confluent_kafka.admin import ConsumerGroupDescription
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import TIMEOUT_MS, TIMEOUT_S, RawConnection, confluent_admin, confluent_create_topic
 from tests.grouputil import SETTLE_S, ThreadedMember, is_split, produce_batch, stop_all, wait_until
+from tests.numbered_producer import NumberedProducer
 
 PARTITIONS = 6
 ALL = set(range(PARTITIONS))
@@ -359,52 +359,15 @@ def all_acked(members: list[MemberChild]) -> dict[int, int]:
     return {p: offset for p, (_, offset) in last.items()}
 
 
-class SteadyProducer:
-    """Produces numbered records round-robin over the partitions from a thread, a few hundred a second, through the
-    broker's crashes (idempotent, acks=all); ``acked``: partition -> offsets of the acknowledged records."""
-
-    def __init__(self, bootstrap: str, topic: str) -> None:
-        self.topic = topic
-        self.producer = Producer({
-            "bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all", "linger.ms": 2,
-            "message.timeout.ms": 120_000, "reconnect.backoff.ms": 20, "reconnect.backoff.max.ms": 200,
-            "retry.backoff.ms": 20, "retry.backoff.max.ms": 200,
-        })
-        self.sent = 0
-        self.acked: dict[int, list[int]] = {p: [] for p in ALL}
-        self.errors: list[str] = []
-        self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self.run, name="steady-producer", daemon=True)
-        self.thread.start()
-
-    def report(self, err: Any, msg: Any) -> None:
-        if err is not None:
-            self.errors.append(str(err))
-        else:
-            self.acked[msg.partition()].append(msg.offset())
-
-    def run(self) -> None:
-        while not self.stopping.is_set():
-            self.producer.produce(self.topic, str(self.sent).encode(), partition=self.sent % PARTITIONS, on_delivery=self.report)
-            self.sent += 1
-            self.producer.poll(PRODUCE_EVERY_S)  # serves delivery reports, and paces the producer
-
-    def finish(self) -> dict[int, int]:
-        """Stop producing and wait for every acknowledgement; returns partition -> log end offset."""
-        self.stopping.set()
-        self.thread.join(TIMEOUT_S)
-        assert self.producer.flush(TIMEOUT_S) == 0, "records still unacknowledged after the last restart"
-        assert not self.errors, self.errors[:5]
-        for p, offsets in self.acked.items():
-            assert sorted(offsets) == list(range(len(offsets))), f"partition {p}: acknowledged offsets not 0..n-1"
-        assert sum(map(len, self.acked.values())) == self.sent
-        return {p: len(offsets) for p, offsets in self.acked.items()}
-
-    def close(self) -> None:
-        self.stopping.set()
-        self.thread.join(TIMEOUT_S)
-        self.producer.purge()
-        self.producer.close()
+def finish_producer(producer: NumberedProducer) -> dict[int, int]:
+    """Stop producing and wait for every acknowledgement; returns partition -> log end offset."""
+    producer.finish()
+    assert not producer.errors, producer.errors[:5]
+    for p, acked in producer.acked.items():
+        offsets = sorted(offset for offset, _ in acked)
+        assert offsets == list(range(len(offsets))), f"partition {p}: acknowledged offsets not 0..n-1"
+    assert sum(map(len, producer.acked.values())) == producer.sent
+    return {p: len(acked) for p, acked in producer.acked.items()}
 
 
 def commits_lost(bootstrap: str, group: str, acked: dict[int, int]) -> dict[int, tuple[int, int | None]]:
@@ -420,12 +383,12 @@ def test_commits_and_members_survive_sigkills(fresh_broker: BrokerProcess, topic
     confluent_create_topic(bootstrap, topic_name, PARTITIONS)
     group = f"g-{topic_name}"
     members: list[MemberChild] = []
-    producer: SteadyProducer | None = None
+    producer: NumberedProducer | None = None
     try:
         members += [MemberChild(name, bootstrap, group, topic_name, tmp_path) for name in ("a", "b")]
         a, b = members
         wait_until(lambda: is_split([a.assignment, b.assignment], PARTITIONS), "two members to split the partitions")
-        producer = SteadyProducer(bootstrap, topic_name)
+        producer = NumberedProducer(bootstrap, topic_name, PARTITIONS, pace_s=PRODUCE_EVERY_S).start()
 
         for _ in range(KILLS):
             commits = a.commits() + b.commits()
@@ -457,7 +420,7 @@ def test_commits_and_members_survive_sigkills(fresh_broker: BrokerProcess, topic
         commits = {m.name: m.commits() for m in members}
         wait_until(lambda: all(m.commits() > commits[m.name] for m in members), "both members to commit again")
 
-        ends = producer.finish()
+        ends = finish_producer(producer)
         wait_until(lambda: all_acked(members) == ends, "the members to read and commit everything")
         assert assignments(describe(bootstrap, group)) == assignments(before), "the members kept their partitions"
         for m in members:

@@ -21,9 +21,8 @@ from tests.clientutil import TIMEOUT_MS, confluent_create_topic
 from tests.grouputil import (
     ALL,
     GROUP_PARTITIONS,
-    HEARTBEAT_MS,
     SETTLE_S,
-    Consumed,
+    KafkaPythonMember,
     ThreadedMember,
     produce_batch,
     share_take_over_and_resume,
@@ -31,33 +30,6 @@ from tests.grouputil import (
     stop_all,
     wait_until,
 )
-
-
-class KafkaPythonMember:
-    def __init__(self, bootstrap: str, group: str, topic: str, **config: Any) -> None:
-        self.consumer = KafkaConsumer(
-            topic,
-            bootstrap_servers=bootstrap,
-            group_id=group,
-            auto_offset_reset="earliest",
-            enable_auto_commit=False,
-            heartbeat_interval_ms=HEARTBEAT_MS,
-            request_timeout_ms=TIMEOUT_MS,
-            **config,
-        )
-
-    def poll_records(self) -> list[Consumed]:
-        batches = self.consumer.poll(timeout_ms=100)
-        return [(tp.partition, record.value) for tp, records in batches.items() for record in records]
-
-    def assigned(self) -> set[int]:
-        return {tp.partition for tp in self.consumer.assignment()}
-
-    def commit(self) -> None:
-        self.consumer.commit()
-
-    def close(self) -> None:
-        self.consumer.close()
 
 
 def member(name: str, bootstrap: str, group: str, topic: str, **config: Any) -> ThreadedMember:
