@@ -68,6 +68,7 @@ class Broker:
         self._waiters: dict[PartitionKey, list[asyncio.Future]] = {}
         self._creating: dict[str, asyncio.Task[tuple[ErrorCode, str | None]]] = {}  # topics whose partitions are being made
         self.marker_listeners: list[Callable[[str, int, int, bool], None]] = []
+        self.leader_listeners: list[Callable[[str], None]] = []  # told the topics whose partitions' leaders changed
         self._transactions: TransactionService | None = None
         self._groups: GroupService | None = None
 
@@ -79,6 +80,7 @@ class Broker:
         self._elect("start-up")  # partitions a stopped node left offline get their leaders back
         self.producer_ids = ProducerIdAllocator(self.config.data_dir)
         if TRANSACTION_STATE_TOPIC in self.logs.topics:  # transactions a crash left half-completed finish now
+            await self.transactions.ownership.loaded()
             await self.transactions.flush()
         if CONSUMER_OFFSETS_TOPIC in self.logs.topics:  # groups answer COORDINATOR_LOAD_IN_PROGRESS until loaded
             self._start_groups()
@@ -227,12 +229,21 @@ class Broker:
             raise ValueError(f"node {node_id} is not running")
         placed = self.placements.move_leader(topic, partition, node_id)
         log.info("%s-%d: leader %d, epoch %d (moved)", topic, partition, placed.leader, placed.leader_epoch)
+        self.leaders_changed(topic)
         return placed.leader_epoch
 
     def _elect(self, reason: str) -> None:
-        for topic, partition in self.placements.elect(self.live_nodes):
+        changed = self.placements.elect(self.live_nodes)
+        for topic, partition in changed:
             placed = self.placements.of(topic, partition)
             log.info("%s-%d: leader %d, epoch %d (%s)", topic, partition, placed.leader, placed.leader_epoch, reason)
+        for topic in dict.fromkeys(topic for topic, _ in changed):
+            self.leaders_changed(topic)
+
+    def leaders_changed(self, topic: str) -> None:
+        """A topic was made or grew, or leaders of its partitions moved: the coordinators follow their partitions."""
+        for listener in self.leader_listeners:
+            listener(topic)
 
     def close_idle_connections(self) -> None:
         """Kafka's connections.max.idle.ms: close connections with no bytes read or written for that long."""
@@ -250,6 +261,8 @@ class Broker:
             task.cancel()
         if self._groups is not None:
             self._groups.stop()
+        if self._transactions is not None:
+            self._transactions.stop()
         await self._finish_requests()
         if self._creating:  # partitions being made in a thread: let them land before the logs close
             await asyncio.wait(list(self._creating.values()), timeout=SHUTDOWN_GRACE_S)
@@ -292,8 +305,8 @@ class Broker:
 
     @property
     def transactions(self) -> TransactionService:
-        """The transaction coordinator; created with ``__transaction_state`` loaded and half-completed transactions
-        finished (their markers written, to be flushed by the caller)."""
+        """The transaction coordinators; on creation each starts loading the ``__transaction_state`` partitions its node
+        leads (half-completed transactions are finished as they load, their markers to be flushed by the caller)."""
         if self._transactions is None:
             from minibroker.transactions.service import TransactionService
 
@@ -383,6 +396,7 @@ class Broker:
             del self._creating[name]
         self.placements.put(name, replicas)
         self.logs.finish_topic(new, partitions)
+        self.leaders_changed(name)
         log.info("created topic %s with %d partitions %s", name, new.num_partitions, new.info.overrides or "")
         return ErrorCode.NONE, None
 

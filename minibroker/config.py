@@ -110,8 +110,8 @@ class BrokerConfig:
     offsets_topic_num_partitions: int = setting("offsets.topic.num.partitions", 50, "Partitions of __consumer_offsets.", 1)
     offsets_topic_replication_factor: int = setting(
         "offsets.topic.replication.factor", 1,
-        "Replicas of __consumer_offsets; above the live brokers (1) it is not created and groups find no "
-        "coordinator, as in Kafka (whose default, 3, needs three brokers).", 1,
+        "Replicas of __consumer_offsets; not given: Kafka's 3, or the node count if lower (1 on one node). Above the "
+        "live brokers it is not created and groups find no coordinator, as in Kafka.", 1,
     )
     offsets_topic_segment_bytes: int = setting(
         "offsets.topic.segment.bytes", 104857600,
@@ -164,8 +164,8 @@ class BrokerConfig:
     )
     transaction_state_log_replication_factor: int = setting(
         "transaction.state.log.replication.factor", 1,
-        "Replicas of __transaction_state; above the live brokers (1) it is not created and transactional "
-        "producers find no coordinator, as in Kafka (whose default, 3, needs three brokers).", 1,
+        "Replicas of __transaction_state; not given: Kafka's 3, or the node count if lower (1 on one node). Above the "
+        "live brokers it is not created and transactional producers find no coordinator, as in Kafka.", 1,
     )
     transaction_max_timeout_ms: int = setting(
         "transaction.max.timeout.ms", 900000, "Largest transaction.timeout.ms a producer may ask for.", 1

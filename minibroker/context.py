@@ -57,6 +57,15 @@ class RequestContext:
         placed = self.broker.placements.of(topic, index)
         return {"leader_id": placed.leader, "leader_epoch": placed.leader_epoch}
 
+    def node_address(self, node_id: int) -> tuple[str, int]:
+        """Where clients reach ``node_id``: its listener of the name this request came in on (in-process requests:
+        its first listener)."""
+        name = self.connection.listener.name if self.connection is not None else None
+        for listener in self.broker.listeners:
+            if listener.node_id == node_id and name in (None, listener.name):
+                return listener.advertised
+        return self.advertised_address()
+
     def advertised_address(self) -> tuple[str, int]:
         """The address of the listener this request came in on, as clients must reach it (Kafka answers
         Metadata and FindCoordinator per listener)."""

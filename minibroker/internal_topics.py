@@ -105,6 +105,7 @@ class InternalTopic:
             placements.put(
                 self.name, placements.assign(self.configured_partitions, self.replication_factor, self.broker.live_nodes),
             )
+            self.broker.leaders_changed(self.name)
             log.info("created internal topic %s with %d partitions", self.name, self.configured_partitions)
         return info
 
@@ -133,6 +134,17 @@ class InternalTopic:
         self.broker.notify_append((self.name, partition))
         self.flushes.note(partition_log)
         return info
+
+
+KAFKA_INTERNAL_REPLICATION_FACTOR = 3
+
+
+def internal_replication_factor(broker: Broker, setting: str, value: int) -> int:
+    """An internal topic's replication factor: the setting if given, else Kafka's default of 3 as far as the cluster's
+    nodes reach (1 on a single broker, so a cluster's coordinators survive a stopped node)."""
+    if setting in dict(broker.config.given):
+        return value
+    return min(KAFKA_INTERNAL_REPLICATION_FACTOR, len(broker.node_ids))
 
 
 def internal_topic_configs(broker: Broker, name: str) -> dict[str, str]:

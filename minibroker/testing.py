@@ -74,6 +74,15 @@ class Broker:
         return f"{core.advertised_host}:{core.advertised_port}"
 
     @property
+    def node_addresses(self) -> dict[int, str]:
+        """Every node's ``host:port`` (first listener, advertised) by node id; join them for a bootstrap list that
+        outlives any one node (``nodes=N``)."""
+        addresses: dict[int, str] = {}
+        for listener in self._running_core().listeners:
+            addresses.setdefault(listener.node_id, "%s:%d" % listener.advertised)
+        return addresses
+
+    @property
     def address(self) -> tuple[str, int]:
         """The bound (host, port)."""
         core = self._running_core()

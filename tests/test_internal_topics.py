@@ -16,7 +16,8 @@ from minibroker.protocol.records import build_batch
 from minibroker.testing import Broker
 from tests.clientutil import RawConnection
 
-PRODUCE, METADATA, OFFSET_COMMIT, OFFSET_FETCH, CREATE_TOPICS, DELETE_TOPICS, WRITE_TXN_MARKERS = 0, 3, 8, 9, 19, 20, 27
+PRODUCE, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 0, 3, 8, 9, 10
+CREATE_TOPICS, DELETE_TOPICS, WRITE_TXN_MARKERS = 19, 20, 27
 TIMEOUT_S = 20
 
 
@@ -123,6 +124,7 @@ async def test_deleting_a_topic_deletes_the_groups_offsets_of_it() -> None:
     async with Broker(offsets_topic_num_partitions=1) as broker:
         await acall(broker, CREATE_TOPICS, 5, {"topics": [create("doomed"), create("kept")], "timeout_ms": 5000,
                                                "validate_only": False})
+        await acall(broker, FIND_COORDINATOR, 3, {"key": "g", "key_type": 0})  # as clients do: it makes the topic
         answer = await acall(broker, OFFSET_COMMIT, 8, {
             "group_id": "g", "generation_id_or_member_epoch": -1, "member_id": "",
             "topics": [commit("doomed"), commit("kept")],

@@ -162,7 +162,7 @@ def test_crash_between_decision_and_markers(crash_point: str, commit: bool, tmp_
             broker.env = {}
             broker.start()  # same port and data: the coordinator finishes the transaction while loading
             outcome = "PrepareCommit" if commit else "PrepareAbort"
-            assert f"completing {outcome} of transactional id {transactional_id} found at start-up" in broker.log_text()
+            assert f"completing {outcome} of transactional id {transactional_id} found when loading" in broker.log_text()
             assert latest_offsets(bootstrap, topic_name, PARTITIONS, READ_COMMITTED) == {
                 p: RECORDS + 1 for p in range(PARTITIONS)
             }

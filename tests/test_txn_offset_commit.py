@@ -100,7 +100,7 @@ def test_commit_interrupted_by_a_crash_is_completed_at_start_up(tmp_path: Path, 
 
             broker.env = {}
             broker.start()
-            assert f"completing PrepareCommit of transactional id {transactional_id} found at start-up" in broker.log_text()
+            assert f"completing PrepareCommit of transactional id {transactional_id} found when loading" in broker.log_text()
             assert fetched(bootstrap, group_id, topic_name) == ((NONE, 5), (NONE, 5))
             txn.commit()  # the client's retry: already complete
         assert client_committed(bootstrap, group_id, topic_name) == 5

@@ -473,6 +473,13 @@ class ConsumerGroups:
         for member_id in group.members:
             self._cancel_timers(group.group_id, member_id)
 
+    def unload(self, group_id: str) -> None:
+        """Forget a group whose partition moved to another coordinator: it lives on in the log."""
+        group = self.groups.pop(group_id)
+        self.cancel_group_timers(group)
+        self.timer.cancel(_regex_key(group_id))
+        self._regexes_resolved_at.pop(group_id, None)
+
     # ---- replay and administration ----
 
     def replay(self, key: Any, value: Any) -> None:

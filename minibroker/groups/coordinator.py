@@ -112,7 +112,13 @@ class NoTopics:
 
 
 class GroupCoordinator:
-    def __init__(self, config: GroupConfig, timer: Timer, records: RecordLog, topics: TopicCatalog | None = None) -> None:
+    """The coordinator of one node: it serves the groups of the ``__consumer_offsets`` partitions it owns (those its
+    node leads; by default every partition, as on a single broker)."""
+
+    def __init__(
+        self, config: GroupConfig, timer: Timer, records: RecordLog, topics: TopicCatalog | None = None,
+        owned: Iterable[int] | None = None,
+    ) -> None:
         self.config = config
         self.timer = timer
         self.records = records
@@ -121,6 +127,7 @@ class GroupCoordinator:
         self.classic_members = ClassicMembers(self.consumer)
         self.offsets = OffsetStore()
         self.pending = PendingTxnOffsets()
+        self.owned: set[int] = set(range(records.num_partitions) if owned is None else owned)
         self.loading: set[int] = set()
         self.rebalancer = Rebalancer(self.groups, timer, config, self._persist_group)
 
@@ -129,11 +136,36 @@ class GroupCoordinator:
     def partition_of(self, group_id: str) -> int:
         return partition_for(group_id, self.records.num_partitions)
 
-    def is_loading(self, group_id: str) -> bool:
-        return bool(self.loading) and self.partition_of(group_id) in self.loading
+    def availability(self, group_id: str) -> ErrorCode:
+        """Kafka's validateGroupStatus: NOT_COORDINATOR for a group of a partition this node does not own (the client
+        looks the coordinator up again), COORDINATOR_LOAD_IN_PROGRESS while its partition loads."""
+        partition = self.partition_of(group_id)
+        if partition not in self.owned:
+            return ErrorCode.NOT_COORDINATOR
+        if partition in self.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return ErrorCode.NONE
 
     def begin_loading(self, partitions: Iterable[int]) -> None:
-        self.loading.update(partitions)
+        """The node now leads these partitions: they are owned, and loading until ``finish_loading``."""
+        partitions = set(partitions)
+        self.owned |= partitions
+        self.loading |= partitions
+
+    def resign(self, partition: int) -> None:
+        """Leadership of ``partition`` moved away (Kafka's onResignation): its groups, offsets and pending transactional
+        offsets are forgotten, their timers cancelled, and members waiting on a join or a sync hear NOT_COORDINATOR, so
+        they find the new coordinator, which loads them from the log."""
+        self.owned.discard(partition)
+        self.loading.discard(partition)
+        for group_id in [g for g in self.groups if self.partition_of(g) == partition]:
+            group = self.groups.pop(group_id)
+            self.rebalancer.abort_pending(group, ErrorCode.NOT_COORDINATOR)
+            self.rebalancer.cancel_timers(group)
+        for group_id in [g for g in self.consumer.groups if self.partition_of(g) == partition]:
+            self.consumer.unload(group_id)
+        self.offsets.forget(lambda group_id: self.partition_of(group_id) == partition)
+        self.pending.forget(lambda group_id: self.partition_of(group_id) == partition)
 
     def replay(self, key: bytes, value: bytes | None, offset: int, producer_id: int = NO_PRODUCER_ID) -> None:
         """Apply one record read back from the log at ``offset`` (``producer_id``: that of its batch if transactional);
@@ -164,8 +196,9 @@ class GroupCoordinator:
                     self.offsets.put(group_id, topic, index, offset)
 
     def on_marker(self, partition: int, producer_id: int, committed: bool) -> None:
-        """A marker was just written to ``partition``; while it loads, the loader reads the marker from the log."""
-        if partition not in self.loading:
+        """A marker was just written to ``partition``; while it loads, the loader reads the marker from the log, and a
+        partition this node does not own is read by the coordinator that loads it."""
+        if partition in self.owned and partition not in self.loading:
             self.complete_transaction(partition, producer_id, committed)
 
     def finish_loading(self, partition: int) -> None:
@@ -277,8 +310,8 @@ class GroupCoordinator:
             respond(join_error(request.member_id, ErrorCode.INVALID_GROUP_ID))
         elif not self.config.min_session_timeout_ms <= request.session_timeout_ms <= self.config.max_session_timeout_ms:
             respond(join_error(request.member_id, ErrorCode.INVALID_SESSION_TIMEOUT))
-        elif self.is_loading(request.group_id):
-            respond(join_error(request.member_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+        elif (unavailable := self.availability(request.group_id)) != ErrorCode.NONE:
+            respond(join_error(request.member_id, unavailable))
         else:
             consumer_group = self.consumer.groups.get(request.group_id)
             if consumer_group is not None and not consumer_group.is_empty:
@@ -296,8 +329,9 @@ class GroupCoordinator:
         """ConsumerGroupHeartbeat (KIP-848)."""
         if not self.config.consumer_protocol_enabled:
             return error_answer(ErrorCode.UNSUPPORTED_VERSION, "The consumer group protocol is not enabled on this broker.")
-        if request.group_id and self.is_loading(request.group_id):
-            return error_answer(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        unavailable = self.availability(request.group_id) if request.group_id else ErrorCode.NONE
+        if unavailable != ErrorCode.NONE:
+            return error_answer(unavailable)
         try:
             self.consumer.validate(request)
             prefix, converted = self._join_consumer_protocol(request)
@@ -347,8 +381,9 @@ class GroupCoordinator:
 
     def consumer_describe(self, group_id: str) -> dict[str, Any]:
         """One group of ConsumerGroupDescribe."""
-        if self.is_loading(group_id):
-            return _described_error(group_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, None)
+        unavailable = self.availability(group_id)
+        if unavailable != ErrorCode.NONE:
+            return _described_error(group_id, unavailable, None)
         if group_id in self.consumer.groups:
             return self.consumer.describe(group_id)
         if group_id in self.groups:
@@ -361,8 +396,8 @@ class GroupCoordinator:
     ) -> None:
         if not group_id:
             respond(sync_error(ErrorCode.INVALID_GROUP_ID))
-        elif self.is_loading(group_id):
-            respond(sync_error(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+        elif (unavailable := self.availability(group_id)) != ErrorCode.NONE:
+            respond(sync_error(unavailable))
         elif group_id in self.consumer.groups:
             respond(self.classic_members.sync(
                 self.consumer.groups[group_id], member_id, instance_id, generation_id, protocol_type, protocol_name,
@@ -373,8 +408,11 @@ class GroupCoordinator:
     def heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int) -> ErrorCode:
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID
-        if self.is_loading(group_id):
+        unavailable = self.availability(group_id)
+        if unavailable == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             return ErrorCode.NONE  # as Kafka: the group is still loading, so blindly answer
+        if unavailable != ErrorCode.NONE:
+            return unavailable
         if group_id in self.consumer.groups:
             return self.classic_members.heartbeat(self.consumer.groups[group_id], member_id, instance_id, generation_id)
         return self.rebalancer.heartbeat(group_id, member_id, instance_id, generation_id)
@@ -382,8 +420,9 @@ class GroupCoordinator:
     def leave_group(self, group_id: str, leaving: list[LeavingMember]) -> tuple[ErrorCode, list[dict[str, Any]]]:
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID, []
-        if self.is_loading(group_id):
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
+        unavailable = self.availability(group_id)
+        if unavailable != ErrorCode.NONE:
+            return unavailable, []
         if group_id in self.consumer.groups:
             return self.classic_members.leave(self.consumer.groups[group_id], leaving)
         return self.rebalancer.leave(group_id, leaving)
@@ -424,8 +463,9 @@ class GroupCoordinator:
         transactional = producer_id != NO_PRODUCER_ID
         if not group_id:
             return [ErrorCode.INVALID_GROUP_ID] * len(commits)
-        if self.is_loading(group_id):
-            return [ErrorCode.COORDINATOR_LOAD_IN_PROGRESS] * len(commits)
+        unavailable = self.availability(group_id)
+        if unavailable != ErrorCode.NONE:
+            return [unavailable] * len(commits)
         consumer_group = self.consumer.groups.get(group_id)
         if consumer_group is not None:
             error = self.consumer.validate_commit(consumer_group, member_id, generation_id, transactional, api_version)
@@ -501,8 +541,9 @@ class GroupCoordinator:
         UNSTABLE_OFFSET_COMMIT instead, so the client retries once the transaction has ended (KIP-447). A member of
         a consumer-protocol group (OffsetFetch v9) must name its current epoch.
         """
-        if self.is_loading(group_id):
-            return {"group_id": group_id, "error_code": ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "topics": []}
+        unavailable = self.availability(group_id)
+        if unavailable != ErrorCode.NONE:
+            return {"group_id": group_id, "error_code": unavailable, "topics": []}
         consumer_group = self.consumer.groups.get(group_id)
         if consumer_group is not None:
             error = self.consumer.validate_fetch(consumer_group, member_id, member_epoch)
@@ -527,8 +568,9 @@ class GroupCoordinator:
         """OffsetDelete: (group-level error, per-topic answers)."""
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID, []
-        if self.is_loading(group_id):
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
+        unavailable = self.availability(group_id)
+        if unavailable != ErrorCode.NONE:
+            return unavailable, []
         group: ClassicGroup | ConsumerGroup | None = self.consumer.groups.get(group_id) or self.groups.get(group_id)
         if group is None or (isinstance(group, ClassicGroup) and group.is_in(GroupState.DEAD)):
             return ErrorCode.GROUP_ID_NOT_FOUND, []
@@ -580,8 +622,9 @@ class GroupCoordinator:
             "error_code": ErrorCode.NONE, "group_id": group_id, "group_state": GroupState.DEAD.value,
             "protocol_type": "", "protocol_data": "", "members": [],
         }
-        if self.is_loading(group_id):
-            return {**answer, "error_code": ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "group_state": ""}
+        unavailable = self.availability(group_id)
+        if unavailable != ErrorCode.NONE:
+            return {**answer, "error_code": unavailable, "group_state": ""}
         group = self.groups.get(group_id)
         if group is None:
             return answer
@@ -613,8 +656,9 @@ class GroupCoordinator:
         return results
 
     def _delete_group(self, group_id: str) -> ErrorCode:
-        if self.is_loading(group_id):
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        unavailable = self.availability(group_id)
+        if unavailable != ErrorCode.NONE:
+            return unavailable
         group: ClassicGroup | ConsumerGroup | None = self.consumer.groups.get(group_id) or self.groups.get(group_id)
         if group is None or (isinstance(group, ClassicGroup) and group.is_in(GroupState.DEAD)):
             return ErrorCode.GROUP_ID_NOT_FOUND
@@ -646,7 +690,7 @@ class GroupCoordinator:
             ]
             if not records:
                 continue
-            if self.is_loading(group_id):
+            if self.availability(group_id) != ErrorCode.NONE:
                 log.warning("group %s is loading: its offsets of deleted topics %s stay", group_id, sorted(topics))
             elif self._write(group_id, records) == ErrorCode.NONE:
                 log.info("group %s: %d offset(s) of deleted topics removed", group_id, len(records))
@@ -661,7 +705,7 @@ class GroupCoordinator:
         written = 0
         for group_id in [*self.groups, *self.consumer.groups]:
             group: ClassicGroup | ConsumerGroup | None = self.consumer.groups.get(group_id) or self.groups.get(group_id)
-            if group is None or self.is_loading(group_id):
+            if group is None or self.availability(group_id) != ErrorCode.NONE:
                 continue
             records, all_expired = self._expired_offsets(group, now)
             if records:

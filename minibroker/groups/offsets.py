@@ -8,6 +8,7 @@ transaction's offsets are committed, the newer of a transactional and a plain co
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from minibroker.protocol.group_records import NO_TIMESTAMP, OffsetCommitValue
 
@@ -48,6 +49,11 @@ class OffsetStore:
         if not partitions:
             del topics[topic]
         if not topics:
+            del self._by_group[group]
+
+    def forget(self, selects: Callable[[str], bool]) -> None:
+        """Drop the offsets of the groups ``selects`` picks (their partition moved to another coordinator)."""
+        for group in [g for g in self._by_group if selects(g)]:
             del self._by_group[group]
 
     def group_offsets(self, group: str) -> dict[str, dict[int, OffsetAndMetadata]]:

@@ -1,9 +1,10 @@
 """The group coordinator wired to the broker: ``__consumer_offsets``, loading at start-up, offset expiry.
 
-Loading runs as a task after the broker starts: every partition of ``__consumer_offsets`` is marked
-as loading first (so its groups answer COORDINATOR_LOAD_IN_PROGRESS), then replayed in offset order
-and released one by one, yielding to the event loop now and then so a large topic does not stall
-the broker. Transactional offset commits are replayed honouring the markers that follow them (COMMIT applies
+Each node has its coordinator, which owns the partitions of ``__consumer_offsets`` its node leads; a request
+for a group of another partition is answered NOT_COORDINATOR. A partition a coordinator takes over (at start-up,
+or when its leader moves) is loading until a task has replayed it in offset order (its groups answer
+COORDINATOR_LOAD_IN_PROGRESS), yielding to the event loop now and then so a large partition does not stall the
+broker. Transactional offset commits are replayed honouring the markers that follow them (COMMIT applies
 them, ABORT drops them, none yet leaves them pending). Markers the transaction coordinator writes to
 ``__consumer_offsets`` reach the coordinator through ``broker.marker_listeners``, except on a partition still
 loading: the loader reads to the log end, so it meets those markers itself. That includes the markers
@@ -18,13 +19,14 @@ import logging
 import time
 from typing import TYPE_CHECKING, Iterable, Sequence
 
+from minibroker.coordinator_partitions import PartitionOwnership
 from minibroker.groups.assignors import TopicSpec
 from minibroker.groups.config import MINUTE_MS, GroupConfig
 from minibroker.groups.coordinator import CoordinatorWriteError, GroupCoordinator
 from minibroker.groups.timer import LoopTimer
-from minibroker.internal_topics import InternalTopic, PendingFlushes, replay
+from minibroker.internal_topics import InternalTopic, PendingFlushes, internal_replication_factor, replay
 from minibroker.protocol.errors import ErrorCode
-from minibroker.protocol.group_records import UnknownRecordTypeError
+from minibroker.protocol.group_records import UnknownRecordTypeError, partition_for
 from minibroker.protocol.primitives import ProtocolError
 from minibroker.protocol.records import (
     NO_PRODUCER_EPOCH,
@@ -37,6 +39,7 @@ from minibroker.protocol.records import (
 )
 from minibroker.storage.errors import ProducerStateError, StorageError
 from minibroker.storage.log_manager import TopicInfo
+from minibroker.storage.partition_log import PartitionLog
 from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 
 if TYPE_CHECKING:
@@ -97,7 +100,10 @@ class OffsetsTopic:
         self.broker = broker
         self.internal = InternalTopic(
             broker, CONSUMER_OFFSETS_TOPIC, broker.config.offsets_topic_num_partitions,
-            broker.config.offsets_topic_replication_factor, PendingFlushes(broker),
+            internal_replication_factor(
+                broker, "offsets.topic.replication.factor", broker.config.offsets_topic_replication_factor,
+            ),
+            PendingFlushes(broker),
         )
 
     @property
@@ -154,67 +160,84 @@ class BrokerTopics:
 
 
 class GroupService:
+    """One group coordinator per node, each owning the ``__consumer_offsets`` partitions its node leads (Kafka's
+    coordinator follows partition leadership): a partition that changes leader is resigned by the old node's
+    coordinator and loaded from the log by the new one's."""
+
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.config = group_config(broker.config)
         self.topic = OffsetsTopic(broker)
-        self.timer: LoopTimer | None = None
-        self.coordinator: GroupCoordinator | None = None
+        self.coordinators: dict[int, GroupCoordinator] = {}
+        self.ownership = PartitionOwnership(broker, CONSUMER_OFFSETS_TOPIC, self.coordinators, self._load)
+        self._timers: list[LoopTimer] = []
         self._tasks: list[asyncio.Task] = []
 
     def start(self) -> None:
-        """Create the coordinator, mark existing partitions as loading and start loading and expiry."""
+        """Create the coordinators, take over the partitions each node leads and start expiry."""
         loop = asyncio.get_running_loop()
-        self.timer = LoopTimer(loop, self.broker.clock)
-        self.coordinator = GroupCoordinator(self.config, self.timer, self.topic, BrokerTopics(self.broker))
-        info = self.broker.topic(CONSUMER_OFFSETS_TOPIC)
-        if info is not None:
-            self.coordinator.begin_loading(range(len(info.partitions)))
-            self._tasks.append(loop.create_task(self._load(info)))
+        catalog = BrokerTopics(self.broker)
+        for node in self.broker.node_ids:
+            timer = LoopTimer(loop, self.broker.clock)
+            self._timers.append(timer)
+            self.coordinators[node] = GroupCoordinator(self.config, timer, self.topic, catalog, owned=())
+        self.ownership.start()
         self._tasks.append(loop.create_task(self._expire_periodically()))
         self.broker.marker_listeners.append(self._on_marker)
 
     def stop(self) -> None:
         if self._on_marker in self.broker.marker_listeners:
             self.broker.marker_listeners.remove(self._on_marker)
+        self.ownership.stop()
         for task in self._tasks:
             task.cancel()
         self._tasks.clear()
-        if self.timer is not None:
-            self.timer.close()
+        for timer in self._timers:
+            timer.close()
+
+    def coordinator_of(self, node: int) -> GroupCoordinator:
+        """The coordinator of the node a request was sent to."""
+        return self.coordinators[node]
+
+    def partition_of(self, group_id: str) -> int:
+        return partition_for(group_id, self.topic.num_partitions)
 
     async def flush(self) -> None:
         await self.topic.flush()
 
-    def _on_marker(self, topic: str, partition: int, producer_id: int, committed: bool) -> None:
-        if topic == CONSUMER_OFFSETS_TOPIC and self.coordinator is not None:
-            self.coordinator.on_marker(partition, producer_id, committed)
+    def delete_topic_offsets(self, topics: set[str]) -> int:
+        return sum(coordinator.delete_topic_offsets(topics) for coordinator in self.coordinators.values())
 
-    async def _load(self, info: TopicInfo) -> None:
+    def _on_marker(self, topic: str, partition: int, producer_id: int, committed: bool) -> None:
+        if topic == CONSUMER_OFFSETS_TOPIC:
+            for coordinator in self.coordinators.values():
+                coordinator.on_marker(partition, producer_id, committed)
+
+    async def _load(self, coordinator: GroupCoordinator, partition: int, partition_log: PartitionLog) -> None:
+        """Replay one partition into the coordinator that now owns it, yielding now and then so a large partition
+        does not stall the broker."""
         started = time.monotonic()
         records = 0
-        for partition, partition_log in enumerate(info.partitions):
-            try:
-                for header, record in replay(partition_log):
-                    if header.is_control:
-                        self._replay_marker(partition, header, record)
-                        continue
-                    if record.key is None:
-                        continue
-                    producer_id = header.producer_id if header.is_transactional else NO_PRODUCER_ID
-                    self._replay_one(partition, record.offset, record.key, record.value, producer_id)
-                    records += 1
-                    if records % RECORDS_PER_YIELD == 0:
-                        await asyncio.sleep(0)
-            except InvalidRecordError as exc:
-                log.error("%s-%d: unreadable batch, loading stopped there: %s", CONSUMER_OFFSETS_TOPIC, partition, exc)
-            self.coordinator.finish_loading(partition)
-            await asyncio.sleep(0)
-        groups = len(self.coordinator.groups) + len(self.coordinator.consumer.groups)
-        log.info("loaded %d group(s) and their offsets from %d record(s) of %s in %.0f ms",
-                 groups, records, CONSUMER_OFFSETS_TOPIC, (time.monotonic() - started) * 1000)
+        try:
+            for header, record in replay(partition_log):
+                if header.is_control:
+                    self._replay_marker(coordinator, partition, header, record)
+                    continue
+                if record.key is None:
+                    continue
+                producer_id = header.producer_id if header.is_transactional else NO_PRODUCER_ID
+                self._replay_one(coordinator, partition, record.offset, record.key, record.value, producer_id)
+                records += 1
+                if records % RECORDS_PER_YIELD == 0:
+                    await asyncio.sleep(0)
+        except InvalidRecordError as exc:
+            log.error("%s-%d: unreadable batch, loading stopped there: %s", CONSUMER_OFFSETS_TOPIC, partition, exc)
+        groups = sum(coordinator.partition_of(g) == partition for g in [*coordinator.groups, *coordinator.consumer.groups])
+        log.info("loaded %d group(s) from %d record(s) of %s-%d in %.0f ms", groups, records,
+                 CONSUMER_OFFSETS_TOPIC, partition, (time.monotonic() - started) * 1000)
 
-    def _replay_marker(self, partition: int, header: BatchHeader, record: Record) -> None:
+    @staticmethod
+    def _replay_marker(coordinator: GroupCoordinator, partition: int, header: BatchHeader, record: Record) -> None:
         try:
             record_type, _ = parse_control_record(record)
         except InvalidRecordError as exc:
@@ -222,11 +245,14 @@ class GroupService:
                         record.offset, exc)
             return
         if record_type in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
-            self.coordinator.complete_transaction(partition, header.producer_id, record_type == ControlRecordType.COMMIT)
+            coordinator.complete_transaction(partition, header.producer_id, record_type == ControlRecordType.COMMIT)
 
-    def _replay_one(self, partition: int, offset: int, key: bytes, value: bytes | None, producer_id: int) -> None:
+    @staticmethod
+    def _replay_one(
+        coordinator: GroupCoordinator, partition: int, offset: int, key: bytes, value: bytes | None, producer_id: int,
+    ) -> None:
         try:
-            self.coordinator.replay(key, value, offset, producer_id)
+            coordinator.replay(key, value, offset, producer_id)
         except UnknownRecordTypeError as exc:
             log.debug("%s-%d offset %d: skipping record type %d", CONSUMER_OFFSETS_TOPIC, partition, offset, exc.record_type)
         except ProtocolError as exc:
@@ -236,7 +262,7 @@ class GroupService:
         while True:
             await asyncio.sleep(self.config.offsets_retention_check_interval_ms / 1000)
             try:
-                removed = self.coordinator.expire_offsets()
+                removed = sum(coordinator.expire_offsets() for coordinator in self.coordinators.values())
             except Exception:
                 log.exception("offset expiration failed")
                 continue

@@ -63,6 +63,11 @@ class PendingTxnOffsets:
             self._by_producer.pop(producer_id, None)
         return taken
 
+    def forget(self, selects: Callable[[str], bool]) -> None:
+        """Drop every producer's pending offsets of the groups ``selects`` picks (their partition moved away)."""
+        for producer_id in list(self._by_producer):
+            self.take(producer_id, selects)
+
     def _remove(self, producer_id: int, group: str, tp: TopicPartition) -> None:
         groups = self._by_producer[producer_id]
         offsets = groups[group]

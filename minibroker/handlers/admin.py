@@ -140,7 +140,7 @@ async def delete_topics(ctx: RequestContext, body: dict[str, Any]) -> dict[str, 
         responses.append(response)
     groups = broker.loaded_groups  # None: no group has used the broker, so no offsets to forget
     if deleted and groups is not None:
-        groups.coordinator.delete_topic_offsets(deleted)  # as Kafka: groups forget offsets of deleted topics
+        groups.delete_topic_offsets(deleted)  # as Kafka: groups forget offsets of deleted topics
         await groups.flush()
     return {"responses": responses}
 
@@ -171,6 +171,7 @@ async def create_partitions(ctx: RequestContext, body: dict[str, Any]) -> dict[s
                 result.update(error_code=ErrorCode.KAFKA_STORAGE_ERROR, error_message=str(exc))
             else:
                 log.info("topic %s now has %d partitions", name, request["count"])
+                broker.leaders_changed(name)
         results.append(result)
     return {"results": results}
 

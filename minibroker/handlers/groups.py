@@ -4,7 +4,7 @@ OffsetFetch, ListGroups, DescribeGroups, DeleteGroups, OffsetDelete, and the con
 
 These handlers only translate between API versions and the coordinator (``minibroker.groups``), which
 holds every rule. JoinGroup and SyncGroup answers may come later (when the rebalance gets there), so
-those handlers wait on a future the coordinator completes. This broker is the coordinator of every group.
+those handlers wait on a future the coordinator completes. Each node has its coordinator (``GroupService``).
 """
 
 from __future__ import annotations
@@ -14,12 +14,14 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from minibroker.acl_operations import GROUP_OPERATIONS, NO_AUTHORIZED_OPERATIONS
+from minibroker.cluster import NO_LEADER
 from minibroker.context import RequestContext
 from minibroker.groups.requests import JoinRequest, LeavingMember, PartitionCommit, Responder
 from minibroker.handlers.registry import api
 from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.group_records import partition_for
 from minibroker.storage.errors import StorageError
-from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC
+from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 
 if TYPE_CHECKING:
     from minibroker.groups.coordinator import GroupCoordinator
@@ -32,7 +34,8 @@ log = logging.getLogger(__name__)
 
 
 def coordinator(ctx: RequestContext) -> GroupCoordinator:
-    return ctx.broker.groups.coordinator
+    """The group coordinator of the node asked (it answers NOT_COORDINATOR for groups other nodes coordinate)."""
+    return ctx.broker.groups.coordinator_of(ctx.node_id)
 
 
 def answer_later() -> tuple[asyncio.Future, Responder]:
@@ -55,19 +58,24 @@ def client_host(ctx: RequestContext) -> str:
 
 
 async def find_one(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
+    """The coordinator of a group or transactional id: the leader of its partition of the coordinator's topic
+    (COORDINATOR_NOT_AVAILABLE while that partition has no leader)."""
     broker = ctx.broker
     if key_type not in (GROUP_KEY, TRANSACTION_KEY):
         return {"key": key, **NO_NODE, "error_code": ErrorCode.INVALID_REQUEST, "error_message": f"Unknown key type {key_type}"}
-    topic = broker.groups.topic if key_type == GROUP_KEY else broker.transactions.topic
+    topic, name = (
+        (broker.groups.topic, CONSUMER_OFFSETS_TOPIC) if key_type == GROUP_KEY
+        else (broker.transactions.topic, TRANSACTION_STATE_TOPIC)
+    )
     try:
         await topic.create()  # as Kafka: the coordinator's topic exists once a client has found the coordinator
     except (OSError, StorageError) as exc:
         return {"key": key, **NO_NODE, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "error_message": str(exc)}
-    host, port = ctx.advertised_address()
-    return {
-        "key": key, "node_id": ctx.node_id, "host": host, "port": port,
-        "error_code": ErrorCode.NONE, "error_message": None,
-    }
+    leader = broker.placements.of(name, partition_for(key, topic.num_partitions)).leader
+    if leader == NO_LEADER:
+        return {"key": key, **NO_NODE, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "error_message": None}
+    host, port = ctx.node_address(leader)
+    return {"key": key, "node_id": leader, "host": host, "port": port, "error_code": ErrorCode.NONE, "error_message": None}
 
 
 @api(10, 0, 4)
@@ -193,12 +201,13 @@ async def offset_commit(ctx: RequestContext, body: dict[str, Any]) -> dict[str, 
 
 def transaction_error(ctx: RequestContext, body: dict[str, Any]) -> ErrorCode:
     """Whether the group's __consumer_offsets partition is in the producer's ongoing transaction (AddOffsetsToTxn
-    put it there): otherwise no marker would ever end these offsets. A fenced producer hears INVALID_PRODUCER_EPOCH,
-    as Kafka's verification answers."""
+    put it there), as the transactional id's coordinator knows it: otherwise no marker would ever end these offsets.
+    A fenced producer hears INVALID_PRODUCER_EPOCH, as Kafka's verification answers."""
+    owner = ctx.broker.transactions.owner_of(body["transactional_id"])
+    if owner is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
     partition = (CONSUMER_OFFSETS_TOPIC, coordinator(ctx).partition_of(body["group_id"]))
-    error = ctx.broker.transactions.coordinator.verify_partition(
-        body["transactional_id"], body["producer_id"], body["producer_epoch"], partition
-    )
+    error = owner.verify_partition(body["transactional_id"], body["producer_id"], body["producer_epoch"], partition)
     return ErrorCode.INVALID_PRODUCER_EPOCH if error == ErrorCode.PRODUCER_FENCED else error
 
 

@@ -31,14 +31,11 @@ async def api_versions(ctx: RequestContext, body: dict[str, Any]) -> dict[str, A
 def broker_entries(ctx: RequestContext) -> list[dict[str, Any]]:
     """Every node, at its listener of the name the request came in on (Kafka answers per listener)."""
     broker = ctx.broker
-    name = ctx.connection.listener.name if ctx.connection is not None else None
     entries = []
     for node_id in broker.node_ids:
-        if node_id not in broker.live_nodes:
-            continue
-        listener = broker.node_listener(node_id, name) if name is not None else None
-        host, port = listener.advertised if listener is not None else ctx.advertised_address()
-        entries.append({"node_id": node_id, "host": host, "port": port, "rack": None})
+        if node_id in broker.live_nodes:
+            host, port = ctx.node_address(node_id)
+            entries.append({"node_id": node_id, "host": host, "port": port, "rack": None})
     return entries
 
 

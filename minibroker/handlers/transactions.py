@@ -6,7 +6,7 @@ Handlers that change a transaction await ``TransactionService.flush`` before ans
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from minibroker.context import RequestContext
 from minibroker.handlers.registry import api
@@ -15,6 +15,14 @@ from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import StorageError
 from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC
 from minibroker.transactions.markers import write_markers
+
+if TYPE_CHECKING:
+    from minibroker.transactions.coordinator import TransactionCoordinator
+
+
+def coordinator(ctx: RequestContext) -> TransactionCoordinator:
+    """The transaction coordinator of the node asked (NOT_COORDINATOR for ids other nodes coordinate)."""
+    return ctx.broker.transactions.coordinator_of(ctx.node_id)
 
 
 def fenced_error(error: ErrorCode, version: int, first_version_with_fenced: int) -> ErrorCode:
@@ -33,7 +41,7 @@ async def init_producer_id(ctx: RequestContext, body: dict[str, Any]) -> dict[st
         await ctx.broker.transactions.topic.create()
     except (OSError, StorageError):
         return {"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "producer_id": -1, "producer_epoch": -1}
-    result = ctx.broker.transactions.coordinator.init_producer_id(
+    result = coordinator(ctx).init_producer_id(
         transactional_id, body["transaction_timeout_ms"], body["producer_id"], body["producer_epoch"]
     )
     await ctx.broker.transactions.flush()
@@ -81,15 +89,17 @@ def add_or_verify(
 ) -> list[dict[str, Any]]:
     """One transaction's partitions added to it, or (``verify_only``, KIP-890) only checked to be in it; the
     per-topic results of AddPartitionsToTxn."""
-    coordinator = ctx.broker.transactions.coordinator
+    txn_coordinator = coordinator(ctx)
     partitions = [(t["name"], p) for t in topics for p in t["partitions"]]
     if verify_only:
-        results = {tp: coordinator.verify_partition(transactional_id, producer_id, producer_epoch, tp) for tp in partitions}
+        results = {
+            tp: txn_coordinator.verify_partition(transactional_id, producer_id, producer_epoch, tp) for tp in partitions
+        }
         if ctx.api_version >= FIRST_ADD_PARTITIONS_WITH_ABORTABLE:
             results = {tp: ErrorCode.TRANSACTION_ABORTABLE if error == ErrorCode.INVALID_TXN_STATE else error
                        for tp, error in results.items()}
     else:
-        results = coordinator.add_partitions(
+        results = txn_coordinator.add_partitions(
             transactional_id, producer_id, producer_epoch, partitions, lambda tp: partition_exists(ctx, tp)
         )
     by_topic: dict[str, list[dict[str, int]]] = {}
@@ -107,8 +117,8 @@ async def add_offsets_to_txn(ctx: RequestContext, body: dict[str, Any]) -> dict[
         await broker.groups.topic.create()
     except (OSError, StorageError):
         return {"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
-    tp = (CONSUMER_OFFSETS_TOPIC, broker.groups.coordinator.partition_of(body["group_id"]))
-    results = broker.transactions.coordinator.add_partitions(
+    tp = (CONSUMER_OFFSETS_TOPIC, broker.groups.partition_of(body["group_id"]))
+    results = coordinator(ctx).add_partitions(
         body["transactional_id"], body["producer_id"], body["producer_epoch"], [tp], lambda tp: partition_exists(ctx, tp)
     )
     await broker.transactions.flush()
@@ -117,7 +127,7 @@ async def add_offsets_to_txn(ctx: RequestContext, body: dict[str, Any]) -> dict[
 
 @api(26, 0, 4)
 async def end_txn(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
-    error = ctx.broker.transactions.coordinator.end_transaction(
+    error = coordinator(ctx).end_transaction(
         body["transactional_id"], body["producer_id"], body["producer_epoch"], body["committed"]
     )
     await ctx.broker.transactions.flush()
@@ -153,10 +163,14 @@ def transaction_topics(partitions: set[tuple[str, int]]) -> list[dict[str, Any]]
 
 @api(65, 0, 0)
 async def describe_transactions(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
-    known = ctx.broker.transactions.coordinator.transactions
+    txn_coordinator = coordinator(ctx)
     states = []
     for transactional_id in body["transactional_ids"]:
-        txn = known.get(transactional_id)
+        unavailable = txn_coordinator.availability(transactional_id)
+        if unavailable != ErrorCode.NONE:
+            states.append({"error_code": unavailable, "transactional_id": transactional_id})
+            continue
+        txn = txn_coordinator.transactions.get(transactional_id)
         if txn is None:
             states.append({"error_code": ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, "transactional_id": transactional_id})
             continue
@@ -185,8 +199,11 @@ async def list_transactions(ctx: RequestContext, body: dict[str, Any]) -> dict[s
     producers = set(body["producer_id_filters"])
     now = ctx.broker.clock()
     min_duration = body["duration_filter"]
+    txn_coordinator = coordinator(ctx)
+    if txn_coordinator.loading:
+        return {"error_code": ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "unknown_state_filters": [], "transaction_states": []}
     states = []
-    for txn in ctx.broker.transactions.coordinator.transactions.values():
+    for txn in txn_coordinator.transactions.values():
         if body["state_filters"] and txn.state not in wanted:
             continue
         if producers and txn.producer_id not in producers:

@@ -26,6 +26,9 @@ class TxnLogWriter(Protocol):
     def write(self, transactional_id: str, value: TransactionLogValue | None) -> None:
         """Persist the new state of ``transactional_id`` (None: a tombstone)."""
 
+    def partition_for(self, transactional_id: str) -> int:
+        """The ``__transaction_state`` partition of ``transactional_id``."""
+
 
 class MarkerWriter(Protocol):
     def write_markers(
@@ -55,6 +58,7 @@ class TransactionCoordinator:
         clock: Callable[[], int],
         max_timeout_ms: int,
         crash_hook: CrashHook | None = None,
+        owned: Iterable[int] | None = None,
     ) -> None:
         self.log_writer = log_writer
         self.markers = markers
@@ -63,6 +67,41 @@ class TransactionCoordinator:
         self.max_timeout_ms = max_timeout_ms
         self.crash_hook = crash_hook or (lambda point: None)
         self.transactions: dict[str, TransactionMetadata] = {}
+        # The partitions of its node (None: all, as a single broker that is never told); loading ones are owned too.
+        self.owned: set[int] | None = None if owned is None else set(owned)
+        self.loading: set[int] = set()
+
+    # partitions: owned, loading, resigned
+
+    def availability(self, transactional_id: str) -> ErrorCode:
+        """NOT_COORDINATOR for an id of a partition another node leads, COORDINATOR_LOAD_IN_PROGRESS while its
+        partition loads (Kafka's TransactionStateManager.getTransactionState)."""
+        if self.owned is None:
+            return ErrorCode.NONE
+        partition = self.log_writer.partition_for(transactional_id)
+        if partition not in self.owned:
+            return ErrorCode.NOT_COORDINATOR
+        if partition in self.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return ErrorCode.NONE
+
+    def begin_loading(self, partitions: Iterable[int]) -> None:
+        partitions = set(partitions)
+        self.owned = partitions if self.owned is None else self.owned | partitions
+        self.loading |= partitions
+
+    def finish_loading(self, partition: int) -> None:
+        """The partition's ids are loaded: commits and aborts they left half-done are finished, then it serves."""
+        self.loading.discard(partition)
+        self.complete_pending()
+
+    def resign(self, partition: int) -> None:
+        """Another node leads the partition now: its transactional ids are forgotten here (they live on in the log)."""
+        if self.owned is not None:
+            self.owned.discard(partition)
+        self.loading.discard(partition)
+        for transactional_id in [t for t in self.transactions if self.log_writer.partition_for(t) == partition]:
+            del self.transactions[transactional_id]
 
     # loading
 
@@ -79,7 +118,7 @@ class TransactionCoordinator:
         finished = []
         for txn in list(self.transactions.values()):
             if txn.completing:
-                log.info("completing %s of transactional id %s found at start-up", txn.state.kafka_name, txn.transactional_id)
+                log.info("completing %s of transactional id %s found when loading", txn.state.kafka_name, txn.transactional_id)
                 self._write_markers_and_complete(txn)
                 finished.append(txn.transactional_id)
         return finished
@@ -97,7 +136,13 @@ class TransactionCoordinator:
         else:
             txn.producer_epoch += 1
 
-    def _check_producer(self, txn: TransactionMetadata | None, producer_id: int, producer_epoch: int) -> ErrorCode:
+    def _check(
+        self, transactional_id: str, txn: TransactionMetadata | None, producer_id: int, producer_epoch: int,
+    ) -> ErrorCode:
+        """This node coordinates the id, and the producer is its current one."""
+        unavailable = self.availability(transactional_id)
+        if unavailable != ErrorCode.NONE:
+            return unavailable
         if txn is None or txn.producer_id != producer_id:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING
         if txn.producer_epoch != producer_epoch:
@@ -128,6 +173,9 @@ class TransactionCoordinator:
     ) -> InitResult:
         if not 0 < timeout_ms <= self.max_timeout_ms:
             return InitResult(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
+        unavailable = self.availability(transactional_id)
+        if unavailable != ErrorCode.NONE:
+            return InitResult(unavailable)
         txn = self.transactions.get(transactional_id)
         if txn is None:
             txn = TransactionMetadata(transactional_id, self.allocate_producer_id(), 0, timeout_ms)
@@ -158,7 +206,7 @@ class TransactionCoordinator:
         exists: Callable[[TopicPartition], bool],
     ) -> dict[TopicPartition, ErrorCode]:
         txn = self.transactions.get(transactional_id)
-        error = self._check_producer(txn, producer_id, producer_epoch)
+        error = self._check(transactional_id, txn, producer_id, producer_epoch)
         if error == ErrorCode.NONE and txn.completing:
             error = ErrorCode.CONCURRENT_TRANSACTIONS
         if error == ErrorCode.NONE and txn.state == TxnState.PREPARE_EPOCH_FENCE:
@@ -184,7 +232,7 @@ class TransactionCoordinator:
         """May a broker-side write (TxnOffsetCommit) join this transaction in ``partition``? Only if the partition was
         added to the ongoing transaction, else its marker would never be written (Kafka's KIP-890 verification)."""
         txn = self.transactions.get(transactional_id)
-        error = self._check_producer(txn, producer_id, producer_epoch)
+        error = self._check(transactional_id, txn, producer_id, producer_epoch)
         if error != ErrorCode.NONE:
             return error
         if txn.completing:
@@ -195,7 +243,7 @@ class TransactionCoordinator:
 
     def end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> ErrorCode:
         txn = self.transactions.get(transactional_id)
-        error = self._check_producer(txn, producer_id, producer_epoch)
+        error = self._check(transactional_id, txn, producer_id, producer_epoch)
         if error != ErrorCode.NONE:
             return error
         state = txn.state

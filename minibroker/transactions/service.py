@@ -6,12 +6,14 @@ policy says must be durable (its ``__transaction_state`` records and the markers
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import signal
 from typing import TYPE_CHECKING, Iterable
 
-from minibroker.internal_topics import InternalTopic, PendingFlushes, replay
+from minibroker.coordinator_partitions import PartitionOwnership
+from minibroker.internal_topics import InternalTopic, PendingFlushes, internal_replication_factor, replay
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.group_records import partition_for
 from minibroker.protocol.txn_log_records import TransactionLogValue, decode_key, decode_value, encode_key, encode_value
@@ -21,45 +23,69 @@ from minibroker.transactions.markers import TopicPartition, write_markers
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
+    from minibroker.storage.partition_log import PartitionLog
 
 log = logging.getLogger(__name__)
 
 CRASH_POINT_ENV = "MINIBROKER_TEST_CRASH_POINT"
+RECORDS_PER_YIELD = 1000
 
 
 class TransactionService:
-    """Implements the coordinator's storage and marker interfaces on top of the broker."""
+    """One transaction coordinator per node, each owning the ``__transaction_state`` partitions its node leads; it
+    implements their storage and marker interfaces on top of the broker."""
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.flushes = PendingFlushes(broker)
         self.topic = InternalTopic(
             broker, TRANSACTION_STATE_TOPIC, broker.config.transaction_state_log_num_partitions,
-            broker.config.transaction_state_log_replication_factor, self.flushes,
+            internal_replication_factor(
+                broker, "transaction.state.log.replication.factor", broker.config.transaction_state_log_replication_factor,
+            ),
+            self.flushes,
         )
-        self.coordinator = TransactionCoordinator(
-            log_writer=self,
-            markers=self,
-            allocate_producer_id=broker.producer_ids.allocate,
-            clock=broker.clock,
-            max_timeout_ms=broker.config.transaction_max_timeout_ms,
-            crash_hook=self.crash_hook,
-        )
+        self.coordinators = {
+            node: TransactionCoordinator(
+                log_writer=self,
+                markers=self,
+                allocate_producer_id=broker.producer_ids.allocate,
+                clock=broker.clock,
+                max_timeout_ms=broker.config.transaction_max_timeout_ms,
+                crash_hook=self.crash_hook,
+                owned=(),
+            )
+            for node in broker.node_ids
+        }
+        self.ownership = PartitionOwnership(broker, TRANSACTION_STATE_TOPIC, self.coordinators, self._load)
 
     def start(self) -> None:
-        """Load every transactional id from ``__transaction_state`` and finish half-completed commits/aborts."""
-        info = self.broker.topic(TRANSACTION_STATE_TOPIC)
-        if info is None:
-            return
-        for partition_log in info.partitions:
-            records = []
-            for header, record in replay(partition_log):
-                if header.is_control or record.key is None:
-                    continue
-                records.append((decode_key(record.key), decode_value(record.value)))
-            self.coordinator.load(records)
-        log.info("loaded %d transactional ids", len(self.coordinator.transactions))
-        self.coordinator.complete_pending()
+        """Each node's coordinator takes over the partitions its node leads: their transactional ids are loaded and
+        commits and aborts a crash left half-completed are finished."""
+        self.ownership.start()
+
+    def stop(self) -> None:
+        self.ownership.stop()
+
+    def coordinator_of(self, node: int) -> TransactionCoordinator:
+        """The coordinator of the node a request was sent to."""
+        return self.coordinators[node]
+
+    def owner_of(self, transactional_id: str) -> TransactionCoordinator | None:
+        """The coordinator of ``transactional_id``: its partition's leader's (None while it has no leader)."""
+        return self.coordinators.get(self.ownership.leader_of(self.partition_for(transactional_id)))
+
+    async def _load(self, coordinator: TransactionCoordinator, partition: int, partition_log: PartitionLog) -> None:
+        records = []
+        for header, record in replay(partition_log):
+            if header.is_control or record.key is None:
+                continue
+            records.append((decode_key(record.key), decode_value(record.value)))
+            if len(records) % RECORDS_PER_YIELD == 0:
+                await asyncio.sleep(0)
+        coordinator.load(records)
+        log.info("loaded %d transactional id(s) of %s-%d", len({key for key, _ in records}), TRANSACTION_STATE_TOPIC,
+                 partition)
 
     def partition_for(self, transactional_id: str) -> int:
         return partition_for(transactional_id, self.topic.num_partitions)
@@ -80,14 +106,16 @@ class TransactionService:
 
     async def expire_transactional_ids(self) -> None:
         """transactional.id.expiration.ms: tombstones for ids idle that long, flushed as a request's writes would be."""
-        expired = self.coordinator.expire_transactional_ids(self.broker.config.transactional_id_expiration_ms)
+        expiration_ms = self.broker.config.transactional_id_expiration_ms
+        expired = [tid for c in self.coordinators.values() for tid in c.expire_transactional_ids(expiration_ms)]
         if expired:
             log.info("forgot %d transactional id(s) idle for transactional.id.expiration.ms", len(expired))
             await self.flush()
 
     async def abort_timed_out(self) -> None:
         """The periodic abort of transactions past their timeout, flushed as a request's writes would be."""
-        self.coordinator.abort_timed_out()
+        for coordinator in self.coordinators.values():
+            coordinator.abort_timed_out()
         await self.flush()
 
     @staticmethod

@@ -1,0 +1,100 @@
+"""Coordinators follow the leaders of their topic's partitions, as Kafka's do.
+
+Each node has its own group coordinator and its own transaction coordinator. A coordinator owns the partitions of its
+internal topic (``__consumer_offsets``, ``__transaction_state``) that its node leads: when a partition's leader moves,
+the old leader's coordinator resigns it (forgets its state) and the new leader's coordinator loads it from the log,
+answering COORDINATOR_LOAD_IN_PROGRESS until it has; a partition without a leader is owned by no one. One general
+mechanism serves both coordinators, for start-up, topic creation, node stops and starts, and leader moves alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Awaitable, Callable, Iterable, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from minibroker.broker import Broker
+    from minibroker.storage.partition_log import PartitionLog
+
+log = logging.getLogger(__name__)
+
+
+class PartitionOwner(Protocol):
+    owned: set[int]
+
+    def begin_loading(self, partitions: Iterable[int]) -> None:
+        """Own these partitions; they answer COORDINATOR_LOAD_IN_PROGRESS until ``finish_loading``."""
+
+    def finish_loading(self, partition: int) -> None:
+        """The partition's log has been read: serve it."""
+
+    def resign(self, partition: int) -> None:
+        """Another node leads the partition now: forget its state."""
+
+
+Owner = TypeVar("Owner", bound=PartitionOwner)
+Loader = Callable[[Owner, int, "PartitionLog"], Awaitable[None]]
+
+
+class PartitionOwnership:
+    """Keeps each node's coordinator owning exactly the partitions of ``topic`` its node leads."""
+
+    def __init__(self, broker: Broker, topic: str, coordinators: dict[int, Owner], load: Loader) -> None:
+        self.broker = broker
+        self.topic = topic
+        self.coordinators = coordinators
+        self.load = load
+        self._loads: dict[tuple[int, int], asyncio.Task] = {}  # (node, partition) -> the task loading it
+
+    def start(self) -> None:
+        self.broker.leader_listeners.append(self.follow)
+        self.follow(self.topic)
+
+    def stop(self) -> None:
+        if self.follow in self.broker.leader_listeners:
+            self.broker.leader_listeners.remove(self.follow)
+        for task in self._loads.values():
+            task.cancel()
+        self._loads.clear()
+
+    async def loaded(self) -> None:
+        """Wait for the loads under way (start-up finishes what a crash left half-done before serving)."""
+        if self._loads:
+            await asyncio.wait(list(self._loads.values()))
+
+    def leader_of(self, partition: int) -> int:
+        return self.broker.placements.of(self.topic, partition).leader
+
+    def follow(self, topic: str) -> None:
+        """After leaders of ``topic`` changed: resign what a node no longer leads, load what it newly leads (an empty
+        partition is served at once, so a new topic's first request is not sent away to retry)."""
+        info = self.broker.topic(self.topic)
+        if topic != self.topic or info is None:
+            return
+        for partition, partition_log in enumerate(info.partitions):
+            leader = self.leader_of(partition)
+            for node, coordinator in self.coordinators.items():
+                if node != leader and partition in coordinator.owned:
+                    load = self._loads.pop((node, partition), None)
+                    if load is not None:
+                        load.cancel()
+                    coordinator.resign(partition)
+                    log.info("node %d resigned as coordinator of %s-%d", node, self.topic, partition)
+            coordinator = self.coordinators.get(leader)
+            if coordinator is not None and partition not in coordinator.owned:
+                coordinator.begin_loading([partition])
+                if partition_log.log_end_offset == partition_log.log_start_offset:
+                    coordinator.finish_loading(partition)
+                else:
+                    self._loads[leader, partition] = asyncio.get_running_loop().create_task(
+                        self._load(leader, coordinator, partition, partition_log)
+                    )
+
+    async def _load(self, node: int, coordinator: Owner, partition: int, partition_log: PartitionLog) -> None:
+        try:
+            await self.load(coordinator, partition, partition_log)
+        except Exception:
+            log.exception("loading %s-%d failed", self.topic, partition)
+        coordinator.finish_loading(partition)
+        del self._loads[node, partition]
