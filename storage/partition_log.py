@@ -33,6 +33,13 @@ from ..protocol.records import (
 from .checkpoint import fsync_dir, read_partition_metadata, write_atomically, write_partition_metadata
 from .config import LogConfig
 from .errors import InconsistentTopicIdError, InvalidProducerBatchError, OffsetOutOfRangeError
+from .leader_epochs import (
+    LEADER_EPOCH_CHECKPOINT,
+    UNDEFINED_EPOCH_OFFSET,
+    EpochEntry,
+    LeaderEpochCache,
+    read_leader_epoch_checkpoint,
+)
 from .producer_state import (
     SNAPSHOT_SUFFIX,
     ActiveProducer,
@@ -67,6 +74,7 @@ Clock = Callable[[], int]
 HIGH_WATERMARK = -1  # DeleteRecords' "up to the high watermark" marker
 _LEFTOVER_SUFFIXES = (".cleaned", ".swap", ".deleted")
 _SNAPSHOT_TMP_SUFFIX = SNAPSHOT_SUFFIX + ".tmp"
+_EPOCHS_TMP = LEADER_EPOCH_CHECKPOINT + ".tmp"
 
 
 def wall_clock_ms() -> int:
@@ -130,6 +138,8 @@ class PartitionLog:
         self._producers_loaded = False
         self._snapshot_offsets: list[int] = []  # sorted offsets of the <offset>.snapshot files
         self._unsynced_snapshots: set[int] = set()  # written at roll, fsynced by the next flush
+        self._epochs = LeaderEpochCache()
+        self._epochs_unsaved = False  # the last write of leader-epoch-checkpoint failed
 
     # ---- opening and recovery ----
 
@@ -175,7 +185,8 @@ class PartitionLog:
         if not self._segments:
             self._create_segment(log_start_offset)
         self._log_start_offset = max(log_start_offset, self._segments[0].base_offset)
-        if self._log_start_offset > self.log_end_offset:
+        emptied = self._log_start_offset > self.log_end_offset
+        if emptied:
             log.warning("%s: log start offset %d is beyond the log end %d; starting an empty log there",
                         directory, self._log_start_offset, self.log_end_offset)
             self._truncate_fully_and_start_at(self._log_start_offset)
@@ -183,6 +194,7 @@ class PartitionLog:
         for segment in self._segments:
             segment.txn_index.truncate_to(segment.next_offset)
         self._load_producer_state()
+        self._load_leader_epochs(emptied)
         self._topic_id = read_partition_metadata(directory)
 
     def _clean_directory(self) -> list[int]:
@@ -193,7 +205,7 @@ class PartitionLog:
         recover_interrupted_swap(self.directory)
         for path in self.directory.iterdir():
             name = path.name
-            if name.endswith(_LEFTOVER_SUFFIXES + (_SNAPSHOT_TMP_SUFFIX,)):
+            if name.endswith(_LEFTOVER_SUFFIXES + (_SNAPSHOT_TMP_SUFFIX,)) or name == _EPOCHS_TMP:
                 log.info("Removing leftover file %s", path)
                 path.unlink()
                 continue
@@ -285,6 +297,31 @@ class PartitionLog:
         if replayed:
             log.info("%s: rebuilt producer state from offset %d (%d batches)", self.directory, start, replayed)
 
+    def _load_leader_epochs(self, emptied: bool) -> None:
+        """Kafka's leader-epoch cache at load: the checkpoint, plus the epochs of the batches past the recovery point
+        (appended, perhaps never checkpointed: Kafka's recovery assigns them too), cut to the log's start and end.
+        A missing or unusable checkpoint is rebuilt from every batch header; a log ``emptied`` at load (its start
+        was past its end) has no epochs, as Kafka clears them then. Written back only if it changed."""
+        saved = read_leader_epoch_checkpoint(self.directory)
+        self._epochs = LeaderEpochCache(None if emptied else saved)
+        start = self._segments[0].base_offset if saved is None else self._recovery_point
+        scanned = 0
+        for segment in self._segments[self._segment_slot(start):]:
+            if segment.next_offset <= start:
+                continue
+            position = segment.index.lookup(start) if segment.base_offset <= start else 0
+            for header in segment.headers_from(position):
+                scanned += 1
+                if header.last_offset >= start and header.partition_leader_epoch > self._epochs.latest_epoch:
+                    self._epochs.assign(header.partition_leader_epoch, header.base_offset)
+        self._epochs.truncate_from_end(self.log_end_offset)
+        self._epochs.truncate_from_start(self._log_start_offset)
+        if saved is None and scanned:
+            log.info("%s: rebuilt the leader epochs from %d batches: %s", self.directory, scanned,
+                     self._epochs.entries)
+        if self._epochs.entries != (saved or []):
+            self._save_leader_epochs()
+
     @staticmethod
     def _marker_of(data: bytes | bytearray, position: int) -> tuple[bool, int] | None:
         """(commit, coordinator epoch) of a control batch at ``position`` of ``data``; None if not COMMIT/ABORT."""
@@ -343,6 +380,51 @@ class PartitionLog:
         if first_unstable is None:
             return end
         return min(max(first_unstable, self._log_start_offset), end)
+
+    @property
+    def latest_epoch(self) -> int | None:
+        """The newest leader epoch with an entry in the leader-epoch cache (None before any)."""
+        latest = self._epochs.latest_epoch
+        return None if latest < 0 else latest
+
+    @property
+    def leader_epoch_entries(self) -> list[EpochEntry]:
+        """The leader-epoch cache: (epoch, start offset) in ascending order."""
+        return self._epochs.entries
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int] | None:
+        """OffsetForLeaderEpoch (Kafka's UnifiedLog.endOffsetForEpoch): (epoch, end offset) from the leader-epoch
+        cache, None when the cache does not know the epoch (undefined, or newer than every entry)."""
+        epoch, end_offset = self._epochs.end_offset_for(leader_epoch, self.log_end_offset)
+        return None if end_offset == UNDEFINED_EPOCH_OFFSET else (epoch, end_offset)
+
+    def assign_leader_epoch(self, leader_epoch: int) -> None:
+        """A new leader epoch starts at the log end (Kafka's Partition.makeLeader, before any append in that epoch);
+        an epoch not newer than the latest is ignored."""
+        if leader_epoch > self._epochs.latest_epoch:
+            self._assign_epoch(leader_epoch, self.log_end_offset)
+
+    def _assign_epoch(self, leader_epoch: int, start_offset: int) -> None:
+        if self._epochs.assign(leader_epoch, start_offset):
+            log.info("%s: leader epoch %d starts at offset %d", self.directory, leader_epoch, start_offset)
+            self._save_leader_epochs()
+
+    def _save_leader_epochs(self) -> None:
+        """Write leader-epoch-checkpoint now (fsynced; rare: a new epoch, a truncation). A failure is logged and the
+        write retried at the next change or at close: the batches are already in the log, and a restart rebuilds
+        the epochs of any batch past the recovery point."""
+        try:
+            self._epochs.write(self.directory)
+        except OSError as exc:
+            log.error("%s: could not write %s: %s", self.directory, LEADER_EPOCH_CHECKPOINT, exc)
+            self._epochs_unsaved = True
+        else:
+            self._epochs_unsaved = False
+
+    def _truncate_epochs_from_start(self) -> None:
+        """The log start moved (DeleteRecords, retention): Kafka's truncateFromStart."""
+        if self._epochs.truncate_from_start(self._log_start_offset):
+            self._save_leader_epochs()
 
     @property
     def snapshot_offsets(self) -> list[int]:
@@ -464,6 +546,8 @@ class PartitionLog:
             self._complete_transactions(segment, update)
         elif update.staged:
             self._producers.commit(update)
+        if leader_epoch > self._epochs.latest_epoch:
+            self._assign_epoch(leader_epoch, headers[0].base_offset)
         return AppendInfo(headers[0].base_offset, headers[-1].last_offset, append_time, self._log_start_offset)
 
     def _complete_transactions(self, segment: LogSegment, update: ProducerAppend) -> None:
@@ -710,6 +794,7 @@ class PartitionLog:
         if offset > self._log_start_offset:
             self._log_start_offset = offset
             self._delete_segments_below_log_start()
+            self._truncate_epochs_from_start()
         return self._log_start_offset
 
     def enforce_retention(self) -> int:
@@ -717,6 +802,12 @@ class PartitionLog:
 
         Like Kafka's deleteOldSegments, but the active segment is never deleted.
         """
+        deleted = self._delete_old_segments()
+        if deleted:
+            self._truncate_epochs_from_start()
+        return deleted
+
+    def _delete_old_segments(self) -> int:
         deleted = self._delete_segments_below_log_start()
         if not self._config.delete:
             return deleted
@@ -789,6 +880,8 @@ class PartitionLog:
         self._producers.clear()
         for snapshot in list(self._snapshot_offsets):
             self._delete_snapshot(snapshot)
+        if self._epochs.clear():
+            self._save_leader_epochs()
 
     # ---- producer-state snapshots ----
 
@@ -883,6 +976,8 @@ class PartitionLog:
                 self._take_snapshot(sync=True)
             except OSError as exc:
                 log.error("%s: could not write the producer state snapshot: %s", self.directory, exc)
+            if self._epochs_unsaved:
+                self._save_leader_epochs()
         self._close_segments()
 
     def _close_segments(self) -> None:

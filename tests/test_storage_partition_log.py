@@ -376,12 +376,12 @@ def test_leftover_and_orphan_files_are_removed(tmp_path: Path) -> None:
     log.close()
     for name in (seg_name(0, ".log.deleted"), seg_name(0, ".cleaned"), seg_name(4, ".log.swap"),
                  seg_name(99, ".index"), seg_name(99, ".timeindex"), seg_name(99, ".txnindex"),
-                 seg_name(2, ".snapshot.tmp")):
+                 seg_name(2, ".snapshot.tmp"), "leader-epoch-checkpoint.tmp"):
         (directory / name).write_bytes(b"x")
     log = PartitionLog.open(directory, LogConfig(), clock=Clock())
     # The clean close left the producer-state snapshot at the log end (Kafka does too).
     assert sorted(p.name for p in directory.iterdir()) == [seg_name(0, s) for s in (".index", ".log", ".timeindex")] + [
-        seg_name(4, ".snapshot")]
+        seg_name(4, ".snapshot"), "leader-epoch-checkpoint"]
     assert log.log_end_offset == 4
     log.close()
 

@@ -146,22 +146,24 @@ async def list_offsets(ctx: RequestContext, body: dict[str, Any]) -> dict[str, A
 
 @api(23, 2, 4)
 async def offset_for_leader_epoch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
-    """Data is never truncated here, so every epoch up to the current one ends, for a client checking its position
-    (KIP-320), at the log end: answered as the current epoch; later epochs are unknown."""
+    """Where a leader epoch ends, from the partition's leader-epoch cache (Kafka's Partition.lastOffsetForLeaderEpoch,
+    KIP-320): an epoch the cache does not know (undefined, or newer than its latest) answers NONE with epoch and end
+    offset -1."""
     topics = []
     for topic in body["topics"]:
         partitions = []
         for request in topic["partitions"]:
             index = request["partition"]
             partition_log, error = ctx.led_partition(topic["topic"], index, request["current_leader_epoch"])
-            epoch = ctx.broker.placements.of(topic["topic"], index).leader_epoch
             if partition_log is None:
                 partitions.append({"partition": index, "error_code": error})
-            elif request["leader_epoch"] > epoch:
-                partitions.append({"partition": index, "error_code": ErrorCode.NONE})
-            else:
-                partitions.append(
-                    {"partition": index, "error_code": ErrorCode.NONE, "leader_epoch": epoch, "end_offset": partition_log.log_end_offset}
-                )
+                continue
+            # Kafka caches a new leader's epoch at its election (makeLeader); here at the first append or question.
+            partition_log.assign_leader_epoch(ctx.broker.placements.of(topic["topic"], index).leader_epoch)
+            answer = {"partition": index, "error_code": ErrorCode.NONE}
+            found = partition_log.end_offset_for_epoch(request["leader_epoch"])
+            if found is not None:
+                answer["leader_epoch"], answer["end_offset"] = found
+            partitions.append(answer)
         topics.append({"topic": topic["topic"], "partitions": partitions})
     return {"topics": topics}
