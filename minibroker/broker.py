@@ -8,15 +8,17 @@ reading and writing of log compaction (``storage.cleaner``).
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import ssl
 import time
 from typing import TYPE_CHECKING, Callable
 
-from minibroker.cluster import Placements
+from minibroker.cluster import NO_LEADER, Placements
 from minibroker.config import BrokerConfig
 from minibroker.listeners import (
     Listener,
+    ListenerSpec,
     advertised_addresses,
     controller_listener_names,
     default_advertised,
@@ -43,6 +45,7 @@ CHECKPOINT_INTERVAL_S = 30.0
 FLUSH_CHECK_INTERVAL_S = 1.0
 SHUTDOWN_GRACE_S = 5.0  # longest wait for in-flight requests and unsent answers when stopping
 IDLE_SWEEP_MAX_INTERVAL_S = 5.0
+FREE_PORT_RANGE_ATTEMPTS = 20
 
 PartitionKey = tuple[str, int]
 
@@ -78,6 +81,9 @@ class Broker:
         self.logs.open()
         self.placements.load()
         self._elect("start-up")  # partitions a stopped node left offline get their leaders back
+        for info in self.logs.topics.values():  # each leader's epoch is in its cache, as Kafka's makeLeader at start-up
+            for partition in range(len(info.partitions)):
+                self._start_epoch(info.name, partition)
         self.producer_ids = ProducerIdAllocator(self.config.data_dir)
         if TRANSACTION_STATE_TOPIC in self.logs.topics:  # transactions a crash left half-completed finish now
             await self.transactions.ownership.loaded()
@@ -162,29 +168,45 @@ class Broker:
             self.sasl = SaslAuthority(
                 tuple(parse_mechanisms(self.config.sasl_enabled_mechanisms)), CredentialStore(parse_users(self.config.sasl_users))
             )
-        try:
-            for index, node_id in enumerate(self.node_ids):
-                for spec in specs:
-                    port = spec.port + index if spec.port else 0  # node k on each listener's port + k - 1
-                    listener = Listener(spec, port, default_advertised(spec.host, port), node_id)
-                    server = await start_server(self, listener, tls if spec.protocol.uses_tls else None)
-                    self._servers.append(server)
-                    listener.port = server.sockets[0].getsockname()[1]
-                    given = advertised.get(spec.name)
-                    if given is None:
-                        listener.advertised = default_advertised(spec.host, listener.port)
-                    else:  # an advertised port given for node 1 is node k's + k - 1, as its bound port
-                        listener.advertised = (given[0], given[1] + index if given[1] else listener.port)
-                    self.listeners.append(listener)
-                    log.info(
-                        "listener %s (%s) on %s:%d, advertised %s:%d%s", spec.name, spec.protocol.value, spec.host,
-                        listener.port, *listener.advertised, f", node {node_id}" if len(self.node_ids) > 1 else "",
-                    )
-        except BaseException:
-            for server in self._servers:
-                server.close()
-            self._servers = []
-            raise
+        # With several nodes and port 0, node k takes node 1's free port + k - 1, so a restart finds every node's port
+        # again; a port in that range already taken means another try with other free ports.
+        several_free = len(self.node_ids) > 1 and any(spec.port == 0 for spec in specs)
+        attempts = FREE_PORT_RANGE_ATTEMPTS if several_free else 1
+        for attempt in range(1, attempts + 1):
+            try:
+                await self._bind_nodes(specs, advertised, tls)
+                return
+            except BaseException as exc:
+                for server in self._servers:
+                    server.close()
+                self._servers, self.listeners = [], []
+                if attempt == attempts or not isinstance(exc, OSError) or exc.errno != errno.EADDRINUSE:
+                    raise
+                log.info("a port of the nodes' range is taken (%s): binding other free ports", exc)
+
+    async def _bind_nodes(
+        self, specs: list[ListenerSpec], advertised: dict[str, tuple[str, int]], tls: ssl.SSLContext | None,
+    ) -> None:
+        first_ports: dict[str, int] = {}
+        for index, node_id in enumerate(self.node_ids):
+            for spec in specs:
+                base = spec.port or first_ports.get(spec.name, 0)
+                port = base + index if base else 0  # node k on each listener's port + k - 1
+                listener = Listener(spec, port, default_advertised(spec.host, port), node_id)
+                server = await start_server(self, listener, tls if spec.protocol.uses_tls else None)
+                self._servers.append(server)
+                listener.port = server.sockets[0].getsockname()[1]
+                first_ports.setdefault(spec.name, listener.port)
+                given = advertised.get(spec.name)
+                if given is None:
+                    listener.advertised = default_advertised(spec.host, listener.port)
+                else:  # an advertised port given for node 1 is node k's + k - 1, as its bound port
+                    listener.advertised = (given[0], given[1] + index if given[1] else listener.port)
+                self.listeners.append(listener)
+                log.info(
+                    "listener %s (%s) on %s:%d, advertised %s:%d%s", spec.name, spec.protocol.value, spec.host,
+                    listener.port, *listener.advertised, f", node {node_id}" if len(self.node_ids) > 1 else "",
+                )
 
     # nodes of a cluster in one process
 
@@ -229,6 +251,7 @@ class Broker:
             raise ValueError(f"node {node_id} is not running")
         placed = self.placements.move_leader(topic, partition, node_id)
         log.info("%s-%d: leader %d, epoch %d (moved)", topic, partition, placed.leader, placed.leader_epoch)
+        self._start_epoch(topic, partition)
         self.leaders_changed(topic)
         return placed.leader_epoch
 
@@ -237,8 +260,16 @@ class Broker:
         for topic, partition in changed:
             placed = self.placements.of(topic, partition)
             log.info("%s-%d: leader %d, epoch %d (%s)", topic, partition, placed.leader, placed.leader_epoch, reason)
+            self._start_epoch(topic, partition)
         for topic in dict.fromkeys(topic for topic, _ in changed):
             self.leaders_changed(topic)
+
+    def _start_epoch(self, topic: str, partition: int) -> None:
+        """A new leader's epoch starts at the log end, in the leader-epoch cache (Kafka's Partition.makeLeader)."""
+        placed = self.placements.of(topic, partition)
+        partition_log = self.partition(topic, partition)
+        if placed.leader != NO_LEADER and partition_log is not None:
+            partition_log.assign_leader_epoch(placed.leader_epoch)
 
     def leaders_changed(self, topic: str) -> None:
         """A topic was made or grew, or leaders of its partitions moved: the coordinators follow their partitions."""

@@ -158,8 +158,6 @@ async def offset_for_leader_epoch(ctx: RequestContext, body: dict[str, Any]) -> 
             if partition_log is None:
                 partitions.append({"partition": index, "error_code": error})
                 continue
-            # Kafka caches a new leader's epoch at its election (makeLeader); here at the first append or question.
-            partition_log.assign_leader_epoch(ctx.broker.placements.of(topic["topic"], index).leader_epoch)
             answer = {"partition": index, "error_code": ErrorCode.NONE}
             found = partition_log.end_offset_for_epoch(request["leader_epoch"])
             if found is not None:
