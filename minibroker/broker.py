@@ -190,23 +190,31 @@ class Broker:
         first_ports: dict[str, int] = {}
         for index, node_id in enumerate(self.node_ids):
             for spec in specs:
-                base = spec.port or first_ports.get(spec.name, 0)
-                port = base + index if base else 0  # node k on each listener's port + k - 1
-                listener = Listener(spec, port, default_advertised(spec.host, port), node_id)
-                server = await start_server(self, listener, tls if spec.protocol.uses_tls else None)
-                self._servers.append(server)
-                listener.port = server.sockets[0].getsockname()[1]
+                listener = await self._bind(spec, index, node_id, first_ports.get(spec.name, 0), advertised.get(spec.name), tls)
                 first_ports.setdefault(spec.name, listener.port)
-                given = advertised.get(spec.name)
-                if given is None:
-                    listener.advertised = default_advertised(spec.host, listener.port)
-                else:  # an advertised port given for node 1 is node k's + k - 1, as its bound port
-                    listener.advertised = (given[0], given[1] + index if given[1] else listener.port)
-                self.listeners.append(listener)
-                log.info(
-                    "listener %s (%s) on %s:%d, advertised %s:%d%s", spec.name, spec.protocol.value, spec.host,
-                    listener.port, *listener.advertised, f", node {node_id}" if len(self.node_ids) > 1 else "",
-                )
+
+    async def _bind(
+        self, spec: ListenerSpec, index: int, node_id: int, first_port: int, given: tuple[str, int] | None,
+        tls: ssl.SSLContext | None,
+    ) -> Listener:
+        """Bind listener ``spec`` of the node at ``index``: on the listener's port + index (port 0: node 1's bound port
+        ``first_port`` + index, or a free port for node 1 itself)."""
+        base = spec.port or first_port
+        port = base + index if base else 0
+        listener = Listener(spec, port, default_advertised(spec.host, port), node_id)
+        server = await start_server(self, listener, tls if spec.protocol.uses_tls else None)
+        self._servers.append(server)
+        listener.port = server.sockets[0].getsockname()[1]
+        if given is None:
+            listener.advertised = default_advertised(spec.host, listener.port)
+        else:  # an advertised port given for node 1 is node k's + k - 1, as its bound port
+            listener.advertised = (given[0], given[1] + index if given[1] else listener.port)
+        self.listeners.append(listener)
+        log.info(
+            "listener %s (%s) on %s:%d, advertised %s:%d%s", spec.name, spec.protocol.value, spec.host,
+            listener.port, *listener.advertised, f", node {node_id}" if len(self.node_ids) > 1 else "",
+        )
+        return listener
 
     # nodes of a cluster in one process
 
@@ -232,6 +240,23 @@ class Broker:
             if listener.node_id == node_id:
                 await self._servers[index].wait_closed()
         log.info("node %d stopped (%s)", node_id, "controlled shutdown" if clean else "crash")
+
+    async def add_node(self) -> int:
+        """A new node joins the cluster (id: the highest + 1) on the next ports of each listener; it leads nothing
+        until topics created from now on are placed on it, as a Kafka broker that joins. It lasts until the process
+        stops: a restart serves the configured ``nodes``."""
+        node_id = max(self.node_ids) + 1
+        index = len(self.node_ids)
+        advertised = advertised_addresses(self.config)
+        first = self.node_ids[0]
+        for spec in parse_listeners(self.config):
+            first_port = next(lis.port for lis in self.listeners if lis.node_id == first and lis.name == spec.name)
+            tls = self._tls if spec.protocol.uses_tls else None
+            await self._bind(spec, index, node_id, first_port, advertised.get(spec.name), tls)
+        self.node_ids.append(node_id)
+        self.live_nodes.add(node_id)
+        log.info("node %d added", node_id)
+        return node_id
 
     async def start_node(self, node_id: int) -> None:
         """Bring a stopped node back on its ports; partitions left without a leader that it replicates get it back."""

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Awaitable, Callable, Iterable, Protocol, TypeVar
+from typing import TYPE_CHECKING, Awaitable, Callable, Generic, Iterable, Protocol, TypeVar
+
+from minibroker.cluster import NO_LEADER
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
@@ -34,22 +36,37 @@ class PartitionOwner(Protocol):
 
 
 Owner = TypeVar("Owner", bound=PartitionOwner)
-Loader = Callable[[Owner, int, "PartitionLog"], Awaitable[None]]
+Loader = Callable[[Owner, int, "PartitionLog"], Awaitable[None]]  # replays one partition into its new owner
 
 
-class PartitionOwnership:
+class PartitionOwnership(Generic[Owner]):
     """Keeps each node's coordinator owning exactly the partitions of ``topic`` its node leads."""
 
-    def __init__(self, broker: Broker, topic: str, coordinators: dict[int, Owner], load: Loader) -> None:
+    def __init__(self, broker: Broker, topic: str, make: Callable[[int], Owner], load: Loader) -> None:
         self.broker = broker
         self.topic = topic
-        self.coordinators = coordinators
+        self.make = make
         self.load = load
+        self.coordinators: dict[int, Owner] = {}
         self._loads: dict[tuple[int, int], asyncio.Task] = {}  # (node, partition) -> the task loading it
 
     def start(self) -> None:
+        for node in self.broker.node_ids:
+            self.coordinator(node)
         self.broker.leader_listeners.append(self.follow)
         self.follow(self.topic)
+
+    def coordinator(self, node: int) -> Owner:
+        """The coordinator of ``node`` (made when a node is added), owning nothing until its node leads a partition."""
+        coordinator = self.coordinators.get(node)
+        if coordinator is None:
+            coordinator = self.coordinators[node] = self.make(node)
+        return coordinator
+
+    def owner(self, partition: int) -> Owner | None:
+        """The coordinator of the partition's leader (None while it has no leader)."""
+        leader = self.leader_of(partition)
+        return None if leader == NO_LEADER else self.coordinator(leader)
 
     def stop(self) -> None:
         if self.follow in self.broker.leader_listeners:
@@ -81,7 +98,7 @@ class PartitionOwnership:
                         load.cancel()
                     coordinator.resign(partition)
                     log.info("node %d resigned as coordinator of %s-%d", node, self.topic, partition)
-            coordinator = self.coordinators.get(leader)
+            coordinator = self.owner(partition)
             if coordinator is not None and partition not in coordinator.owned:
                 coordinator.begin_loading([partition])
                 if partition_log.log_end_offset == partition_log.log_start_offset:

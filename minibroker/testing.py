@@ -157,6 +157,10 @@ class Broker:
     def start_node(self, node_id: int) -> None:
         self._on_loop(self._running_core().start_node(node_id))
 
+    def add_node(self) -> int:
+        """Add a node to the cluster (on the next ports); returns its id. New topics may be placed on it."""
+        return self._on_loop(self._running_core().add_node())
+
     def move_leader(self, topic: str, partition: int, node_id: int) -> int:
         """Make ``node_id`` the partition's leader; returns its new leader epoch."""
         return self._on_loop(self._call(self._running_core().move_leader, topic, partition, node_id))
@@ -166,6 +170,9 @@ class Broker:
 
     async def astart_node(self, node_id: int) -> None:
         await self._running_core().start_node(node_id)
+
+    async def aadd_node(self) -> int:
+        return await self._running_core().add_node()
 
     def _on_loop(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """Run ``coroutine`` on the broker's loop (its own thread) and wait for its result."""

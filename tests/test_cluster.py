@@ -152,6 +152,13 @@ def stored_numbers(bootstrap: str, topic: str, partition: int, count: int) -> li
         consumer.close()
 
 
+def assert_same_metadata(broker: Broker, topic: str) -> None:
+    """Every running node gives the same answer (nothing moves between the questions: the test moves leaders)."""
+    addresses = broker.node_addresses
+    answers = [metadata(addresses[node], [topic]) for node in sorted(broker.core.live_nodes)]
+    assert all(answer == answers[0] for answer in answers), answers
+
+
 def test_acknowledged_records_survive_moving_leaders_and_stopped_nodes(topic_name: str) -> None:
     """Leaders move every 200 ms while an idempotent producer sends; node 2 shuts down and comes back, node 3
     crashes and comes back: every acknowledged record is there once, in order, per partition."""
@@ -170,6 +177,7 @@ def test_acknowledged_records_survive_moving_leaders_and_stopped_nodes(topic_nam
                     broker.stop_node(2 if step == 4 else 3, clean=step == 4)
                 if step in (8, 16):
                     broker.start_node(2 if step == 8 else 3)
+                assert_same_metadata(broker, topic_name)
             producer.finish()
         finally:
             producer.close()
@@ -253,3 +261,27 @@ def test_a_produce_to_another_node_names_the_leader(topic_name: str) -> None:
         assert [(e["node_id"], e["host"], e["port"]) for e in produced["node_endpoints"]] == [
             (leader["node_id"], leader["host"], leader["port"])
         ]
+
+
+def test_an_added_node_joins_the_cluster(topic_name: str) -> None:
+    """A node added to a running cluster listens on the next port, is listed by every node, and takes replicas of
+    the topics created after it joined; it can be stopped and started like the others."""
+    with Broker(nodes=2) as broker:
+        assert broker.add_node() == 3
+        addresses = broker.node_addresses
+        ports = [int(addresses[node].rsplit(":", 1)[1]) for node in (1, 2, 3)]
+        assert ports == [ports[0], ports[0] + 1, ports[0] + 2]
+        admin = AdminClient({"bootstrap.servers": addresses[3]})
+        admin.create_topics([NewTopic(topic_name, 6, replication_factor=3)])[topic_name].result(TIMEOUT_S)
+        assert_same_metadata(broker, topic_name)
+        partitions = metadata(addresses[1], [topic_name])["topics"][0]["partitions"]
+        assert {p["leader_id"] for p in partitions} == {1, 2, 3}
+        producer = Producer({"bootstrap.servers": ",".join(addresses.values()), "acks": "all"})
+        for partition in range(6):
+            producer.produce(topic_name, str(partition).encode(), partition=partition)
+        assert producer.flush(TIMEOUT_S) == 0
+        broker.stop_node(3)
+        assert all(p["leader_id"] != 3 for p in metadata(addresses[1], [topic_name])["topics"][0]["partitions"])
+        broker.start_node(3)
+        for partition in range(6):
+            assert stored_numbers(addresses[1], topic_name, partition, 1) == [partition]

@@ -13,12 +13,13 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import decode_response
 from minibroker.protocol.group_records import partition_for
+from minibroker.protocol.records import parse_control_record
 from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 
 from minibroker.testing import Broker
 from tests.clientutil import TIMEOUT_S, RawConnection
 from tests.grouputil import ConfluentMember, KafkaPythonMember, ThreadedMember, produce_batch, wait_until
-from tests.txnutil import consume, make_producer
+from tests.txnutil import consume, make_producer, read_segments
 
 FIND_COORDINATOR, OFFSET_COMMIT, OFFSET_FETCH, INIT_PRODUCER_ID = 10, 8, 9, 22
 GROUP_KEY, TRANSACTION_KEY = 0, 1
@@ -241,6 +242,11 @@ def test_transactions_finish_while_their_coordinator_moves(topic_name: str, clie
         for partition in range(3):  # in order within each partition
             values = [g.value for g in got if g.partition == partition]
             assert values == [v for v in committed if v in set(values)]
+        # Markers carry the coordinator epoch: the leader epoch of the id's __transaction_state partition, which grew
+        # with every move.
+        markers = [b for b in read_segments(broker.data_dir, topic_name, 0) if b.header.is_control]
+        epochs = [parse_control_record(b.records[0])[1] for b in markers]
+        assert epochs == sorted(epochs) and epochs[-1] >= 8, epochs
 
 
 def test_a_partition_whose_only_replica_stopped_refuses_writes_retriably_until_it_returns(topic_name: str) -> None:

@@ -27,7 +27,9 @@ class FakeWorld:
     def write(self, transactional_id: str, value: TransactionLogValue | None) -> None:
         self.log.append((transactional_id, value))
 
-    def write_markers(self, producer_id: int, producer_epoch: int, committed: bool, partitions: Iterable) -> dict:
+    def write_markers(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, committed: bool, partitions: Iterable,
+    ) -> dict:
         partitions = tuple(sorted(partitions))
         self.markers.append((producer_id, producer_epoch, committed, partitions))
         return {tp: ErrorCode.NONE for tp in partitions}

@@ -168,21 +168,26 @@ class GroupService:
         self.broker = broker
         self.config = group_config(broker.config)
         self.topic = OffsetsTopic(broker)
-        self.coordinators: dict[int, GroupCoordinator] = {}
-        self.ownership = PartitionOwnership(broker, CONSUMER_OFFSETS_TOPIC, self.coordinators, self._load)
+        self.catalog = BrokerTopics(broker)
+        self.ownership: PartitionOwnership[GroupCoordinator] = PartitionOwnership(
+            broker, CONSUMER_OFFSETS_TOPIC, self._make_coordinator, self._load,
+        )
         self._timers: list[LoopTimer] = []
         self._tasks: list[asyncio.Task] = []
 
+    @property
+    def coordinators(self) -> dict[int, GroupCoordinator]:
+        return self.ownership.coordinators
+
+    def _make_coordinator(self, node: int) -> GroupCoordinator:
+        timer = LoopTimer(asyncio.get_running_loop(), self.broker.clock)
+        self._timers.append(timer)
+        return GroupCoordinator(self.config, timer, self.topic, self.catalog, owned=())
+
     def start(self) -> None:
         """Create the coordinators, take over the partitions each node leads and start expiry."""
-        loop = asyncio.get_running_loop()
-        catalog = BrokerTopics(self.broker)
-        for node in self.broker.node_ids:
-            timer = LoopTimer(loop, self.broker.clock)
-            self._timers.append(timer)
-            self.coordinators[node] = GroupCoordinator(self.config, timer, self.topic, catalog, owned=())
         self.ownership.start()
-        self._tasks.append(loop.create_task(self._expire_periodically()))
+        self._tasks.append(asyncio.get_running_loop().create_task(self._expire_periodically()))
         self.broker.marker_listeners.append(self._on_marker)
 
     def stop(self) -> None:
@@ -197,7 +202,7 @@ class GroupService:
 
     def coordinator_of(self, node: int) -> GroupCoordinator:
         """The coordinator of the node a request was sent to."""
-        return self.coordinators[node]
+        return self.ownership.coordinator(node)
 
     def partition_of(self, group_id: str) -> int:
         return partition_for(group_id, self.topic.num_partitions)

@@ -19,8 +19,6 @@ from minibroker.transactions.metadata import MAX_EPOCH, TopicPartition, Transact
 
 log = logging.getLogger(__name__)
 
-COORDINATOR_EPOCH = 0
-
 
 class TxnLogWriter(Protocol):
     def write(self, transactional_id: str, value: TransactionLogValue | None) -> None:
@@ -32,9 +30,10 @@ class TxnLogWriter(Protocol):
 
 class MarkerWriter(Protocol):
     def write_markers(
-        self, producer_id: int, producer_epoch: int, committed: bool, partitions: Iterable[TopicPartition]
+        self, transactional_id: str, producer_id: int, producer_epoch: int, committed: bool,
+        partitions: Iterable[TopicPartition],
     ) -> dict[TopicPartition, ErrorCode]:
-        """Append a COMMIT or ABORT control batch to each partition."""
+        """Append a COMMIT or ABORT control batch of ``transactional_id``'s transaction to each partition."""
 
 
 class CrashHook(Protocol):
@@ -152,7 +151,9 @@ class TransactionCoordinator:
     def _write_markers_and_complete(self, txn: TransactionMetadata) -> None:
         committed = txn.state == TxnState.PREPARE_COMMIT
         self.crash_hook("before-markers")
-        errors = self.markers.write_markers(txn.producer_id, txn.producer_epoch, committed, txn.partitions)
+        errors = self.markers.write_markers(
+            txn.transactional_id, txn.producer_id, txn.producer_epoch, committed, txn.partitions,
+        )
         failed = {tp: e for tp, e in errors.items() if e != ErrorCode.NONE}
         if failed:
             log.warning("markers for %s not written to %s; partitions gone or unwritable", txn.transactional_id, failed)

@@ -18,7 +18,7 @@ from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.group_records import partition_for
 from minibroker.protocol.txn_log_records import TransactionLogValue, decode_key, decode_value, encode_key, encode_value
 from minibroker.storage.topic_names import TRANSACTION_STATE_TOPIC
-from minibroker.transactions.coordinator import COORDINATOR_EPOCH, TransactionCoordinator
+from minibroker.transactions.coordinator import TransactionCoordinator
 from minibroker.transactions.markers import TopicPartition, write_markers
 
 if TYPE_CHECKING:
@@ -45,19 +45,24 @@ class TransactionService:
             ),
             self.flushes,
         )
-        self.coordinators = {
-            node: TransactionCoordinator(
-                log_writer=self,
-                markers=self,
-                allocate_producer_id=broker.producer_ids.allocate,
-                clock=broker.clock,
-                max_timeout_ms=broker.config.transaction_max_timeout_ms,
-                crash_hook=self.crash_hook,
-                owned=(),
-            )
-            for node in broker.node_ids
-        }
-        self.ownership = PartitionOwnership(broker, TRANSACTION_STATE_TOPIC, self.coordinators, self._load)
+        self.ownership: PartitionOwnership[TransactionCoordinator] = PartitionOwnership(
+            broker, TRANSACTION_STATE_TOPIC, self._make_coordinator, self._load,
+        )
+
+    @property
+    def coordinators(self) -> dict[int, TransactionCoordinator]:
+        return self.ownership.coordinators
+
+    def _make_coordinator(self, node: int) -> TransactionCoordinator:
+        return TransactionCoordinator(
+            log_writer=self,
+            markers=self,
+            allocate_producer_id=self.broker.producer_ids.allocate,
+            clock=self.broker.clock,
+            max_timeout_ms=self.broker.config.transaction_max_timeout_ms,
+            crash_hook=self.crash_hook,
+            owned=(),
+        )
 
     def start(self) -> None:
         """Each node's coordinator takes over the partitions its node leads: their transactional ids are loaded and
@@ -69,11 +74,11 @@ class TransactionService:
 
     def coordinator_of(self, node: int) -> TransactionCoordinator:
         """The coordinator of the node a request was sent to."""
-        return self.coordinators[node]
+        return self.ownership.coordinator(node)
 
     def owner_of(self, transactional_id: str) -> TransactionCoordinator | None:
         """The coordinator of ``transactional_id``: its partition's leader's (None while it has no leader)."""
-        return self.coordinators.get(self.ownership.leader_of(self.partition_for(transactional_id)))
+        return self.ownership.owner(self.partition_for(transactional_id))
 
     async def _load(self, coordinator: TransactionCoordinator, partition: int, partition_log: PartitionLog) -> None:
         records = []
@@ -95,10 +100,14 @@ class TransactionService:
         self.topic.append(self.partition_for(transactional_id), [record])
 
     def write_markers(
-        self, producer_id: int, producer_epoch: int, committed: bool, partitions: Iterable[TopicPartition]
+        self, transactional_id: str, producer_id: int, producer_epoch: int, committed: bool,
+        partitions: Iterable[TopicPartition],
     ) -> dict[TopicPartition, ErrorCode]:
+        """The markers carry the coordinator epoch: the leader epoch of the id's partition, as Kafka's coordinator
+        writes them."""
+        coordinator_epoch = self.broker.placements.of(TRANSACTION_STATE_TOPIC, self.partition_for(transactional_id)).leader_epoch
         return write_markers(
-            self.broker, producer_id, producer_epoch, COORDINATOR_EPOCH, committed, partitions, self.flushes
+            self.broker, producer_id, producer_epoch, coordinator_epoch, committed, partitions, self.flushes
         )
 
     async def flush(self) -> None:
