@@ -4,6 +4,8 @@ Fixtures: ``kafka_broker`` (session: a running ``minibroker.testing.Broker``), `
 ``host:port``), ``kafka_topic`` (a unique topic name per test) and ``kafka_topic_factory`` (more of them).
 ``--kafka-bootstrap HOST:PORT`` points the same fixtures at an external broker instead (a real Kafka, or a
 minibroker in a container); the external broker is probed once, so a wrong address fails fast.
+``--kafka-nodes N`` (or the ini value ``kafka_nodes``; the command line wins) makes the in-process broker a cluster
+of N nodes, ``Broker(nodes=N)``, and ``kafka_bootstrap`` every node's address, so clients outlive a stopped node 1.
 
 The names all start with ``kafka_`` so they do not clash with a project's own ``broker``/``bootstrap`` fixtures.
 Importing this module is cheap: the broker is imported only when a test asks for it.
@@ -23,6 +25,9 @@ if TYPE_CHECKING:
     from minibroker.testing import Broker
 
 BOOTSTRAP_OPTION = "--kafka-bootstrap"
+NODES_OPTION = "--kafka-nodes"
+NODES_INI = "kafka_nodes"
+NODES = pytest.StashKey[int]()
 _UNSAFE = re.compile(r"[^a-zA-Z0-9._-]+")
 _MAX_PREFIX = 180  # topic names are limited to 249 characters
 
@@ -42,6 +47,33 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="run the kafka_* fixtures against this broker instead of an in-process minibroker",
     )
+    group.addoption(
+        NODES_OPTION,
+        metavar="N",
+        type=int,
+        default=None,
+        help=f"run the in-process minibroker as a cluster of N nodes (default: the ini value {NODES_INI}, else 1)",
+    )
+    parser.addini(NODES_INI, f"nodes of the in-process minibroker, as {NODES_OPTION}", default="1")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Checks the node count at start-up, so a bad value is a usage error before any test runs."""
+    option = config.getoption(NODES_OPTION)
+    source, value = (NODES_OPTION, option) if option is not None else (f"{NODES_INI} (ini)", config.getini(NODES_INI))
+    try:
+        nodes = int(value)
+    except ValueError:
+        raise pytest.UsageError(f"{source} {value!r}: not a whole number") from None
+    if nodes < 1:
+        raise pytest.UsageError(f"{source} {value}: a cluster needs at least 1 node")
+    # An ini value only sets the in-process default, so --kafka-bootstrap may still override it.
+    if option is not None and nodes > 1 and config.getoption(BOOTSTRAP_OPTION):
+        raise pytest.UsageError(
+            f"{NODES_OPTION} {nodes} cannot be used with {BOOTSTRAP_OPTION}: it sizes the in-process broker, which "
+            f"{BOOTSTRAP_OPTION} replaces with an external one"
+        )
+    config.stash[NODES] = nodes
 
 
 @pytest.fixture(scope="session")
@@ -59,14 +91,17 @@ def kafka_broker(request: pytest.FixtureRequest) -> Iterator[Union["Broker", Ext
         return
     from minibroker.testing import Broker
 
-    with Broker() as broker:
+    with Broker(nodes=request.config.stash[NODES]) as broker:
         yield broker
 
 
 @pytest.fixture(scope="session")
 def kafka_bootstrap(kafka_broker: Union["Broker", ExternalBroker]) -> str:
-    """``host:port`` for the clients' ``bootstrap.servers``."""
-    return kafka_broker.bootstrap_servers
+    """``host:port`` for the clients' ``bootstrap.servers``; with ``--kafka-nodes N`` above 1 every node's, joined
+    with commas, so a client started while node 1 is down still finds the cluster."""
+    if isinstance(kafka_broker, ExternalBroker) or len(kafka_broker.node_addresses) == 1:
+        return kafka_broker.bootstrap_servers
+    return ",".join(kafka_broker.node_addresses.values())
 
 
 @pytest.fixture
