@@ -254,10 +254,23 @@ def run_transactions(bootstrap: str | None, topic: str, transactions: int, per_t
 # ---- processes: ports, start-up probing, memory ----
 
 
-def free_port() -> int:
+def free_port(count: int = 1) -> int:
+    """A free port, and the ``count`` - 1 after it free too (a cluster's node k binds the port + k - 1)."""
+    while True:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        if all(_bindable(port + offset) for offset in range(1, count)):
+            return port
+
+
+def _bindable(port: int) -> bool:
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def wait_for_api_versions(address: str, started: float, proc: subprocess.Popen | None = None) -> float:

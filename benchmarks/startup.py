@@ -5,7 +5,8 @@ The fresh process gets a free port chosen up front and is probed every 5 ms (a r
 so the figure is what a harness waiting for the port sees: interpreter start, imports, opening the data
 directory, binding. It is measured twice: with a bytecode cache (as an installed package, whose .pyc files
 pip writes, or a normal checkout has) and without one (PYTHONDONTWRITEBYTECODE=1 and no cache: every module
-is compiled on each start). Run from the repository root: ``python benchmarks/startup.py [--runs N]``.
+is compiled on each start). ``--nodes N`` times a cluster in one process (node k on the port + k - 1) instead of
+one broker. Run from the repository root: ``python benchmarks/startup.py [--runs N] [--nodes N]``.
 """
 
 from __future__ import annotations
@@ -26,10 +27,10 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.common import free_port, wait_for_api_versions  # noqa: E402
 
 
-def fresh_process_once(env: dict[str, str]) -> float:
-    port = free_port()
+def fresh_process_once(env: dict[str, str], nodes: int) -> float:
+    port = free_port(nodes)
     with tempfile.TemporaryDirectory() as data_dir, tempfile.TemporaryFile("w+") as output:
-        args = [sys.executable, "-m", "minibroker", "serve", "--port", str(port), "--data-dir", data_dir]
+        args = [sys.executable, "-m", "minibroker", "serve", "--port", str(port), "--data-dir", data_dir, "--nodes", str(nodes)]
         started = time.perf_counter()
         proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT)
         try:
@@ -60,27 +61,27 @@ import asyncio, time
 from minibroker.probe import probe
 started = time.perf_counter()
 from minibroker.testing import Broker
-with Broker() as broker:
+with Broker(nodes={nodes}) as broker:
     probe(broker.bootstrap_servers)
     print(time.perf_counter() - started)
 """
 
 
-def first_in_process_broker(env: dict[str, str]) -> float:
+def first_in_process_broker(env: dict[str, str], nodes: int) -> float:
     """The first ``with Broker()`` of a process that already has asyncio (as a test session does): imports included."""
-    args = [sys.executable, "-c", FIRST_BROKER_CODE]
+    args = [sys.executable, "-c", FIRST_BROKER_CODE.format(nodes=nodes)]
     return float(subprocess.run(args, cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout)
 
 
-def in_process_sync_once() -> float:
+def in_process_sync_once(nodes: int) -> float:
     from minibroker.testing import Broker
 
     started = time.perf_counter()
-    with Broker() as broker:
+    with Broker(nodes=nodes) as broker:
         return wait_for_api_versions(broker.bootstrap_servers, started)
 
 
-async def in_process_async_once() -> float:
+async def in_process_async_once(nodes: int) -> float:
     """``async with Broker()`` and one ApiVersions round trip on the same loop."""
     from minibroker.protocol.frames import decode_response, encode_request
 
@@ -89,7 +90,7 @@ async def in_process_async_once() -> float:
 
     body = {"client_software_name": "startup-benchmark", "client_software_version": "1"}
     started = time.perf_counter()
-    async with Broker() as broker:
+    async with Broker(nodes=nodes) as broker:
         reader, writer = await asyncio.open_connection(*broker.address)
         try:
             writer.write(encode_request(API_VERSIONS_KEY, PROBE_API_VERSION, 1, "startup-benchmark", body))
@@ -109,23 +110,24 @@ def report(name: str, samples: list[float]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description="Time minibroker start-up to the first ApiVersions answer.")
     parser.add_argument("--runs", type=int, default=10, help="samples per figure (default 10)")
+    parser.add_argument("--nodes", type=int, default=1, help="nodes of the broker (default 1)")
     args = parser.parse_args()
-    runs = args.runs
+    runs, nodes = args.runs, args.nodes
     base = {**os.environ, "MINIBROKER_LOG_LEVEL": "WARNING"}
     with tempfile.TemporaryDirectory() as cache:
         cached = {**base, "PYTHONPYCACHEPREFIX": cache}
         cached.pop("PYTHONDONTWRITEBYTECODE", None)
         uncached = {**base, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": tempfile.mkdtemp(dir=cache)}
-        fresh_process_once(cached)  # fills the bytecode cache
+        fresh_process_once(cached, nodes)  # fills the bytecode cache
         report("python -c pass (interpreter floor)", [interpreter_floor(cached) for _ in range(runs)])
         report("import broker + CLI, bytecode cache", [import_time(cached) for _ in range(runs)])
-        report("fresh process -> first ApiVersions, bytecode cache", [fresh_process_once(cached) for _ in range(runs)])
+        report("fresh process -> first ApiVersions, bytecode cache", [fresh_process_once(cached, nodes) for _ in range(runs)])
         report("import broker + CLI, no bytecode cache", [import_time(uncached) for _ in range(runs)])
-        report("fresh process -> first ApiVersions, no bytecode cache", [fresh_process_once(uncached) for _ in range(runs)])
-        report("first in-process Broker incl. imports, bytecode cache", [first_in_process_broker(cached) for _ in range(runs)])
-    in_process_sync_once()  # the one-off imports, so the figures below are what each further broker costs
-    report("in-process `with Broker()` -> first ApiVersions", [in_process_sync_once() for _ in range(runs)])
-    async_samples = [asyncio.run(in_process_async_once()) for _ in range(runs)]
+        report("fresh process -> first ApiVersions, no bytecode cache", [fresh_process_once(uncached, nodes) for _ in range(runs)])
+        report("first in-process Broker incl. imports, bytecode cache", [first_in_process_broker(cached, nodes) for _ in range(runs)])
+    in_process_sync_once(nodes)  # the one-off imports, so the figures below are what each further broker costs
+    report("in-process `with Broker()` -> first ApiVersions", [in_process_sync_once(nodes) for _ in range(runs)])
+    async_samples = [asyncio.run(in_process_async_once(nodes)) for _ in range(runs)]
     report("in-process `async with Broker()` -> first ApiVersions", async_samples)
 
 

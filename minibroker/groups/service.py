@@ -200,6 +200,10 @@ class GroupService:
         for timer in self._timers:
             timer.close()
 
+    def coordinator_node(self, key: str) -> int:
+        """The node coordinating ``key``: the leader of its partition (NO_LEADER while it has none)."""
+        return self.ownership.leader_of(self.partition_of(key))
+
     def coordinator_of(self, node: int) -> GroupCoordinator:
         """The coordinator of the node a request was sent to."""
         return self.ownership.coordinator(node)

@@ -19,9 +19,8 @@ from minibroker.context import RequestContext
 from minibroker.groups.requests import JoinRequest, LeavingMember, PartitionCommit, Responder
 from minibroker.handlers.registry import api
 from minibroker.protocol.errors import ErrorCode
-from minibroker.protocol.group_records import partition_for
 from minibroker.storage.errors import StorageError
-from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC
 
 if TYPE_CHECKING:
     from minibroker.groups.coordinator import GroupCoordinator
@@ -63,15 +62,12 @@ async def find_one(ctx: RequestContext, key: str, key_type: int) -> dict[str, An
     broker = ctx.broker
     if key_type not in (GROUP_KEY, TRANSACTION_KEY):
         return {"key": key, **NO_NODE, "error_code": ErrorCode.INVALID_REQUEST, "error_message": f"Unknown key type {key_type}"}
-    topic, name = (
-        (broker.groups.topic, CONSUMER_OFFSETS_TOPIC) if key_type == GROUP_KEY
-        else (broker.transactions.topic, TRANSACTION_STATE_TOPIC)
-    )
+    service = broker.groups if key_type == GROUP_KEY else broker.transactions
     try:
-        await topic.create()  # as Kafka: the coordinator's topic exists once a client has found the coordinator
+        await service.topic.create()  # as Kafka: the coordinator's topic exists once a client has found the coordinator
     except (OSError, StorageError) as exc:
         return {"key": key, **NO_NODE, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "error_message": str(exc)}
-    leader = broker.placements.of(name, partition_for(key, topic.num_partitions)).leader
+    leader = service.coordinator_node(key)
     if leader == NO_LEADER:
         return {"key": key, **NO_NODE, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "error_message": None}
     host, port = ctx.node_address(leader)

@@ -72,6 +72,10 @@ class TransactionService:
     def stop(self) -> None:
         self.ownership.stop()
 
+    def coordinator_node(self, key: str) -> int:
+        """The node coordinating ``key``: the leader of its partition (NO_LEADER while it has none)."""
+        return self.ownership.leader_of(self.partition_for(key))
+
     def coordinator_of(self, node: int) -> TransactionCoordinator:
         """The coordinator of the node a request was sent to."""
         return self.ownership.coordinator(node)
