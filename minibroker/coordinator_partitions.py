@@ -14,6 +14,7 @@ import logging
 from typing import TYPE_CHECKING, Awaitable, Callable, Generic, Iterable, Protocol, TypeVar
 
 from minibroker.cluster import NO_LEADER
+from minibroker.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
@@ -22,8 +23,42 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+class ServedPartitions:
+    """Which partitions of its topic a coordinator serves: those it owns (its node leads them), once loaded."""
+
+    def __init__(self, owned: Iterable[int] | None = None) -> None:
+        self.owned = None if owned is None else set(owned)  # None: every partition (a coordinator never told)
+        self.loading: set[int] = set()
+
+    def owns(self, partition: int) -> bool:
+        return self.owned is None or partition in self.owned
+
+    def status(self, partition: int) -> ErrorCode:
+        """NOT_COORDINATOR for a partition another node leads (the client looks the coordinator up again),
+        COORDINATOR_LOAD_IN_PROGRESS while it loads, as Kafka's coordinators answer."""
+        if not self.owns(partition):
+            return ErrorCode.NOT_COORDINATOR
+        if partition in self.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return ErrorCode.NONE
+
+    def begin_loading(self, partitions: Iterable[int]) -> None:
+        partitions = set(partitions)
+        if self.owned is not None:
+            self.owned |= partitions
+        self.loading |= partitions
+
+    def finish_loading(self, partition: int) -> None:
+        self.loading.discard(partition)
+
+    def resign(self, partition: int) -> None:
+        if self.owned is not None:
+            self.owned.discard(partition)
+        self.loading.discard(partition)
+
+
 class PartitionOwner(Protocol):
-    owned: set[int]
+    partitions: ServedPartitions
 
     def begin_loading(self, partitions: Iterable[int]) -> None:
         """Own these partitions; they answer COORDINATOR_LOAD_IN_PROGRESS until ``finish_loading``."""
@@ -92,14 +127,14 @@ class PartitionOwnership(Generic[Owner]):
         for partition, partition_log in enumerate(info.partitions):
             leader = self.leader_of(partition)
             for node, coordinator in self.coordinators.items():
-                if node != leader and partition in coordinator.owned:
+                if node != leader and coordinator.partitions.owns(partition):
                     load = self._loads.pop((node, partition), None)
                     if load is not None:
                         load.cancel()
                     coordinator.resign(partition)
                     log.info("node %d resigned as coordinator of %s-%d", node, self.topic, partition)
             coordinator = self.owner(partition)
-            if coordinator is not None and partition not in coordinator.owned:
+            if coordinator is not None and not coordinator.partitions.owns(partition):
                 coordinator.begin_loading([partition])
                 if partition_log.log_end_offset == partition_log.log_start_offset:
                     coordinator.finish_loading(partition)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Iterable, Protocol, Sequence
 
+from minibroker.coordinator_partitions import ServedPartitions
 from minibroker.groups.assignors import TopicSpec
 from minibroker.groups.classic_members import ClassicMemberError, ClassicMembers
 from minibroker.groups.config import GroupConfig
@@ -127,8 +128,7 @@ class GroupCoordinator:
         self.classic_members = ClassicMembers(self.consumer)
         self.offsets = OffsetStore()
         self.pending = PendingTxnOffsets()
-        self.owned: set[int] = set(range(records.num_partitions) if owned is None else owned)
-        self.loading: set[int] = set()
+        self.partitions = ServedPartitions(owned)
         self.rebalancer = Rebalancer(self.groups, timer, config, self._persist_group)
 
     # ---- partitions, loading and replay ----
@@ -137,27 +137,18 @@ class GroupCoordinator:
         return partition_for(group_id, self.records.num_partitions)
 
     def availability(self, group_id: str) -> ErrorCode:
-        """Kafka's validateGroupStatus: NOT_COORDINATOR for a group of a partition this node does not own (the client
-        looks the coordinator up again), COORDINATOR_LOAD_IN_PROGRESS while its partition loads."""
-        partition = self.partition_of(group_id)
-        if partition not in self.owned:
-            return ErrorCode.NOT_COORDINATOR
-        if partition in self.loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        return ErrorCode.NONE
+        """Kafka's validateGroupStatus: whether this node serves the group's partition."""
+        return self.partitions.status(self.partition_of(group_id))
 
     def begin_loading(self, partitions: Iterable[int]) -> None:
         """The node now leads these partitions: they are owned, and loading until ``finish_loading``."""
-        partitions = set(partitions)
-        self.owned |= partitions
-        self.loading |= partitions
+        self.partitions.begin_loading(partitions)
 
     def resign(self, partition: int) -> None:
         """Leadership of ``partition`` moved away (Kafka's onResignation): its groups, offsets and pending transactional
         offsets are forgotten, their timers cancelled, and members waiting on a join or a sync hear NOT_COORDINATOR, so
         they find the new coordinator, which loads them from the log."""
-        self.owned.discard(partition)
-        self.loading.discard(partition)
+        self.partitions.resign(partition)
         for group_id in [g for g in self.groups if self.partition_of(g) == partition]:
             group = self.groups.pop(group_id)
             self.rebalancer.abort_pending(group, ErrorCode.NOT_COORDINATOR)
@@ -198,7 +189,7 @@ class GroupCoordinator:
     def on_marker(self, partition: int, producer_id: int, committed: bool) -> None:
         """A marker was just written to ``partition``; while it loads, the loader reads the marker from the log, and a
         partition this node does not own is read by the coordinator that loads it."""
-        if partition in self.owned and partition not in self.loading:
+        if self.partitions.status(partition) == ErrorCode.NONE:
             self.complete_transaction(partition, producer_id, committed)
 
     def finish_loading(self, partition: int) -> None:
@@ -209,7 +200,7 @@ class GroupCoordinator:
         for consumer_group in self.consumer.groups.values():
             if self.partition_of(consumer_group.group_id) == partition:
                 self.consumer.on_loaded(consumer_group)
-        self.loading.discard(partition)
+        self.partitions.finish_loading(partition)
 
     def _load_group(self, group_id: str, value: GroupMetadataValue | None) -> None:
         old = self.groups.pop(group_id, None)
@@ -595,7 +586,7 @@ class GroupCoordinator:
     # ---- administration ----
 
     def list_groups(self, states: list[str], types: list[str]) -> tuple[ErrorCode, list[dict[str, Any]]]:
-        if self.loading:
+        if self.partitions.loading:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
         wanted_states = {state.strip().lower() for state in states}
         wanted_types = {kind.strip().lower() for kind in types}

@@ -200,7 +200,7 @@ async def list_transactions(ctx: RequestContext, body: dict[str, Any]) -> dict[s
     now = ctx.broker.clock()
     min_duration = body["duration_filter"]
     txn_coordinator = coordinator(ctx)
-    if txn_coordinator.loading:
+    if txn_coordinator.partitions.loading:
         return {"error_code": ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "unknown_state_filters": [], "transaction_states": []}
     states = []
     for txn in txn_coordinator.transactions.values():

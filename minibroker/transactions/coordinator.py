@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass
 from typing import Callable, Iterable, Protocol
 
+from minibroker.coordinator_partitions import ServedPartitions
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.txn_log_records import TransactionLogValue
 from minibroker.transactions.metadata import MAX_EPOCH, TopicPartition, TransactionMetadata, TxnState
@@ -66,39 +67,27 @@ class TransactionCoordinator:
         self.max_timeout_ms = max_timeout_ms
         self.crash_hook = crash_hook or (lambda point: None)
         self.transactions: dict[str, TransactionMetadata] = {}
-        # The partitions of its node (None: all, as a single broker that is never told); loading ones are owned too.
-        self.owned: set[int] | None = None if owned is None else set(owned)
-        self.loading: set[int] = set()
+        self.partitions = ServedPartitions(owned)
 
     # partitions: owned, loading, resigned
 
     def availability(self, transactional_id: str) -> ErrorCode:
-        """NOT_COORDINATOR for an id of a partition another node leads, COORDINATOR_LOAD_IN_PROGRESS while its
-        partition loads (Kafka's TransactionStateManager.getTransactionState)."""
-        if self.owned is None:
+        """Whether this node serves the id's partition (Kafka's TransactionStateManager.getTransactionState)."""
+        if self.partitions.owned is None:
             return ErrorCode.NONE
-        partition = self.log_writer.partition_for(transactional_id)
-        if partition not in self.owned:
-            return ErrorCode.NOT_COORDINATOR
-        if partition in self.loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        return ErrorCode.NONE
+        return self.partitions.status(self.log_writer.partition_for(transactional_id))
 
     def begin_loading(self, partitions: Iterable[int]) -> None:
-        partitions = set(partitions)
-        self.owned = partitions if self.owned is None else self.owned | partitions
-        self.loading |= partitions
+        self.partitions.begin_loading(partitions)
 
     def finish_loading(self, partition: int) -> None:
         """The partition's ids are loaded: commits and aborts they left half-done are finished, then it serves."""
-        self.loading.discard(partition)
+        self.partitions.finish_loading(partition)
         self.complete_pending()
 
     def resign(self, partition: int) -> None:
         """Another node leads the partition now: its transactional ids are forgotten here (they live on in the log)."""
-        if self.owned is not None:
-            self.owned.discard(partition)
-        self.loading.discard(partition)
+        self.partitions.resign(partition)
         for transactional_id in [t for t in self.transactions if self.log_writer.partition_for(t) == partition]:
             del self.transactions[transactional_id]
 
