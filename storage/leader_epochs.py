@@ -80,6 +80,12 @@ class LeaderEpochCache:
             return requested_epoch, end_offset
         return self._entries[higher - 1].epoch, end_offset
 
+    def epoch_for_offset(self, offset: int) -> int:
+        """Kafka's epochForOffset: the epoch of the entry with the largest start offset <= ``offset``
+        (UNDEFINED_EPOCH before every entry)."""
+        entry = bisect_right([e.start_offset for e in self._entries], offset)
+        return self._entries[entry - 1].epoch if entry else UNDEFINED_EPOCH
+
     def truncate_from_start(self, start_offset: int) -> bool:
         """The log now starts at ``start_offset``: the entry covering it starts there, older entries go (Kafka's
         truncateFromStart; an entry starting exactly there is kept)."""

@@ -398,6 +398,10 @@ class PartitionLog:
         epoch, end_offset = self._epochs.end_offset_for(leader_epoch, self.log_end_offset)
         return None if end_offset == UNDEFINED_EPOCH_OFFSET else (epoch, end_offset)
 
+    def epoch_for_offset(self, offset: int) -> int:
+        """The leader epoch ``offset`` was written in, from the leader-epoch cache (-1: unknown)."""
+        return self._epochs.epoch_for_offset(offset)
+
     def assign_leader_epoch(self, leader_epoch: int) -> None:
         """A new leader epoch starts at the log end (Kafka's Partition.makeLeader, before any append in that epoch);
         an epoch not newer than the latest is ignored."""

@@ -171,7 +171,7 @@ def test_acknowledged_records_survive_moving_leaders_and_stopped_nodes(topic_nam
             for step in range(20):
                 time.sleep(0.2)
                 partition = rng.randrange(6)
-                stopped = {2} if 4 <= step < 8 or 12 <= step < 16 else set()
+                stopped = {2} if 5 <= step <= 8 or 13 <= step <= 16 else set()  # down when the leader moves
                 broker.move_leader(topic_name, partition, rng.choice([node for node in NODES if node not in stopped]))
                 if step in (4, 12):
                     broker.stop_node(2, clean=step == 4)

@@ -25,7 +25,7 @@ from minibroker.testing import Broker
 from tests.clientutil import TIMEOUT_S, RawConnection
 
 UNDEFINED = (-1, -1)
-OFFSET_FOR_LEADER_EPOCH, METADATA = 23, 3
+OFFSET_FOR_LEADER_EPOCH, METADATA, LIST_OFFSETS = 23, 3, 2
 
 
 def cache_of(*entries: tuple[int, int]) -> LeaderEpochCache:
@@ -72,6 +72,12 @@ def test_end_offset_for_an_epoch_older_than_the_cache_answers_that_epoch() -> No
     # Kafka's endOffsetFor: the requested epoch itself, ending at the first entry's start (older data was deleted).
     assert cache_of((2, 10), (3, 17)).end_offset_for(1, 100) == (1, 10)
     assert LeaderEpochCache().end_offset_for(0, 100) == UNDEFINED
+
+
+@pytest.mark.parametrize(("offset", "epoch"), [(0, 0), (16, 0), (17, 3), (29, 3), (30, 5), (1000, 5), (9, -1)])
+def test_epoch_for_offset_is_that_of_the_entry_covering_it(offset: int, epoch: int) -> None:
+    entries = [(0, 0), (3, 17), (5, 30)] if offset != 9 else [(2, 10)]  # 9: before every entry
+    assert cache_of(*entries).epoch_for_offset(offset) == epoch
 
 
 @pytest.mark.parametrize(("start", "expected", "changed"), [
@@ -292,6 +298,19 @@ def offsets_for_epochs(address: str, topic: str, epochs: list[int], current: int
     return [(p["error_code"], p["leader_epoch"], p["end_offset"]) for p in answer["topics"][0]["partitions"]]
 
 
+def list_offset_epochs(address: str, topic: str) -> tuple[int, int]:
+    """The leader epochs a raw ListOffsets v4 answers with the earliest and the latest offset of partition 0."""
+    epochs = []
+    for timestamp in (-2, -1):
+        body = {"replica_id": -1, "isolation_level": 0, "topics": [{"name": topic, "partitions": [
+            {"partition_index": 0, "current_leader_epoch": -1, "timestamp": timestamp},
+        ]}]}
+        with RawConnection(address) as conn:
+            answer = decode_response(LIST_OFFSETS, 4, conn.request(LIST_OFFSETS, 4, body))[1]
+        epochs.append(answer["topics"][0]["partitions"][0]["leader_epoch"])
+    return epochs[0], epochs[1]
+
+
 def partition_view(bootstrap: str, topic: str) -> tuple[int, list[int], dict[int, str]]:
     """(leader id, replica ids) of partition 0 and every node's address, from a raw Metadata v9."""
     body = {"topics": [{"name": topic, "topic_id": bytes(16)}], "allow_auto_topic_creation": False,
@@ -324,6 +343,8 @@ def test_moving_leaders_record_their_epochs_and_offset_for_leader_epoch_answers_
         assert broker.move_leader(topic_name, 0, third) == 2
         produce(producer, topic_name, 5)
         assert checkpoint(directory) == b"0\n3\n0 0\n1 4\n2 7\n"
+        # ListOffsets: the earliest offset was written in epoch 0 (Kafka's epochForOffset), the latest is the leader's.
+        assert list_offset_epochs(addresses[third], topic_name) == (0, 2)
 
         # Each old epoch ends where the next began; the current one at the log end; a later one is unknown.
         assert offsets_for_epochs(addresses[third], topic_name, [0, 1, 2, 3, -1], current=2) == [

@@ -117,11 +117,13 @@ def list_offset(ctx: RequestContext, topic: str, request: dict[str, Any], isolat
         return {"partition_index": index, "error_code": error}
     timestamp = request["timestamp"]
     found: tuple[int, int] | None
+    leader_epoch = ctx.broker.placements.of(topic, index).leader_epoch
     if timestamp == LATEST_TIMESTAMP:
         latest = partition_log.last_stable_offset if isolation_level == READ_COMMITTED else partition_log.log_end_offset
         found = (latest, -1)
-    elif timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+    elif timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):  # the epoch of the first offset (Kafka's log)
         found = (partition_log.log_start_offset, -1)
+        leader_epoch = partition_log.epoch_for_offset(partition_log.log_start_offset)
     elif timestamp == MAX_TIMESTAMP:
         found = partition_log.max_timestamp_entry()
     else:
@@ -132,7 +134,7 @@ def list_offset(ctx: RequestContext, topic: str, request: dict[str, Any], isolat
         "error_code": ErrorCode.NONE,
         "timestamp": found_timestamp,
         "offset": offset,
-        "leader_epoch": ctx.broker.placements.of(topic, index).leader_epoch if offset >= 0 else -1,
+        "leader_epoch": leader_epoch if offset >= 0 else -1,
     }
 
 
