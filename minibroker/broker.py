@@ -22,6 +22,7 @@ from minibroker.listeners import (
     advertised_addresses,
     controller_listener_names,
     default_advertised,
+    is_loopback,
     parse_listeners,
 )
 from minibroker.producer_ids import ProducerIdAllocator
@@ -74,6 +75,9 @@ class Broker:
         self.leader_listeners: list[Callable[[str], None]] = []  # told the topics whose partitions' leaders changed
         self._transactions: TransactionService | None = None
         self._groups: GroupService | None = None
+        self._control: asyncio.base_events.Server | None = None
+        self.control_address: tuple[str, int] | None = None  # (host, port) of the control listener, when on
+        self.started_at = time.monotonic()
 
     # lifecycle
 
@@ -91,6 +95,8 @@ class Broker:
         if CONSUMER_OFFSETS_TOPIC in self.logs.topics:  # groups answer COORDINATOR_LOAD_IN_PROGRESS until loaded
             self._start_groups()
         await self._start_listeners()
+        if self.config.control_port >= 0:
+            await self._start_control()
         first = self.listeners[0]
         self.port = first.port
         self.advertised_host, self.advertised_port = first.advertised
@@ -120,10 +126,11 @@ class Broker:
         if self.config.log_cleaner_enable:
             self._tasks.append(loop.create_task(self._every(self.config.log_cleaner_backoff_ms / 1000, self.clean_logs)))
         self._log_setting_notes()
+        control = "" if self.control_address is None else ", control http://%s:%d" % self.control_address
         log.info(
-            "minibroker ready on %s:%d (advertised %s:%d)%s, cluster id %s, data dir %s",
-            self.host, self.port, self.advertised_host, self.advertised_port, self._nodes_text(), self.logs.cluster_id,
-            self.config.data_dir,
+            "minibroker ready on %s:%d (advertised %s:%d)%s%s, cluster id %s, data dir %s",
+            self.host, self.port, self.advertised_host, self.advertised_port, self._nodes_text(), control,
+            self.logs.cluster_id, self.config.data_dir,
         )
 
     def _nodes_text(self) -> str:
@@ -134,6 +141,21 @@ class Broker:
         for listener in self.listeners:
             first.setdefault(listener.node_id, listener)
         return ", nodes " + " ".join(f"{node}={first[node].spec.host}:{first[node].port}" for node in self.node_ids)
+
+    async def _start_control(self) -> None:
+        """The control listener (HTTP/JSON): loopback unless a token guards it."""
+        from minibroker.config import ConfigError
+        from minibroker.control_api import start_control_server  # only when asked for
+
+        host = self.config.control_host
+        if not self.config.control_token and not is_loopback(host):
+            for server in self._servers:
+                server.close()
+            raise ConfigError(f"control.host {host} is not a loopback address: set control.token to guard it")
+        self._control = await start_control_server(self)
+        self.control_address = self._control.sockets[0].getsockname()[:2]
+        log.info("control listener on http://%s:%d%s", *self.control_address,
+                 " (bearer token required)" if self.config.control_token else "")
 
     def node_listener(self, node_id: int, name: str) -> Listener | None:
         """The listener called ``name`` of node ``node_id``: where clients reach that node on that listener."""
@@ -309,6 +331,8 @@ class Broker:
             connection.close()
 
     async def stop(self) -> None:
+        if self._control is not None:
+            self._control.close()
         for server in self._servers:
             server.close()
         if self.cleaner is not None:

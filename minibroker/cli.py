@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("minibroker")
 
-COMMANDS = ("serve", "probe", "dump", "config-reference", "api-reference")
+COMMANDS = ("serve", "probe", "dump", "control", "config-reference", "api-reference")
 DESCRIPTION = """\
 A small, fast, Kafka wire-protocol compatible broker for test suites and throwaway containers.
 Real Kafka clients connect to it; it stores data in Kafka's own on-disk layout.
@@ -32,6 +32,7 @@ examples:
   minibroker serve --port 0 --data-dir /tmp/mb -c num.partitions=3
   minibroker probe 127.0.0.1:9092                  exit 0 once a broker answers
   minibroker dump --print-data ./minibroker-data/orders-0
+  minibroker control --url http://127.0.0.1:8090 POST /v1/nodes/2/stop '{"clean": false}'
   minibroker config-reference                      every setting, its default and environment variable
   minibroker api-reference                         every implemented API and its versions
 
@@ -120,6 +121,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     dump.add_argument("--json", action="store_true", help="one JSON object per batch, for scripts")
 
+    control = commands.add_parser(
+        "control", help="send one request to a broker's control listener and print the answer",
+        description="A thin client of the control API (HTTP/JSON; see the README): sends METHOD PATH with an "
+        "optional JSON body, prints the JSON answer, exits 0 on a 2xx answer and 1 otherwise.",
+        formatter_class=wrapped,
+    )
+    control.add_argument("method", metavar="METHOD", help="GET, POST or DELETE")
+    control.add_argument("path", metavar="PATH", help="e.g. /v1/health, /v1/nodes/2/stop")
+    control.add_argument("body", nargs="?", metavar="JSON", help="the request body, a JSON object")
+    control.add_argument(
+        "--url", default=os.environ.get("MINIBROKER_CONTROL_URL", "http://127.0.0.1:8090"),
+        help="the control listener (default $MINIBROKER_CONTROL_URL or http://127.0.0.1:8090)",
+    )
+    control.add_argument("--token", default=os.environ.get("MINIBROKER_CONTROL_TOKEN"), help="its bearer token")
+    control.add_argument("--timeout", type=float, default=30.0, metavar="S", help="give up after S seconds")
+
     commands.add_parser(
         "config-reference", help="print every setting as a Markdown table",
         description="Print every setting with its default, environment variable and meaning, as a Markdown table.",
@@ -140,6 +157,11 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--nodes", type=int, metavar="N",
         help="serve a cluster of N brokers, node k on --port + k - 1 (default 1; the setting nodes)",
+    )
+    parser.add_argument(
+        "--control-port", type=int, metavar="PORT",
+        help="serve the control API (HTTP/JSON test control) on PORT, on loopback (0: a free port; the setting "
+        "control.port)",
     )
     parser.add_argument("--advertised-host", help="host given to clients (behind NAT, in containers, port mapping)")
     parser.add_argument("--advertised-port", type=int, help="port given to clients")
@@ -180,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
         except BrokenPipeError:  # `minibroker dump ... | head`: stop quietly, as other tools do
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 1
+    if args.command == "control":
+        return run_control(args.url, args.method, args.path, args.body, args.token, args.timeout)
     if args.command in ("config-reference", "api-reference"):
         from minibroker.reference import TABLES
 
@@ -209,6 +233,8 @@ def flag_settings(args: argparse.Namespace) -> dict[str, str]:
         items["log.dirs"] = args.data_dir
     if args.nodes is not None:
         items["nodes"] = str(args.nodes)
+    if args.control_port is not None:
+        items["control.port"] = str(args.control_port)
     if args.advertised_host is not None or args.advertised_port is not None:
         host, port = args.advertised_host or "127.0.0.1", args.advertised_port or 9092
         items["advertised.listeners"] = f"PLAINTEXT://{host}:{port}"
@@ -270,6 +296,30 @@ async def serve(config: BrokerConfig) -> None:
         log.info("stopping: signal received")
     finally:
         await broker.stop()
+
+
+# ---- control ----
+
+
+def run_control(url: str, method: str, path: str, body: str | None, token: str | None, timeout_s: float) -> int:
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(
+        url.rstrip("/") + "/" + path.lstrip("/"), data=None if body is None else body.encode(), method=method.upper(),
+        headers={"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as answer:
+            sys.stdout.write(answer.read().decode())
+            return 0
+    except urllib.error.HTTPError as exc:
+        sys.stdout.write(exc.read().decode())
+        print(f"minibroker control: {exc.code} {exc.reason}", file=sys.stderr)
+        return 1
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        print(f"minibroker control: {url}: {exc}", file=sys.stderr)
+        return 1
 
 
 # ---- probe ----

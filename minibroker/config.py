@@ -40,6 +40,17 @@ class BrokerConfig:
         "Brokers served by this one process (a cluster in a box): node k listens on each listener's port + k - 1 "
         "(port 0: free ports), and partitions are placed on the nodes with their replication factor.", 1,
     )
+    control_port: int = setting(
+        "control.port", -1,
+        "Port of the control listener (HTTP/JSON test control: nodes, leaders; see the README); -1: off, 0: a free "
+        "port.", -1,
+    )
+    control_host: str = setting(
+        "control.host", "127.0.0.1", "Address of the control listener; anything but loopback needs control.token."
+    )
+    control_token: str = setting(
+        "control.token", "", "Bearer token the control listener requires (Authorization: Bearer TOKEN).", secret=True
+    )
     listeners: str = setting(
         "listeners", "PLAINTEXT://127.0.0.1:9092",
         "Comma-separated NAME://HOST:PORT listeners, each on its own port (port 0 picks a free one); "

@@ -153,3 +153,15 @@ class Listener:
 def default_advertised(host: str, port: int) -> tuple[str, int]:
     """A wildcard bind address is not something a client can connect to; give the loopback address instead."""
     return (host if host not in ("0.0.0.0", "::", "") else "127.0.0.1", port)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether only this machine can reach ``host`` (the control listener needs a token anywhere else)."""
+    import ipaddress  # only with a control listener
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

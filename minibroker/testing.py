@@ -43,9 +43,12 @@ class Broker:
         data_dir: str | Path | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        control: bool = False,
         **kwargs: Any,
     ) -> None:
         self._settings = kafka_settings(settings or {}, kwargs)
+        if control:  # a control listener on a free loopback port, kept across restarts
+            self._settings.setdefault("control.port", "0")
         log_dirs = self._settings.pop("log.dirs", None)
         listeners = self._settings.pop("listeners", None)
         if listeners is not None:
@@ -72,6 +75,14 @@ class Broker:
         """``host:port`` as clients should be given it (the advertised address)."""
         core = self._running_core()
         return f"{core.advertised_host}:{core.advertised_port}"
+
+    @property
+    def control_url(self) -> str:
+        """``http://host:port`` of the control listener (``Broker(control=True)``)."""
+        address = self._running_core().control_address
+        if address is None:
+            raise RuntimeError("no control listener: use Broker(control=True) or the setting control.port")
+        return "http://%s:%d" % address
 
     @property
     def node_addresses(self) -> dict[int, str]:
@@ -280,6 +291,8 @@ class Broker:
         await core.start()
         self._core, self._config = core, config
         self._port = core.port
+        if core.control_address is not None:
+            self._settings["control.port"] = str(core.control_address[1])
         return core
 
     def _forget(self) -> None:

@@ -1,0 +1,179 @@
+"""The control API (``/v1/...``): the operations tests use to make the broker misbehave, over HTTP/JSON.
+
+Each route calls the same broker operation a Python test calls through ``minibroker.testing.Broker`` (stop a
+node, start it, add one, move a leader), so every language drives the broker the same way. Routes live in one
+table; a path that matches no route is a 404, a known path with another method a 405.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
+
+from minibroker import __version__
+from minibroker.control_http import Answer, HttpError, HttpRequest, start_http_server
+
+if TYPE_CHECKING:
+    from minibroker.broker import Broker
+
+log = logging.getLogger(__name__)
+
+RouteHandler = Callable[["Broker", HttpRequest, list[str]], Awaitable[Answer]]
+ROUTES: list[tuple[str, tuple[str, ...], RouteHandler]] = []
+
+
+def route(method: str, path: str) -> Callable[[RouteHandler], RouteHandler]:
+    """Register a handler for ``method`` and ``path``, whose ``{name}`` segments are passed in order."""
+
+    def register(handler: RouteHandler) -> RouteHandler:
+        ROUTES.append((method, tuple(path.strip("/").split("/")), handler))
+        return handler
+
+    return register
+
+
+def match(segments: list[str], pattern: tuple[str, ...]) -> list[str] | None:
+    if len(segments) != len(pattern):
+        return None
+    params = []
+    for segment, expected in zip(segments, pattern):
+        if expected.startswith("{"):
+            params.append(segment)
+        elif segment != expected:
+            return None
+    return params
+
+
+async def dispatch(broker: Broker, request: HttpRequest) -> Answer:
+    allowed = []
+    for method, pattern, handler in ROUTES:
+        params = match(request.segments, pattern)
+        if params is None:
+            continue
+        if method == request.method:
+            return await handler(broker, request, params)
+        allowed.append(method)
+    if allowed:
+        raise HttpError(405, f"{request.method} {request.path}: use {' or '.join(allowed)}")
+    raise HttpError(404, f"no such control path: {request.path}")
+
+
+async def start_control_server(broker: Broker) -> asyncio.base_events.Server:
+    config = broker.config
+    return await start_http_server(
+        config.control_host, config.control_port, config.control_token, lambda request: dispatch(broker, request),
+    )
+
+
+# ---- helpers ----
+
+
+def node_id(broker: Broker, text: str) -> int:
+    """The node a path names; 404 for one the broker does not have."""
+    try:
+        node = int(text)
+    except ValueError:
+        raise HttpError(404, f"no node {text!r}: nodes are numbers") from None
+    if node not in broker.node_ids:
+        raise HttpError(404, f"no node {node}: the nodes are {broker.node_ids}")
+    return node
+
+
+def field(body: dict[str, Any], name: str, kind: type, default: Any = None) -> Any:
+    """A body field of the given JSON type (400 when it has another; ``default`` when absent, if given)."""
+    if name not in body:
+        if default is None:
+            raise HttpError(400, f"the body needs {name!r}")
+        return default
+    value = body[name]
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise HttpError(400, f"{name!r} must be a JSON {kind.__name__}, not {json_type(value)}")
+    return value
+
+
+def json_type(value: Any) -> str:
+    return {bool: "boolean", int: "number", float: "number", str: "string", list: "array", dict: "object"}.get(
+        type(value), "null"
+    )
+
+
+def nodes_view(broker: Broker) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": node,
+            "running": node in broker.live_nodes,
+            "listeners": [
+                {"name": lis.name, "address": "%s:%d" % lis.advertised} for lis in broker.listeners if lis.node_id == node
+            ],
+        }
+        for node in broker.node_ids
+    ]
+
+
+# ---- routes ----
+
+
+@route("GET", "/v1/health")
+async def health(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    return 200, {
+        "status": "ok",
+        "version": __version__,
+        "cluster_id": broker.logs.cluster_id,
+        "uptime_ms": int((time.monotonic() - broker.started_at) * 1000),
+        "nodes": nodes_view(broker),
+    }
+
+
+@route("GET", "/v1/nodes")
+async def list_nodes(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    return 200, {"nodes": nodes_view(broker)}
+
+
+@route("POST", "/v1/nodes")
+async def add_node(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    node = await broker.add_node()
+    return 201, {"id": node, "nodes": nodes_view(broker)}
+
+
+@route("POST", "/v1/nodes/{id}/stop")
+async def stop_node(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    node = node_id(broker, params[0])
+    clean = field(request.json(), "clean", bool, default=True)
+    if node not in broker.live_nodes:
+        raise HttpError(409, f"node {node} is not running")
+    if len(broker.live_nodes) == 1:
+        raise HttpError(409, "the last running node cannot be stopped")
+    await broker.stop_node(node, clean)
+    return 200, {"id": node, "running": False, "clean": clean}
+
+
+@route("POST", "/v1/nodes/{id}/start")
+async def start_node(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    node = node_id(broker, params[0])
+    if node in broker.live_nodes:
+        raise HttpError(409, f"node {node} is running")
+    await broker.start_node(node)
+    return 200, {"id": node, "running": True}
+
+
+@route("POST", "/v1/partitions/{topic}/{partition}/leader")
+async def move_leader(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    topic, partition_text = params
+    if broker.topic(topic) is None:
+        raise HttpError(404, f"no topic {topic!r}")
+    try:
+        partition = int(partition_text)
+    except ValueError:
+        raise HttpError(404, f"no partition {partition_text!r} of {topic!r}") from None
+    if broker.partition(topic, partition) is None:
+        raise HttpError(404, f"no partition {partition} of {topic!r}")
+    node = field(request.json(), "node", int)
+    if node not in broker.node_ids:
+        raise HttpError(404, f"no node {node}: the nodes are {broker.node_ids}")
+    try:
+        epoch = broker.move_leader(topic, partition, node)
+    except ValueError as exc:
+        raise HttpError(409, str(exc)) from None
+    return 200, {"topic": topic, "partition": partition, "leader": node, "leader_epoch": epoch}

@@ -1,0 +1,155 @@
+"""The control listener (HTTP/JSON): health, node and leader operations from any language, and what it answers to
+bad input: a 4xx naming the problem, and a broker that goes on serving."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from minibroker.config import ConfigError
+from minibroker.testing import Broker
+from tests.brokerproc import BrokerProcess
+from tests.clientutil import TIMEOUT_S
+
+CONTROL = re.compile(r"control (http://\S+?),")
+
+
+def call(url: str, method: str = "GET", body: Any = None, raw: bytes | None = None,
+         token: str | None = None) -> tuple[int, dict]:
+    data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    request = urllib.request.Request(url, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as answer:
+            return answer.status, json.loads(answer.read() or b"{}")
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"{}")
+
+
+def brokers_seen(bootstrap: str) -> list[int]:
+    return sorted(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=TIMEOUT_S).brokers)
+
+
+def test_health_names_every_node_and_its_address() -> None:
+    with Broker(nodes=2, control=True) as broker:
+        status, health = call(broker.control_url + "/v1/health")
+        assert status == 200 and health["status"] == "ok"
+        assert [(n["id"], n["running"], n["listeners"][0]["address"]) for n in health["nodes"]] == [
+            (node, True, address) for node, address in broker.node_addresses.items()
+        ]
+
+
+def test_nodes_stop_start_and_join_through_the_control_api(topic_name: str) -> None:
+    with Broker(nodes=3, control=True) as broker:
+        url, bootstrap = broker.control_url, ",".join(broker.node_addresses.values())
+        assert call(f"{url}/v1/nodes/2/stop", "POST", {"clean": False}) == (200, {"id": 2, "running": False, "clean": False})
+        assert brokers_seen(bootstrap) == [1, 3]
+        assert call(f"{url}/v1/nodes/2/stop", "POST")[0] == 409
+        assert call(f"{url}/v1/nodes/2/start", "POST") == (200, {"id": 2, "running": True})
+        assert brokers_seen(bootstrap) == [1, 2, 3]
+        status, added = call(f"{url}/v1/nodes", "POST")
+        assert (status, added["id"]) == (201, 4) and brokers_seen(bootstrap) == [1, 2, 3, 4]
+
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic(topic_name, 1, replication_factor=2)])[topic_name].result(TIMEOUT_S)
+        [partition] = admin.list_topics(topic_name, timeout=TIMEOUT_S).topics[topic_name].partitions.values()
+        follower = next(node for node in partition.replicas if node != partition.leader)
+        outsider = next(node for node in (1, 2, 3, 4) if node not in partition.replicas)
+        leader_url = f"{url}/v1/partitions/{topic_name}/0/leader"
+        assert call(leader_url, "POST", {"node": follower}) == (
+            200, {"topic": topic_name, "partition": 0, "leader": follower, "leader_epoch": 1})
+        assert admin.list_topics(topic_name, timeout=TIMEOUT_S).topics[topic_name].partitions[0].leader == follower
+        status, answer = call(leader_url, "POST", {"node": outsider})
+        assert status == 409 and "is not a replica" in answer["error"]
+
+
+@pytest.mark.parametrize(("method", "path", "body", "status", "message"), [
+    ("GET", "/v2/health", None, 404, "no such control path: /v2/health"),
+    ("DELETE", "/v1/health", None, 405, "use GET"),
+    ("POST", "/v1/nodes/9/stop", None, 404, "no node 9: the nodes are [1, 2]"),
+    ("POST", "/v1/nodes/two/stop", None, 404, "nodes are numbers"),
+    ("POST", "/v1/nodes/2/stop", b"{not json", 400, "the body is not JSON"),
+    ("POST", "/v1/nodes/2/stop", b"[1]", 400, "the body must be a JSON object"),
+    ("POST", "/v1/nodes/2/stop", {"clean": "yes"}, 400, "'clean' must be a JSON bool, not string"),
+    ("POST", "/v1/partitions/nope/0/leader", {"node": 1}, 404, "no topic 'nope'"),
+])
+def test_bad_requests_get_a_4xx_naming_the_problem(
+    method: str, path: str, body: Any, status: int, message: str,
+) -> None:
+    with Broker(nodes=2, control=True) as broker:
+        raw = body if isinstance(body, bytes) else None
+        answer = call(broker.control_url + path, method, None if raw else body, raw=raw)
+        assert answer[0] == status and message in answer[1]["error"], answer
+        assert call(broker.control_url + "/v1/health")[0] == 200
+
+
+def raw_exchange(address: tuple[str, int], data: bytes) -> bytes:
+    with socket.create_connection(address, timeout=TIMEOUT_S) as sock:
+        sock.sendall(data)
+        sock.shutdown(socket.SHUT_WR)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@pytest.mark.parametrize(("data", "status"), [
+    (b"\x00\x00\x00\x10garbage that is not HTTP\r\n\r\n", b"400"),
+    (b"GET /v1/health HTTP/1.1\r\nContent-Length: 2147483648\r\n\r\n", b"413"),
+    (b"POST /v1/nodes HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", b"411"),
+    (b"GET /v1/health HTTP/1.1\r\n" + b"X-Long: " + b"a" * 20000 + b"\r\n\r\n", b"413"),
+    (b"POST /v1/nodes/2/stop HTTP/1.1\r\nContent-Length: 10\r\n\r\n{}", b"400"),
+])
+def test_malformed_http_is_refused_and_the_broker_goes_on(data: bytes, status: bytes) -> None:
+    with Broker(nodes=2, control=True) as broker:
+        host, port = broker.control_url.removeprefix("http://").rsplit(":", 1)
+        assert raw_exchange((host, int(port)), data).split(b" ")[1] == status
+        assert call(broker.control_url + "/v1/health")[0] == 200
+        assert brokers_seen(broker.bootstrap_servers) == [1, 2]
+
+
+def test_a_token_guards_the_control_listener() -> None:
+    with pytest.raises(ConfigError, match="not a loopback address: set control.token"):
+        with Broker(control=True, control_host="0.0.0.0"):
+            pass
+    with Broker(control=True, control_host="0.0.0.0", control_token="s3cret") as broker:
+        port = broker.control_url.rsplit(":", 1)[1]
+        url = f"http://127.0.0.1:{port}/v1/health"
+        status, answer = call(url)
+        assert status == 401 and "bearer token is required" in answer["error"]
+        assert call(url, token="wrong")[0] == 401
+        assert call(url, token="s3cret")[0] == 200
+
+
+def test_curl_and_the_cli_drive_a_broker_process(tmp_path: Path) -> None:
+    """Another language's view: curl (when installed) and `minibroker control` against a broker process whose
+    readiness line names the control listener."""
+    proc = BrokerProcess(tmp_path / "data", "nodes=2", "control.port=0").start()
+    try:
+        match = CONTROL.search(proc.log_text())
+        assert match, proc.log_text()
+        url = match.group(1)
+        cli = [sys.executable, "-m", "minibroker", "control", "--url", url]
+        stopped = subprocess.run([*cli, "POST", "/v1/nodes/2/stop", '{"clean": true}'], capture_output=True, text=True)
+        assert stopped.returncode == 0 and json.loads(stopped.stdout)["running"] is False, stopped.stderr
+        refused = subprocess.run([*cli, "POST", "/v1/nodes/2/stop"], capture_output=True, text=True)
+        assert refused.returncode == 1 and "node 2 is not running" in refused.stdout
+        if shutil.which("curl") is not None:
+            started = subprocess.run(["curl", "-sf", "-X", "POST", f"{url}/v1/nodes/2/start"], capture_output=True, text=True)
+            assert json.loads(started.stdout) == {"id": 2, "running": True}, started.stderr
+        else:
+            assert call(f"{url}/v1/nodes/2/start", "POST")[0] == 200
+        assert brokers_seen(proc.bootstrap) == [1, 2]
+    finally:
+        proc.stop()
