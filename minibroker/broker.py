@@ -12,7 +12,7 @@ import errno
 import logging
 import ssl
 import time
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from minibroker.cluster import NO_LEADER, Placements
 from minibroker.config import BrokerConfig
@@ -35,6 +35,7 @@ from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_S
 from minibroker.tls import server_context
 
 if TYPE_CHECKING:
+    from minibroker.faults import Fault, Faults
     from minibroker.groups.service import GroupService
     from minibroker.sasl.session import SaslAuthority
     from minibroker.storage.cleaner import LogCleaner
@@ -77,6 +78,7 @@ class Broker:
         self._groups: GroupService | None = None
         self._control: asyncio.base_events.Server | None = None
         self.control_address: tuple[str, int] | None = None  # (host, port) of the control listener, when on
+        self.faults: Faults | None = None  # injected faults, from the first one on
         self.started_at = time.monotonic()
 
     # lifecycle
@@ -156,6 +158,14 @@ class Broker:
         self.control_address = self._control.sockets[0].getsockname()[:2]
         log.info("control listener on http://%s:%d%s", *self.control_address,
                  " (bearer token required)" if self.config.control_token else "")
+
+    def add_fault(self, spec: dict[str, Any]) -> Fault:
+        """Inject a fault (the control API's POST /v1/faults); FaultSpecError for one that cannot be made."""
+        if self.faults is None:
+            from minibroker.faults import Faults  # only for a test that injects faults
+
+            self.faults = Faults()
+        return self.faults.add(spec, self.node_ids)
 
     def node_listener(self, node_id: int, name: str) -> Listener | None:
         """The listener called ``name`` of node ``node_id``: where clients reach that node on that listener."""
@@ -333,6 +343,8 @@ class Broker:
     async def stop(self) -> None:
         if self._control is not None:
             self._control.close()
+        if self.faults is not None:
+            self.faults.clear()  # stalled requests are answered, so they do not hold up the shutdown
         for server in self._servers:
             server.close()
         if self.cleaner is not None:

@@ -13,6 +13,7 @@ LEADER_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
+    from minibroker.faults import Fault
     from minibroker.server import KafkaConnection
     from minibroker.storage.partition_log import PartitionLog
 
@@ -26,6 +27,7 @@ class RequestContext:
     client_id: str | None
     peer: str
     connection: KafkaConnection | None = None  # None for requests made in-process (tests, tools)
+    fault: Fault | None = None  # an injected error for the partitions it names (control API)
 
     @property
     def node_id(self) -> int:
@@ -43,6 +45,8 @@ class RequestContext:
         partition_log = self.broker.partition(topic, index)
         if partition_log is None:
             return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if self.fault is not None and self.fault.covers(topic, index):
+            return None, self.fault.error
         placed = self.broker.placements.of(topic, index)
         if current_leader_epoch != NO_EPOCH and current_leader_epoch < placed.leader_epoch:
             return None, ErrorCode.FENCED_LEADER_EPOCH

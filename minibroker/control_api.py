@@ -177,3 +177,33 @@ async def move_leader(broker: Broker, request: HttpRequest, params: list[str]) -
     except ValueError as exc:
         raise HttpError(409, str(exc)) from None
     return 200, {"topic": topic, "partition": partition, "leader": node, "leader_epoch": epoch}
+
+
+@route("POST", "/v1/faults")
+async def add_fault(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    from minibroker.faults import FaultSpecError
+
+    try:
+        fault = broker.add_fault(request.json())
+    except FaultSpecError as exc:
+        raise HttpError(400, str(exc)) from None
+    return 201, fault.view()
+
+
+@route("GET", "/v1/faults")
+async def list_faults(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    faults = broker.faults.faults.values() if broker.faults is not None else []
+    return 200, {"faults": [fault.view() for fault in faults]}
+
+
+@route("DELETE", "/v1/faults")
+async def clear_faults(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    return 200, {"cleared": broker.faults.clear() if broker.faults is not None else 0}
+
+
+@route("DELETE", "/v1/faults/{id}")
+async def clear_fault(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    known = broker.faults.faults if broker.faults is not None else {}
+    if not params[0].isdigit() or int(params[0]) not in known:
+        raise HttpError(404, f"no fault {params[0]!r}")
+    return 200, {"cleared": broker.faults.clear(int(params[0]))}

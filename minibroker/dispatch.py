@@ -9,9 +9,10 @@ the KIP-43 v0 flow a frame is a bare SASL token, answered with a bare token.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import struct
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from minibroker.context import RequestContext
 from minibroker.handlers import HANDLERS
@@ -22,10 +23,14 @@ from minibroker.sasl.mechanism import AuthenticationFailed
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
+    from minibroker.faults import Fault
     from minibroker.sasl.session import SaslSession
     from minibroker.server import KafkaConnection
 
 log = logging.getLogger(__name__)
+
+LEADER_APIS = frozenset({0, 1, 2, 21, 23})  # Produce, Fetch, ListOffsets, DeleteRecords, OffsetForLeaderEpoch: they
+# ask each partition's leader (RequestContext.led_partition), so an injected error is per partition it names
 
 Parts = list[bytes | bytearray | memoryview]
 
@@ -89,6 +94,12 @@ async def dispatch(broker: Broker, frame: memoryview, peer: str, connection: Kaf
         log.warning("closing %s: malformed API key %d v%d request (%s)", peer, header.api_key, header.api_version, exc)
         raise Disconnect from None
     ctx = RequestContext(broker, header.api_key, header.api_version, header.correlation_id, header.client_id, peer, connection)
+    fault = None
+    if broker.faults is not None and broker.faults.faults:
+        fault = broker.faults.match(header.api_key, header.api_version, ctx.node_id, header.client_id, body)
+        injected = await apply_fault(fault, ctx, body, peer) if fault is not None else None
+        if injected is not None:
+            return encode_response(header.api_key, header.api_version, header.correlation_id, injected)
     try:
         response = await handler.fn(ctx, body)
     except Exception:
@@ -96,4 +107,26 @@ async def dispatch(broker: Broker, frame: memoryview, peer: str, connection: Kaf
         raise Disconnect from None
     if response is None:
         return None
+    if fault is not None and fault.action == "throttle":
+        response["throttle_time_ms"] = fault.throttle_ms
     return encode_response(header.api_key, header.api_version, header.correlation_id, response)
+
+
+async def apply_fault(fault: Fault, ctx: RequestContext, body: dict[str, Any], peer: str) -> dict[str, Any] | None:
+    """What an injected fault does before the handler runs: an answer of its own, or None to go on (after a delay,
+    once a stall is cleared, or with the fault on the context for the partitions it names)."""
+    if fault.action == "disconnect":
+        log.info("closing %s: injected by fault %d", peer, fault.id)
+        raise Disconnect
+    if fault.action == "stall":
+        await fault.cleared.wait()
+    elif fault.action == "delay":
+        await asyncio.sleep(fault.delay_s())
+    elif fault.action == "error":
+        from minibroker.protocol.error_responses import error_response  # only when errors are injected
+
+        if ctx.api_key in LEADER_APIS:
+            ctx.fault = fault
+        else:
+            return error_response(ctx.api_key, ctx.api_version, body, fault.error, f"injected by minibroker fault {fault.id}")
+    return None

@@ -176,6 +176,36 @@ class Broker:
         """Make ``node_id`` the partition's leader; returns its new leader epoch."""
         return self._on_loop(self._call(self._running_core().move_leader, topic, partition, node_id))
 
+    def add_fault(self, api: str | int | None = None, **spec: Any) -> dict[str, Any]:
+        """Inject a fault, as POST /v1/faults (``add_fault("Produce", error="NOT_LEADER_OR_FOLLOWER", count=3)``);
+        returns its description with its ``id``."""
+        return self._on_loop(self._call(lambda: self._running_core().add_fault({"api": api, **spec}).view()))
+
+    def faults(self) -> list[dict[str, Any]]:
+        """The injected faults with their hit counts."""
+        return self._on_loop(self._call(self._fault_views))
+
+    def clear_faults(self, fault_id: int | None = None) -> int:
+        """Remove one fault or every fault (stalled requests are answered); returns how many were removed."""
+        return self._on_loop(self._call(self._clear_faults, fault_id))
+
+    async def aadd_fault(self, api: str | int | None = None, **spec: Any) -> dict[str, Any]:
+        return self._running_core().add_fault({"api": api, **spec}).view()
+
+    async def afaults(self) -> list[dict[str, Any]]:
+        return self._fault_views()
+
+    async def aclear_faults(self, fault_id: int | None = None) -> int:
+        return self._clear_faults(fault_id)
+
+    def _fault_views(self) -> list[dict[str, Any]]:
+        faults = self._running_core().faults
+        return [] if faults is None else [fault.view() for fault in faults.faults.values()]
+
+    def _clear_faults(self, fault_id: int | None) -> int:
+        faults = self._running_core().faults
+        return 0 if faults is None else faults.clear(fault_id)
+
     async def astop_node(self, node_id: int, clean: bool = True) -> None:
         await self._running_core().stop_node(node_id, clean)
 
