@@ -12,6 +12,7 @@ import errno
 import logging
 import ssl
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from minibroker.cluster import NO_LEADER, Placements
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from minibroker.sasl.session import SaslAuthority
     from minibroker.storage.cleaner import LogCleaner
     from minibroker.transactions.service import TransactionService
+    from minibroker.transcript import Transcript
 
 log = logging.getLogger(__name__)
 
@@ -79,11 +81,18 @@ class Broker:
         self._control: asyncio.base_events.Server | None = None
         self.control_address: tuple[str, int] | None = None  # (host, port) of the control listener, when on
         self.faults: Faults | None = None  # injected faults, from the first one on
+        self.transcript: Transcript | None = None  # with transcript.enabled or transcript.file
         self.started_at = time.monotonic()
 
     # lifecycle
 
     async def start(self) -> None:
+        if self.config.transcript_enabled or self.config.transcript_file:
+            from minibroker.transcript import Transcript  # only when asked for
+
+            self.transcript = Transcript(
+                self.config.transcript_max_entries, Path(self.config.transcript_file) if self.config.transcript_file else None,
+            )
         self.logs.open()
         self.placements.load()
         self._elect("start-up")  # partitions a stopped node left offline get their leaders back
@@ -362,6 +371,8 @@ class Broker:
             await server.wait_closed()
         self._servers = []
         self.logs.close()
+        if self.transcript is not None:
+            self.transcript.close()
         log.info("minibroker stopped")
 
     async def _finish_requests(self) -> None:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("minibroker")
 
-COMMANDS = ("serve", "probe", "dump", "control", "config-reference", "api-reference")
+COMMANDS = ("serve", "probe", "dump", "control", "transcript", "config-reference", "api-reference")
 DESCRIPTION = """\
 A small, fast, Kafka wire-protocol compatible broker for test suites and throwaway containers.
 Real Kafka clients connect to it; it stores data in Kafka's own on-disk layout.
@@ -137,6 +137,13 @@ def build_parser() -> argparse.ArgumentParser:
     control.add_argument("--token", default=os.environ.get("MINIBROKER_CONTROL_TOKEN"), help="its bearer token")
     control.add_argument("--timeout", type=float, default=30.0, metavar="S", help="give up after S seconds")
 
+    transcript = commands.add_parser(
+        "transcript", help="print a transcript file (transcript.file) as a timeline",
+        description="One line per request: entry, time, node, peer, client id, API and version, correlation id, "
+        "partitions, records sent, the fault that acted, and the errors of the answer.", formatter_class=wrapped,
+    )
+    transcript.add_argument("file", type=Path, metavar="FILE", help="a JSONL transcript (the setting transcript.file)")
+
     commands.add_parser(
         "config-reference", help="print every setting as a Markdown table",
         description="Print every setting with its default, environment variable and meaning, as a Markdown table.",
@@ -202,6 +209,16 @@ def main(argv: list[str] | None = None) -> int:
         except BrokenPipeError:  # `minibroker dump ... | head`: stop quietly, as other tools do
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 1
+    if args.command == "transcript":
+        from minibroker.transcript import timeline
+
+        try:
+            lines = args.file.read_text(encoding="utf-8").splitlines()
+            sys.stdout.write("".join(line + "\n" for line in timeline(lines)))
+        except (OSError, ValueError, KeyError) as exc:
+            print(f"minibroker transcript: {args.file}: {exc}", file=sys.stderr)
+            return 1
+        return 0
     if args.command == "control":
         return run_control(args.url, args.method, args.path, args.body, args.token, args.timeout)
     if args.command in ("config-reference", "api-reference"):

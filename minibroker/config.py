@@ -51,6 +51,17 @@ class BrokerConfig:
     control_token: str = setting(
         "control.token", "", "Bearer token the control listener requires (Authorization: Bearer TOKEN).", secret=True
     )
+    transcript_enabled: bool = setting(
+        "transcript.enabled", False,
+        "Keep a transcript of every request and answer (summarised; GET /v1/transcript on the control listener).",
+    )
+    transcript_max_entries: int = setting(
+        "transcript.max.entries", 10000, "Entries the transcript keeps in memory (the newest).", 1
+    )
+    transcript_file: str = setting(
+        "transcript.file", "", "A JSONL file the transcript is appended to (turns the transcript on); "
+        "`minibroker transcript FILE` prints it as a timeline.",
+    )
     listeners: str = setting(
         "listeners", "PLAINTEXT://127.0.0.1:9092",
         "Comma-separated NAME://HOST:PORT listeners, each on its own port (port 0 picks a free one); "

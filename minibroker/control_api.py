@@ -207,3 +207,13 @@ async def clear_fault(broker: Broker, request: HttpRequest, params: list[str]) -
     if not params[0].isdigit() or int(params[0]) not in known:
         raise HttpError(404, f"no fault {params[0]!r}")
     return 200, {"cleared": broker.faults.clear(int(params[0]))}
+
+
+@route("GET", "/v1/transcript")
+async def transcript(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    if broker.transcript is None:
+        raise HttpError(409, "no transcript is kept: start the broker with transcript.enabled=true")
+    since = request.query.get("since", ["0"])[0]
+    if not since.isdigit():
+        raise HttpError(400, f"since must be an entry number, not {since!r}")
+    return 200, {"entries": broker.transcript.since(int(since)), "next": broker.transcript.next_seq}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+import time
 from typing import TYPE_CHECKING, Any
 
 from minibroker.context import RequestContext
@@ -94,22 +95,34 @@ async def dispatch(broker: Broker, frame: memoryview, peer: str, connection: Kaf
         log.warning("closing %s: malformed API key %d v%d request (%s)", peer, header.api_key, header.api_version, exc)
         raise Disconnect from None
     ctx = RequestContext(broker, header.api_key, header.api_version, header.correlation_id, header.client_id, peer, connection)
+    started = time.perf_counter() if broker.transcript is not None else 0.0
     fault = None
-    if broker.faults is not None and broker.faults.faults:
-        fault = broker.faults.match(header.api_key, header.api_version, ctx.node_id, header.client_id, body)
-        injected = await apply_fault(fault, ctx, body, peer) if fault is not None else None
-        if injected is not None:
-            return encode_response(header.api_key, header.api_version, header.correlation_id, injected)
+    response = None
+    outcome = "disconnected"
     try:
-        response = await handler.fn(ctx, body)
-    except Exception:
-        log.exception("closing %s: handler for API key %d v%d failed", peer, header.api_key, header.api_version)
-        raise Disconnect from None
-    if response is None:
-        return None
-    if fault is not None and fault.action == "throttle":
-        response["throttle_time_ms"] = fault.throttle_ms
-    return encode_response(header.api_key, header.api_version, header.correlation_id, response)
+        if broker.faults is not None and broker.faults.faults:
+            fault = broker.faults.match(header.api_key, header.api_version, ctx.node_id, header.client_id, body)
+            response = await apply_fault(fault, ctx, body, peer) if fault is not None else None
+        if response is None:
+            try:
+                response = await handler.fn(ctx, body)
+            except Exception:
+                log.exception("closing %s: handler for API key %d v%d failed", peer, header.api_key, header.api_version)
+                raise Disconnect from None
+        if response is None:
+            outcome = "no answer"
+            return None
+        if fault is not None and fault.action == "throttle":
+            response["throttle_time_ms"] = fault.throttle_ms
+        outcome = "answered"
+        return encode_response(header.api_key, header.api_version, header.correlation_id, response)
+    finally:
+        if broker.transcript is not None:
+            broker.transcript.note(
+                header.api_key, header.api_version, header.correlation_id, header.client_id, peer, ctx.node_id,
+                body, response, broker.clock(), (time.perf_counter() - started) * 1000,
+                None if fault is None else fault.id, outcome,
+            )
 
 
 async def apply_fault(fault: Fault, ctx: RequestContext, body: dict[str, Any], peer: str) -> dict[str, Any] | None:

@@ -19,6 +19,7 @@ from typing import Any
 from minibroker.handlers import HANDLERS
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.messages import REQUESTS
+from minibroker.transcript import named_partitions
 
 log = logging.getLogger(__name__)
 
@@ -51,13 +52,17 @@ class Fault:
     rng: random.Random = field(default_factory=random.Random, repr=False)
     cleared: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
 
-    def matches(self, api_key: int, version: int, node: int, client_id: str | None, topics: set[str]) -> bool:
+    def matches(
+        self, api_key: int, version: int, node: int, client_id: str | None, partitions: dict[str, list[int]],
+    ) -> bool:
+        """``partitions``: what the request names, topic -> partitions (only needed for a fault naming a topic)."""
         return (
             api_key == self.api_key
             and self.versions[0] <= version <= self.versions[1]
             and (self.node is None or node == self.node)
             and (self.client_id is None or client_id == self.client_id)
-            and (self.topic is None or self.topic in topics)
+            and (self.topic is None or self.topic in partitions)
+            and (self.partition is None or self.partition in partitions.get(self.topic or "", ()))
             and self.count != 0
         )
 
@@ -105,11 +110,11 @@ class Faults:
 
     def match(self, api_key: int, version: int, node: int, client_id: str | None, body: dict[str, Any]) -> Fault | None:
         """The fault that acts on this request, counted; None for most requests."""
-        topics = None
+        partitions = None
         for fault in self.faults.values():
-            if fault.topic is not None and topics is None:
-                topics = request_topics(body)
-            if fault.matches(api_key, version, node, client_id, topics or set()) and fault.rng.random() < fault.probability:
+            if fault.topic is not None and partitions is None:
+                partitions = named_partitions(body)
+            if fault.matches(api_key, version, node, client_id, partitions or {}) and fault.rng.random() < fault.probability:
                 fault.hits += 1
                 if fault.count is not None:
                     fault.count -= 1
@@ -117,22 +122,6 @@ class Faults:
                          fault.error.name if fault.action == "error" else "", api_key, version, client_id, node)
                 return fault
         return None
-
-
-def request_topics(body: Any) -> set[str]:
-    """Topic names a request names: ``name`` / ``topic`` strings of the elements of its arrays."""
-    found: set[str] = set()
-    stack = [body]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, dict):
-            stack.extend(value.values())
-        elif isinstance(value, list):
-            for item in value:
-                if isinstance(item, dict):
-                    found.update(v for k, v in item.items() if k in ("name", "topic") and isinstance(v, str))
-                stack.append(item)
-    return found
 
 
 def parse_fault(spec: dict[str, Any], fault_id: int, nodes: list[int]) -> Fault:

@@ -44,11 +44,14 @@ class Broker:
         host: str = "127.0.0.1",
         port: int = 0,
         control: bool = False,
+        transcript: bool = False,
         **kwargs: Any,
     ) -> None:
         self._settings = kafka_settings(settings or {}, kwargs)
         if control:  # a control listener on a free loopback port, kept across restarts
             self._settings.setdefault("control.port", "0")
+        if transcript:
+            self._settings.setdefault("transcript.enabled", "true")
         log_dirs = self._settings.pop("log.dirs", None)
         listeners = self._settings.pop("listeners", None)
         if listeners is not None:
@@ -197,6 +200,19 @@ class Broker:
 
     async def aclear_faults(self, fault_id: int | None = None) -> int:
         return self._clear_faults(fault_id)
+
+    def transcript(self, since: int = 0) -> list[dict[str, Any]]:
+        """The transcript's entries after entry ``since`` (``Broker(transcript=True)``)."""
+        return self._on_loop(self._call(self._transcript_since, since))
+
+    async def atranscript(self, since: int = 0) -> list[dict[str, Any]]:
+        return self._transcript_since(since)
+
+    def _transcript_since(self, since: int) -> list[dict[str, Any]]:
+        transcript = self._running_core().transcript
+        if transcript is None:
+            raise RuntimeError("no transcript is kept: use Broker(transcript=True) or the setting transcript.enabled")
+        return transcript.since(since)
 
     def _fault_views(self) -> list[dict[str, Any]]:
         faults = self._running_core().faults

@@ -60,8 +60,9 @@ def test_a_fault_that_cannot_be_made_or_never_matches_is_refused(spec: dict, mes
 
 
 def test_an_idempotent_producer_keeps_order_through_injected_produce_errors(topic_name: str) -> None:
-    """30% of Produce answers are NOT_LEADER_OR_FOLLOWER or REQUEST_TIMED_OUT: every record once, in order."""
-    with Broker() as broker:
+    """30% of Produce answers are NOT_LEADER_OR_FOLLOWER or REQUEST_TIMED_OUT: every record once, in order; the
+    transcript shows each injected error where it went."""
+    with Broker(transcript=True) as broker:
         create_topic(broker, topic_name, 3)
         broker.add_fault("Produce", error="NOT_LEADER_OR_FOLLOWER", probability=0.15, seed=1)
         broker.add_fault("Produce", error="REQUEST_TIMED_OUT", probability=0.18, seed=2)
@@ -72,7 +73,16 @@ def test_an_idempotent_producer_keeps_order_through_injected_produce_errors(topi
         finally:
             producer.close()
         hits = {fault["error"]: fault["hits"] for fault in broker.faults()}
+        ids = {fault["error"]: fault["id"] for fault in broker.faults()}
         broker.clear_faults()
+        produces = [e for e in broker.transcript() if e["api"] == "Produce"]
+        for error, fault_id in ids.items():
+            marked = [e for e in produces if e.get("fault") == fault_id]
+            assert len(marked) == hits[error]
+            assert all(e["errors"] and {x["error"] for x in e["errors"]} == {error} for e in marked)
+            assert all({x["topic"] for x in e["errors"]} == {topic_name} for e in marked)
+        # The real answers after an injected one: batches sent behind it arrive out of sequence, as in Kafka.
+        assert {x["error"] for e in produces if "fault" not in e for x in e["errors"]} <= {"OUT_OF_ORDER_SEQUENCE_NUMBER"}
         assert not producer.errors, producer.errors[:3]
         assert hits["NOT_LEADER_OR_FOLLOWER"] > 5 and hits["REQUEST_TIMED_OUT"] > 5, hits
         for partition, acked in producer.acked.items():

@@ -1,0 +1,186 @@
+"""The protocol transcript: every request and its answer, summarised, in order (setting ``transcript``, the control
+API's ``GET /v1/transcript``, ``minibroker transcript FILE``).
+
+An entry names the connection, node, client id, API and version, correlation id, the partitions the request names,
+the record batches it carries or its answer returns (offsets, count, producer, transactional and control flags),
+every non-zero error code of the answer with the partition or group it belongs to, the fault that acted on it, and
+how long it took. Entries are kept in a bounded ring (the newest ``transcript.max.entries``) and, with
+``transcript.file``, appended to a JSONL file. The summaries walk the decoded messages generically, so every API
+is covered the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import deque
+from pathlib import Path
+from typing import IO, Any
+
+from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.messages import REQUESTS
+from minibroker.protocol.records import iter_batches
+
+log = logging.getLogger(__name__)
+
+PARTITION_KEYS = ("partition_index", "partition", "index")
+CONTEXT_KEYS = ("group_id", "transactional_id", "key", "member_id")
+
+
+class Transcript:
+    def __init__(self, max_entries: int, path: Path | None = None) -> None:
+        self.entries: deque[dict[str, Any]] = deque(maxlen=max_entries)
+        self.next_seq = 1
+        self._file: IO[str] | None = path.open("a", encoding="utf-8") if path is not None else None
+
+    def record(self, entry: dict[str, Any]) -> None:
+        entry["seq"] = self.next_seq
+        self.next_seq += 1
+        self.entries.append(entry)
+        if self._file is not None:
+            try:
+                self._file.write(json.dumps(entry, sort_keys=True, default=str) + "\n")
+                self._file.flush()
+            except OSError as exc:
+                log.error("transcript file not written, closing it: %s", exc)
+                self._file = None
+
+    def note(
+        self, api_key: int, version: int, correlation_id: int, client_id: str | None, peer: str, node: int,
+        request: dict[str, Any], response: dict[str, Any] | None, started_ms: int, elapsed_ms: float,
+        fault: int | None, outcome: str,
+    ) -> None:
+        """Record one exchange (``outcome``: answered, no answer for acks=0, or disconnected)."""
+        self.record(entry(
+            api_key, version, correlation_id, client_id, peer, node, request, response, started_ms, elapsed_ms, fault,
+            outcome,
+        ))
+
+    def since(self, seq: int) -> list[dict[str, Any]]:
+        return [entry for entry in self.entries if entry["seq"] > seq]
+
+    def clear(self) -> None:
+        self.entries.clear()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def entry(
+    api_key: int, version: int, correlation_id: int, client_id: str | None, peer: str, node: int,
+    request: dict[str, Any], response: dict[str, Any] | None, started_ms: int, elapsed_ms: float,
+    fault: int | None, outcome: str,
+) -> dict[str, Any]:
+    summary: dict[str, Any] = {
+        "time_ms": started_ms, "elapsed_ms": round(elapsed_ms, 3), "peer": peer, "node": node, "client_id": client_id,
+        "api": REQUESTS[api_key].name.removesuffix("Request"), "api_key": api_key, "version": version,
+        "correlation_id": correlation_id, "outcome": outcome,
+        "partitions": named_partitions(request), "errors": errors(response) if response is not None else [],
+    }
+    for key in CONTEXT_KEYS:
+        if isinstance(request.get(key), str):
+            summary[key] = request[key]
+    sent = batches(request)
+    if sent:
+        summary["request_batches"] = sent
+    returned = batches(response) if response is not None else []
+    if returned:
+        summary["response_batches"] = returned
+    if fault is not None:
+        summary["fault"] = fault
+    return summary
+
+
+def named_partitions(body: Any) -> dict[str, list[int]]:
+    """topic -> partitions a message names (topics without partitions: an empty list)."""
+    found: dict[str, list[int]] = {}
+    for where, _ in walk(body):
+        topic = where.get("topic")
+        if topic is not None:
+            partitions = found.setdefault(topic, [])
+            partition = where.get("partition")
+            if partition is not None and partition not in partitions:
+                partitions.append(partition)
+    return found
+
+
+def errors(body: Any) -> list[dict[str, Any]]:
+    """Every non-zero error code with where it was: topic, partition, group, key."""
+    found = []
+    for where, item in walk(body):
+        for key, value in item.items():
+            if key.endswith("error_code") and isinstance(value, int) and value != 0:
+                name = ErrorCode(value).name if value in ErrorCode._value2member_map_ else str(value)
+                found.append({**{k: v for k, v in where.items() if k != "depth"}, "error": name})
+    return found
+
+
+def batches(body: Any) -> list[dict[str, Any]]:
+    """The record batches a message carries, by topic and partition: offsets, count, producer, flags."""
+    found = []
+    for where, item in walk(body):
+        records = item.get("records")
+        if isinstance(records, (bytes, bytearray, memoryview)) and records:
+            for header in iter_batches(records):
+                found.append({
+                    **{k: v for k, v in where.items() if k in ("topic", "partition")},
+                    "base_offset": header.base_offset, "last_offset": header.last_offset,
+                    "count": header.records_count, "producer_id": header.producer_id,
+                    "producer_epoch": header.producer_epoch, "base_sequence": header.base_sequence,
+                    "transactional": header.is_transactional, "control": header.is_control,
+                })
+        elif records is not None and not isinstance(records, (bytes, bytearray, memoryview)):
+            found.append({**{k: v for k, v in where.items() if k in ("topic", "partition")}, "from_file": True})
+    return found
+
+
+def walk(body: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Every dict of a message with what encloses it: (context of topic / partition / group / key, the dict)."""
+    out: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    stack: list[tuple[Any, dict[str, Any]]] = [(body, {})]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, list):
+            stack.extend((item, where) for item in reversed(value))
+        elif isinstance(value, dict):
+            here = dict(where)
+            for key in ("name", "topic"):
+                if isinstance(value.get(key), str):
+                    here["topic"] = value[key]
+            for key in PARTITION_KEYS:
+                if isinstance(value.get(key), int):
+                    here["partition"] = value[key]
+                    break
+            for key in CONTEXT_KEYS:
+                if isinstance(value.get(key), str) and value[key]:
+                    here[key] = value[key]
+            out.append((here, value))
+            stack.extend((child, here) for child in reversed(list(value.values())) if isinstance(child, (dict, list)))
+    return out
+
+
+def timeline(lines: list[str]) -> list[str]:
+    """``minibroker transcript FILE``: one readable line per entry."""
+    out = []
+    for line in lines:
+        if not line.strip():
+            continue
+        e = json.loads(line)
+        where = " ".join(f"{t}{p}" if p else t for t, p in e.get("partitions", {}).items())
+        errs = ", ".join(
+            f"{x['error']}@{x.get('topic', x.get('group_id', x.get('key', '')))}"
+            + (f"-{x['partition']}" if "partition" in x else "") for x in e.get("errors", [])
+        )
+        sent = sum(b.get("count", 0) for b in e.get("request_batches", []))
+        out.append(
+            f"#{e['seq']:<6} {e['time_ms']} node {e['node']} {e['peer']} {e.get('client_id') or '-'} "
+            f"{e['api']} v{e['version']} corr {e['correlation_id']}"
+            + (f" [{where}]" if where else "")
+            + (f" records {sent}" if sent else "")
+            + (f" fault {e['fault']}" if "fault" in e else "")
+            + (f" -> {errs}" if errs else f" -> {e['outcome']}")
+            + f" ({e['elapsed_ms']} ms)"
+        )
+    return out
