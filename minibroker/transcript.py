@@ -168,7 +168,7 @@ def timeline(lines: list[str]) -> list[str]:
         if not line.strip():
             continue
         e = json.loads(line)
-        where = " ".join(f"{t}{p}" if p else t for t, p in e.get("partitions", {}).items())
+        where = " ".join(f"{t}:{','.join(map(str, p))}" if p else t for t, p in e.get("partitions", {}).items())
         errs = ", ".join(
             f"{x['error']}@{x.get('topic', x.get('group_id', x.get('key', '')))}"
             + (f"-{x['partition']}" if "partition" in x else "") for x in e.get("errors", [])
