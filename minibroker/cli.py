@@ -213,8 +213,10 @@ def main(argv: list[str] | None = None) -> int:
         from minibroker.transcript import timeline
 
         try:
-            lines = args.file.read_text(encoding="utf-8").splitlines()
-            sys.stdout.write("".join(line + "\n" for line in timeline(lines)))
+            import json
+
+            entries = [json.loads(line) for line in args.file.read_text(encoding="utf-8").splitlines() if line.strip()]
+            sys.stdout.write("".join(line + "\n" for line in timeline(entries)))
         except (OSError, ValueError, KeyError) as exc:
             print(f"minibroker transcript: {args.file}: {exc}", file=sys.stderr)
             return 1

@@ -6,6 +6,7 @@ Fixtures: ``kafka_broker`` (session: a running ``minibroker.testing.Broker``), `
 minibroker in a container); the external broker is probed once, so a wrong address fails fast.
 ``--kafka-nodes N`` (or the ini value ``kafka_nodes``; the command line wins) makes the in-process broker a cluster
 of N nodes, ``Broker(nodes=N)``, and ``kafka_bootstrap`` every node's address, so clients outlive a stopped node 1.
+``--kafka-transcript`` keeps a protocol transcript, and a failing test's report shows the requests it made.
 
 The names all start with ``kafka_`` so they do not clash with a project's own ``broker``/``bootstrap`` fixtures.
 Importing this module is cheap: the broker is imported only when a test asks for it.
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
 
 BOOTSTRAP_OPTION = "--kafka-bootstrap"
 NODES_OPTION = "--kafka-nodes"
+TRANSCRIPT_OPTION = "--kafka-transcript"
+TRANSCRIPT_POSITION = pytest.StashKey[int]()
 NODES_INI = "kafka_nodes"
 NODES = pytest.StashKey[int]()
 _UNSAFE = re.compile(r"[^a-zA-Z0-9._-]+")
@@ -53,6 +56,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=int,
         default=None,
         help=f"run the in-process minibroker as a cluster of N nodes (default: the ini value {NODES_INI}, else 1)",
+    )
+    group.addoption(
+        TRANSCRIPT_OPTION, action="store_true", default=False,
+        help="keep a protocol transcript of the in-process minibroker and add a failing test's part of it to its report",
     )
     parser.addini(NODES_INI, f"nodes of the in-process minibroker, as {NODES_OPTION}", default="1")
 
@@ -91,8 +98,37 @@ def kafka_broker(request: pytest.FixtureRequest) -> Iterator[Union["Broker", Ext
         return
     from minibroker.testing import Broker
 
-    with Broker(nodes=request.config.stash[NODES]) as broker:
+    with Broker(nodes=request.config.stash[NODES], transcript=request.config.getoption(TRANSCRIPT_OPTION)) as broker:
         yield broker
+
+
+def _transcribed(item: pytest.Item) -> Broker | None:
+    """The test's in-process broker when it keeps a transcript (--kafka-transcript)."""
+    broker = getattr(item, "funcargs", {}).get("kafka_broker")
+    if broker is None or isinstance(broker, ExternalBroker) or not broker.running:
+        return None
+    return broker if broker.config.transcript_enabled else None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    broker = _transcribed(item)
+    if broker is not None:
+        item.stash[TRANSCRIPT_POSITION] = broker.transcript_position()
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failing test's report gets the transcript of the requests made while it ran."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    broker = _transcribed(item) if call.when == "call" and report.failed else None
+    if broker is not None and TRANSCRIPT_POSITION in item.stash:
+        from minibroker.transcript import timeline
+
+        entries = broker.transcript(item.stash[TRANSCRIPT_POSITION])
+        report.sections.append(("minibroker transcript", "\n".join(timeline(entries)) or "(no requests)"))
 
 
 @pytest.fixture(scope="session")

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     from minibroker.broker import Broker as BrokerCore
     from minibroker.config import BrokerConfig
+    from minibroker.transcript import Transcript
 
 T = TypeVar("T")
 
@@ -203,16 +204,20 @@ class Broker:
 
     def transcript(self, since: int = 0) -> list[dict[str, Any]]:
         """The transcript's entries after entry ``since`` (``Broker(transcript=True)``)."""
-        return self._on_loop(self._call(self._transcript_since, since))
+        return self._on_loop(self._call(lambda: self._transcript().since(since)))
+
+    def transcript_position(self) -> int:
+        """The number of the newest transcript entry (0: none yet), for ``transcript(since=...)`` later."""
+        return self._on_loop(self._call(lambda: self._transcript().next_seq - 1))
 
     async def atranscript(self, since: int = 0) -> list[dict[str, Any]]:
-        return self._transcript_since(since)
+        return self._transcript().since(since)
 
-    def _transcript_since(self, since: int) -> list[dict[str, Any]]:
+    def _transcript(self) -> Transcript:
         transcript = self._running_core().transcript
         if transcript is None:
             raise RuntimeError("no transcript is kept: use Broker(transcript=True) or the setting transcript.enabled")
-        return transcript.since(since)
+        return transcript
 
     def _fault_views(self) -> list[dict[str, Any]]:
         faults = self._running_core().faults

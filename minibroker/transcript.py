@@ -161,13 +161,10 @@ def walk(body: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     return out
 
 
-def timeline(lines: list[str]) -> list[str]:
-    """``minibroker transcript FILE``: one readable line per entry."""
+def timeline(entries: list[dict[str, Any]]) -> list[str]:
+    """One readable line per entry (``minibroker transcript FILE``, failing tests' reports)."""
     out = []
-    for line in lines:
-        if not line.strip():
-            continue
-        e = json.loads(line)
+    for e in entries:
         where = " ".join(f"{t}:{','.join(map(str, p))}" if p else t for t, p in e.get("partitions", {}).items())
         errs = ", ".join(
             f"{x['error']}@{x.get('topic', x.get('group_id', x.get('key', '')))}"

@@ -170,3 +170,27 @@ def test_kafka_bootstrap_option_fails_fast_on_a_dead_address(tmp_path: Path) -> 
     assert result.returncode != 0
     assert f"--kafka-bootstrap {dead}: cannot reach {dead}" in result.stdout
 
+
+
+FAILING_TEST = '''
+from confluent_kafka import Producer
+
+
+def test_fails_after_producing(kafka_bootstrap, kafka_topic):
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "client.id": "failing-test"})
+    producer.produce(kafka_topic, b"evidence", partition=0)
+    assert producer.flush(30) == 0
+    assert False, "deliberately failing"
+
+
+def test_passes(kafka_broker):
+    assert kafka_broker.transcript_position() > 0
+'''
+
+
+def test_kafka_transcript_option_puts_the_transcript_in_a_failing_tests_report(tmp_path: Path) -> None:
+    result = run_user_tests(tmp_path, "--kafka-transcript", tests=FAILING_TEST)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "1 failed, 1 passed" in result.stdout
+    section = result.stdout.split("minibroker transcript", 1)[1]
+    assert "failing-test Produce v" in section and "Metadata" in section, result.stdout
