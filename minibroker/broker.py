@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from minibroker.clock import VirtualClock, every, wall_clock_ms
 from minibroker.cluster import NO_LEADER, Placements
 from minibroker.config import BrokerConfig
 from minibroker.listeners import (
@@ -57,7 +58,11 @@ PartitionKey = tuple[str, int]
 class Broker:
     def __init__(self, config: BrokerConfig, clock: Callable[[], int] | None = None) -> None:
         self.config = config
-        self.clock = clock or (lambda: int(time.time() * 1000))
+        if clock is None and config.clock.strip().lower() not in ("system", "virtual"):
+            from minibroker.config import ConfigError
+
+            raise ConfigError(f"clock {config.clock!r}: system or virtual")
+        self.clock = clock or (VirtualClock() if config.clock.strip().lower() == "virtual" else wall_clock_ms)
         self.logs = LogManager(config.data_dir, config.log_config(), node_id=config.node_id, clock=self.clock)
         self.cleaner: LogCleaner | None = None  # created on its first run
         self.connections: set[KafkaConnection] = set()
@@ -114,28 +119,24 @@ class Broker:
         loop = asyncio.get_running_loop()
         idle_s = self.config.connections_max_idle_ms / 1000
         self._tasks = [
-            loop.create_task(self._every(min(idle_s / 4, IDLE_SWEEP_MAX_INTERVAL_S), self.close_idle_connections)),
-            loop.create_task(self._every(self.config.log_retention_check_interval_ms / 1000, self.enforce_retention)),
-            loop.create_task(self._every(CHECKPOINT_INTERVAL_S, self.logs.checkpoint)),
-            loop.create_task(self._every(FLUSH_CHECK_INTERVAL_S, self.flush_due)),
-            loop.create_task(
-                self._every(
-                    self.config.transaction_abort_timed_out_transaction_cleanup_interval_ms / 1000,
-                    self.abort_timed_out_transactions,
-                )
-            ),
-            loop.create_task(
-                self._every(self.config.producer_id_expiration_check_interval_ms / 1000, self.expire_producers)
-            ),
-            loop.create_task(
-                self._every(
-                    self.config.transaction_remove_expired_transaction_cleanup_interval_ms / 1000,
-                    self.expire_transactional_ids,
-                )
-            ),
+            loop.create_task(every(
+                wall_clock_ms, int(min(idle_s / 4, IDLE_SWEEP_MAX_INTERVAL_S) * 1000), self.close_idle_connections,
+            )),
+            loop.create_task(every(self.clock, self.config.log_retention_check_interval_ms, self.enforce_retention)),
+            loop.create_task(every(wall_clock_ms, int(CHECKPOINT_INTERVAL_S * 1000), self.logs.checkpoint)),
+            loop.create_task(every(wall_clock_ms, int(FLUSH_CHECK_INTERVAL_S * 1000), self.flush_due)),
+            loop.create_task(every(
+                self.clock, self.config.transaction_abort_timed_out_transaction_cleanup_interval_ms,
+                self.abort_timed_out_transactions,
+            )),
+            loop.create_task(every(self.clock, self.config.producer_id_expiration_check_interval_ms, self.expire_producers)),
+            loop.create_task(every(
+                self.clock, self.config.transaction_remove_expired_transaction_cleanup_interval_ms,
+                self.expire_transactional_ids,
+            )),
         ]
         if self.config.log_cleaner_enable:
-            self._tasks.append(loop.create_task(self._every(self.config.log_cleaner_backoff_ms / 1000, self.clean_logs)))
+            self._tasks.append(loop.create_task(every(wall_clock_ms, self.config.log_cleaner_backoff_ms, self.clean_logs)))
         self._log_setting_notes()
         control = "" if self.control_address is None else ", control http://%s:%d" % self.control_address
         log.info(
@@ -392,16 +393,6 @@ class Broker:
             connection.close()
         if closed:
             await asyncio.wait(closed, timeout=max(deadline - asyncio.get_running_loop().time(), 0.1))
-
-    async def _every(self, interval_s: float, action: Callable[[], object]) -> None:
-        while True:
-            await asyncio.sleep(interval_s)
-            try:
-                result = action()
-                if asyncio.iscoroutine(result):
-                    await result
-            except Exception:
-                log.exception("background task %s failed", getattr(action, "__name__", action))
 
     # coordinators: created on first use, so a broker that never sees a group or a transaction neither imports
     # their modules nor creates their internal topics

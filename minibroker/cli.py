@@ -170,6 +170,10 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="serve the control API (HTTP/JSON test control) on PORT, on loopback (0: a free port; the setting "
         "control.port)",
     )
+    parser.add_argument(
+        "--clock", choices=("system", "virtual"),
+        help="virtual: broker timeouts follow a clock that moves only through the control API (the setting clock)",
+    )
     parser.add_argument("--advertised-host", help="host given to clients (behind NAT, in containers, port mapping)")
     parser.add_argument("--advertised-port", type=int, help="port given to clients")
     parser.add_argument("--config", type=Path, metavar="FILE", help="a Kafka-style server.properties file")
@@ -254,6 +258,8 @@ def flag_settings(args: argparse.Namespace) -> dict[str, str]:
         items["nodes"] = str(args.nodes)
     if args.control_port is not None:
         items["control.port"] = str(args.control_port)
+    if args.clock is not None:
+        items["clock"] = args.clock
     if args.advertised_host is not None or args.advertised_port is not None:
         host, port = args.advertised_host or "127.0.0.1", args.advertised_port or 9092
         items["advertised.listeners"] = f"PLAINTEXT://{host}:{port}"

@@ -51,6 +51,11 @@ class BrokerConfig:
     control_token: str = setting(
         "control.token", "", "Bearer token the control listener requires (Authorization: Bearer TOKEN).", secret=True
     )
+    clock: str = setting(
+        "clock", "system",
+        "system, or virtual: broker timeouts (sessions, transactions, expirations, retention) follow a clock that moves "
+        "only when a test advances it (POST /v1/clock/advance, Broker.advance).",
+    )
     transcript_enabled: bool = setting(
         "transcript.enabled", False,
         "Keep a transcript of every request and answer (summarised; GET /v1/transcript on the control listener).",

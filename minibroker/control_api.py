@@ -17,6 +17,7 @@ from minibroker.control_http import Answer, HttpError, HttpRequest, start_http_s
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
+    from minibroker.clock import VirtualClock
 
 log = logging.getLogger(__name__)
 
@@ -217,3 +218,38 @@ async def transcript(broker: Broker, request: HttpRequest, params: list[str]) ->
     if not since.isdigit():
         raise HttpError(400, f"since must be an entry number, not {since!r}")
     return 200, {"entries": broker.transcript.since(int(since)), "next": broker.transcript.next_seq}
+
+
+def virtual_clock(broker: Broker) -> VirtualClock:
+    from minibroker.clock import VirtualClock
+
+    if not isinstance(broker.clock, VirtualClock):
+        raise HttpError(409, "the broker runs on the system clock: start it with clock=virtual (--clock virtual)")
+    return broker.clock
+
+
+@route("GET", "/v1/clock")
+async def get_clock(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    from minibroker.clock import VirtualClock
+
+    return 200, {"now_ms": broker.clock(), "virtual": isinstance(broker.clock, VirtualClock)}
+
+
+@route("POST", "/v1/clock/advance")
+async def advance_clock(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    clock = virtual_clock(broker)
+    ms = field(request.json(), "ms", int)
+    if ms < 0:
+        raise HttpError(400, "the clock does not go back: 'ms' must not be negative")
+    ran = clock.advance(ms)
+    return 200, {"now_ms": clock.now_ms, "actions_run": ran}
+
+
+@route("POST", "/v1/clock/set")
+async def set_clock(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    clock = virtual_clock(broker)
+    target = field(request.json(), "time", int)
+    if target < clock.now_ms:
+        raise HttpError(400, f"the clock does not go back: {target} is before {clock.now_ms}")
+    ran = clock.set(target)
+    return 200, {"now_ms": clock.now_ms, "actions_run": ran}

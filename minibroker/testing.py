@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker as BrokerCore
+    from minibroker.clock import VirtualClock
     from minibroker.config import BrokerConfig
     from minibroker.transcript import Transcript
 
@@ -179,6 +180,33 @@ class Broker:
     def move_leader(self, topic: str, partition: int, node_id: int) -> int:
         """Make ``node_id`` the partition's leader; returns its new leader epoch."""
         return self._on_loop(self._call(self._running_core().move_leader, topic, partition, node_id))
+
+    def advance(self, ms: int) -> int:
+        """Move the virtual clock (``Broker(clock="virtual")``) forward, running the timeouts that fall due; returns
+        the new time."""
+        return self._on_loop(self.aadvance(ms))
+
+    def set_time(self, time_ms: int) -> int:
+        """Move the virtual clock to ``time_ms`` (not backwards)."""
+        return self._on_loop(self.aset_time(time_ms))
+
+    async def aadvance(self, ms: int) -> int:
+        clock = self._virtual_clock()
+        clock.advance(ms)
+        return clock.now_ms
+
+    async def aset_time(self, time_ms: int) -> int:
+        clock = self._virtual_clock()
+        clock.set(time_ms)
+        return clock.now_ms
+
+    def _virtual_clock(self) -> VirtualClock:
+        from minibroker.clock import VirtualClock
+
+        clock = self._running_core().clock
+        if not isinstance(clock, VirtualClock):
+            raise RuntimeError('the broker runs on the system clock: use Broker(clock="virtual")')
+        return clock
 
     def add_fault(self, api: str | int | None = None, **spec: Any) -> dict[str, Any]:
         """Inject a fault, as POST /v1/faults (``add_fault("Produce", error="NOT_LEADER_OR_FOLLOWER", count=3)``);

@@ -17,13 +17,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Awaitable, Iterable, Sequence
 
+from minibroker.clock import VirtualClock, every
 from minibroker.coordinator_partitions import PartitionOwnership
 from minibroker.groups.assignors import TopicSpec
 from minibroker.groups.config import MINUTE_MS, GroupConfig
 from minibroker.groups.coordinator import CoordinatorWriteError, GroupCoordinator
-from minibroker.groups.timer import LoopTimer
+from minibroker.groups.timer import ClockTimer, LoopTimer
 from minibroker.internal_topics import InternalTopic, PendingFlushes, internal_replication_factor, replay
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.group_records import UnknownRecordTypeError, partition_for
@@ -172,7 +173,7 @@ class GroupService:
         self.ownership: PartitionOwnership[GroupCoordinator] = PartitionOwnership(
             broker, CONSUMER_OFFSETS_TOPIC, self._make_coordinator, self._load,
         )
-        self._timers: list[LoopTimer] = []
+        self._timers: list[LoopTimer | ClockTimer] = []
         self._tasks: list[asyncio.Task] = []
 
     @property
@@ -180,14 +181,17 @@ class GroupService:
         return self.ownership.coordinators
 
     def _make_coordinator(self, node: int) -> GroupCoordinator:
-        timer = LoopTimer(asyncio.get_running_loop(), self.broker.clock)
+        clock = self.broker.clock
+        timer = ClockTimer(clock) if isinstance(clock, VirtualClock) else LoopTimer(asyncio.get_running_loop(), clock)
         self._timers.append(timer)
         return GroupCoordinator(self.config, timer, self.topic, self.catalog, owned=())
 
     def start(self) -> None:
         """Create the coordinators, take over the partitions each node leads and start expiry."""
         self.ownership.start()
-        self._tasks.append(asyncio.get_running_loop().create_task(self._expire_periodically()))
+        self._tasks.append(asyncio.get_running_loop().create_task(
+            every(self.broker.clock, self.config.offsets_retention_check_interval_ms, self._expire)
+        ))
         self.broker.marker_listeners.append(self._on_marker)
 
     def stop(self) -> None:
@@ -267,14 +271,10 @@ class GroupService:
         except ProtocolError as exc:
             log.warning("%s-%d offset %d: skipping unreadable record: %s", CONSUMER_OFFSETS_TOPIC, partition, offset, exc)
 
-    async def _expire_periodically(self) -> None:
-        while True:
-            await asyncio.sleep(self.config.offsets_retention_check_interval_ms / 1000)
-            try:
-                removed = sum(coordinator.expire_offsets() for coordinator in self.coordinators.values())
-            except Exception:
-                log.exception("offset expiration failed")
-                continue
-            if removed:
-                log.info("offset expiration wrote %d tombstone(s)", removed)
-                await self.flush()
+    def _expire(self) -> Awaitable[None] | None:
+        """Kafka's offsets retention check, every offsets.retention.check.interval.ms of the broker's clock."""
+        removed = sum(coordinator.expire_offsets() for coordinator in self.coordinators.values())
+        if not removed:
+            return None
+        log.info("offset expiration wrote %d tombstone(s)", removed)
+        return self.flush()

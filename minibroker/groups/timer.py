@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
+
+if TYPE_CHECKING:
+    from minibroker.clock import VirtualClock
 
 log = logging.getLogger(__name__)
 
@@ -68,4 +71,39 @@ class LoopTimer:
     def close(self) -> None:
         for handle in self._handles.values():
             handle.cancel()
+        self._handles.clear()
+
+
+class ClockTimer:
+    """``Timer`` on the virtual clock (``clock=virtual``): actions run when a test advances the clock past them."""
+
+    def __init__(self, clock: VirtualClock) -> None:
+        self._clock = clock
+        self._handles: dict[str, int] = {}
+
+    def now_ms(self) -> int:
+        return self._clock.now_ms
+
+    def schedule(self, key: str, delay_ms: int, action: Action) -> None:
+        self.cancel(key)
+
+        def fire() -> None:
+            if self._handles.get(key) == handle:
+                del self._handles[key]
+            action()
+
+        handle = self._clock.call_at(self._clock.now_ms + max(delay_ms, 0), fire)
+        self._handles[key] = handle
+
+    def cancel(self, key: str) -> None:
+        handle = self._handles.pop(key, None)
+        if handle is not None:
+            self._clock.cancel(handle)
+
+    def is_scheduled(self, key: str) -> bool:
+        return key in self._handles
+
+    def close(self) -> None:
+        for handle in self._handles.values():
+            self._clock.cancel(handle)
         self._handles.clear()
