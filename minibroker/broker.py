@@ -284,17 +284,32 @@ class Broker:
         log.info("node %d stopped (%s)", node_id, "controlled shutdown" if clean else "crash")
 
     async def add_node(self) -> int:
-        """A new node joins the cluster (id: the highest + 1) on the next ports of each listener; it leads nothing
-        until topics created from now on are placed on it, as a Kafka broker that joins. It lasts until the process
-        stops: a restart serves the configured ``nodes``."""
+        """A new node joins the cluster (id: the highest + 1) on the next ports of each listener (a free port where
+        one is taken and the listener was given port 0); it leads nothing until topics created from now on are placed
+        on it, as a Kafka broker that joins. It lasts until the process stops: a restart serves the configured
+        ``nodes``."""
         node_id = max(self.node_ids) + 1
         index = len(self.node_ids)
         advertised = advertised_addresses(self.config)
         first = self.node_ids[0]
-        for spec in parse_listeners(self.config):
-            first_port = next(lis.port for lis in self.listeners if lis.node_id == first and lis.name == spec.name)
-            tls = self._tls if spec.protocol.uses_tls else None
-            await self._bind(spec, index, node_id, first_port, advertised.get(spec.name), tls)
+        bound = len(self.listeners)
+        try:
+            for spec in parse_listeners(self.config):
+                first_port = next(lis.port for lis in self.listeners if lis.node_id == first and lis.name == spec.name)
+                tls = self._tls if spec.protocol.uses_tls else None
+                try:
+                    await self._bind(spec, index, node_id, first_port, advertised.get(spec.name), tls)
+                except OSError as exc:
+                    if spec.port or exc.errno != errno.EADDRINUSE:
+                        raise
+                    log.info("port %d is taken: node %d's %s listener takes a free port", first_port + index, node_id,
+                             spec.name)
+                    await self._bind(spec, index, node_id, 0, advertised.get(spec.name), tls)
+        except BaseException:
+            for server in self._servers[bound:]:
+                server.close()
+            del self._servers[bound:], self.listeners[bound:]
+            raise
         self.node_ids.append(node_id)
         self.live_nodes.add(node_id)
         log.info("node %d added", node_id)

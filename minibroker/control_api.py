@@ -134,7 +134,10 @@ async def list_nodes(broker: Broker, request: HttpRequest, params: list[str]) ->
 
 @route("POST", "/v1/nodes")
 async def add_node(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
-    node = await broker.add_node()
+    try:
+        node = await broker.add_node()
+    except OSError as exc:
+        raise HttpError(409, f"the new node's listeners cannot bind: {exc}") from None
     return 201, {"id": node, "nodes": nodes_view(broker)}
 
 

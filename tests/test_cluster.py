@@ -264,13 +264,13 @@ def test_a_produce_to_another_node_names_the_leader(topic_name: str) -> None:
 
 
 def test_an_added_node_joins_the_cluster(topic_name: str) -> None:
-    """A node added to a running cluster listens on the next port, is listed by every node, and takes replicas of
-    the topics created after it joined; it can be stopped and started like the others."""
+    """A node added to a running cluster listens on a port of its own, is listed by every node, and takes replicas
+    of the topics created after it joined; it can be stopped and started like the others."""
     with Broker(nodes=2) as broker:
         assert broker.add_node() == 3
         addresses = broker.node_addresses
         ports = [int(addresses[node].rsplit(":", 1)[1]) for node in (1, 2, 3)]
-        assert ports == [ports[0], ports[0] + 1, ports[0] + 2]
+        assert ports[1] == ports[0] + 1 and len(set(ports)) == 3  # node 3: the next port unless another socket has it
         admin = AdminClient({"bootstrap.servers": addresses[3]})
         admin.create_topics([NewTopic(topic_name, 6, replication_factor=3)])[topic_name].result(TIMEOUT_S)
         assert_same_metadata(broker, topic_name)
