@@ -169,6 +169,33 @@ class Broker:
         log.info("control listener on http://%s:%d%s", *self.control_address,
                  " (bearer token required)" if self.config.control_token else "")
 
+    async def reset(self) -> int:
+        """Forget every topic (internal ones too), group and transaction, and clear faults and the transcript, so one
+        broker serves independent tests (the control API's POST /v1/reset); returns how many topics went. Clients
+        connected across it meet a broker as if new: their topics, groups and transactions are unknown."""
+        if self._creating:
+            await asyncio.wait(list(self._creating.values()), timeout=SHUTDOWN_GRACE_S)
+        for service in (self._groups, self._transactions):
+            if service is not None:
+                service.ownership.resign_all()
+                service.stop()
+        self._groups = self._transactions = None
+        names = list(self.logs.topics)
+        self.logs.delete_topics(names)
+        for name in names:
+            self.placements.forget(name)
+        for waiters in self._waiters.values():  # long polls on the deleted partitions answer now
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+        self._waiters.clear()
+        if self.faults is not None:
+            self.faults.clear()
+        if self.transcript is not None:
+            self.transcript.clear()
+        log.info("reset: %d topic(s) deleted, groups and transactions forgotten", len(names))
+        return len(names)
+
     def add_fault(self, spec: dict[str, Any]) -> Fault:
         """Inject a fault (the control API's POST /v1/faults); FaultSpecError for one that cannot be made."""
         if self.faults is None:

@@ -256,3 +256,10 @@ async def set_clock(broker: Broker, request: HttpRequest, params: list[str]) -> 
         raise HttpError(400, f"the clock does not go back: {target} is before {clock.now_ms}")
     ran = clock.set(target)
     return 200, {"now_ms": clock.now_ms, "actions_run": ran}
+
+
+@route("POST", "/v1/reset")
+async def reset(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    started = time.monotonic()
+    deleted = await broker.reset()
+    return 200, {"topics_deleted": deleted, "elapsed_ms": round((time.monotonic() - started) * 1000, 3)}

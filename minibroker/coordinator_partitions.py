@@ -103,6 +103,12 @@ class PartitionOwnership(Generic[Owner]):
         leader = self.leader_of(partition)
         return None if leader == NO_LEADER else self.coordinator(leader)
 
+    def resign_all(self) -> None:
+        """Every coordinator gives up every partition (a reset): clients waiting on one hear NOT_COORDINATOR."""
+        for coordinator in self.coordinators.values():
+            for partition in sorted(coordinator.partitions.owned or ()):
+                coordinator.resign(partition)
+
     def stop(self) -> None:
         if self.follow in self.broker.leader_listeners:
             self.broker.leader_listeners.remove(self.follow)

@@ -181,6 +181,14 @@ class Broker:
         """Make ``node_id`` the partition's leader; returns its new leader epoch."""
         return self._on_loop(self._call(self._running_core().move_leader, topic, partition, node_id))
 
+    def reset(self) -> int:
+        """Forget every topic, group and transaction (and faults, transcript): a fresh broker for the next test, in
+        milliseconds. Returns how many topics were deleted."""
+        return self._on_loop(self._running_core().reset())
+
+    async def areset(self) -> int:
+        return await self._running_core().reset()
+
     def advance(self, ms: int) -> int:
         """Move the virtual clock (``Broker(clock="virtual")``) forward, running the timeouts that fall due; returns
         the new time."""

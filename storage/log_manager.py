@@ -356,17 +356,23 @@ class LogManager:
 
     def delete_topic(self, name: str) -> None:
         """DeleteTopics: forget the topic, rename its directories to ``*-delete``, then remove them."""
-        info = self._topic(name)
-        del self.topics[name]
+        self.delete_topics([name])
+
+    def delete_topics(self, names: list[str]) -> None:
+        """Delete several topics, writing the topic store once (a reset deletes every topic)."""
+        infos = [self._topic(name) for name in names]
+        for name in names:
+            del self.topics[name]
+            del self._stored[name]
         self.catalog_version += 1
-        del self._stored[name]
         self._save_store()
-        for partition, partition_log in enumerate(info.partitions):
-            partition_log.close(snapshot=False)
-            doomed = self.data_dir / delete_dir_name(name, partition)
-            os.replace(partition_log.directory, doomed)
-            remove_tree(doomed)
-        log.info("Deleted topic %s", name)
+        for info in infos:
+            for partition, partition_log in enumerate(info.partitions):
+                partition_log.close(snapshot=False)
+                doomed = self.data_dir / delete_dir_name(info.name, partition)
+                os.replace(partition_log.directory, doomed)
+                remove_tree(doomed)
+            log.info("Deleted topic %s", info.name)
 
     def alter_config(self, name: str, overrides: dict[str, str]) -> TopicInfo:
         """Replace a topic's config overrides (the full set) and apply them to its open logs."""
