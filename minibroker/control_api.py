@@ -263,3 +263,71 @@ async def reset(broker: Broker, request: HttpRequest, params: list[str]) -> Answ
     started = time.monotonic()
     deleted = await broker.reset()
     return 200, {"topics_deleted": deleted, "elapsed_ms": round((time.monotonic() - started) * 1000, 3)}
+
+
+# ---- observation: what a test asserts on, from any language (minibroker.observe) ----
+
+
+def query_int(request: HttpRequest, name: str, default: int) -> int:
+    value = request.query.get(name, [str(default)])[0]
+    if not value.lstrip("-").isdigit():
+        raise HttpError(400, f"{name} must be a number, not {value!r}")
+    return int(value)
+
+
+def observed(look: Callable[[], Any]) -> Answer:
+    """An observation's answer: 404 for what does not exist, 409 for a group without a coordinator."""
+    from minibroker.observe import NoCoordinator
+
+    try:
+        return 200, look()
+    except LookupError as exc:
+        raise HttpError(404, str(exc.args[0])) from None
+    except NoCoordinator as exc:
+        raise HttpError(409, str(exc)) from None
+
+
+@route("GET", "/v1/partitions/{topic}/{partition}/records")
+async def partition_records(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    from minibroker.observe import partition_records
+
+    offset, limit = query_int(request, "offset", 0), query_int(request, "max", 100)
+    return observed(lambda: partition_records(broker, params[0], params[1], offset, limit))
+
+
+@route("GET", "/v1/groups/{group}")
+async def group_view(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    from minibroker.observe import group_view
+
+    return observed(lambda: group_view(broker, params[0]))
+
+
+@route("GET", "/v1/transactions/{id}")
+async def transaction_view(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    from minibroker.observe import transaction_view
+
+    return observed(lambda: transaction_view(broker, params[0]))
+
+
+@route("POST", "/v1/wait")
+async def wait_for(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """Wait up to ``timeout_ms`` (default 10 s) for ``{"group_stable": id}`` or ``{"high_watermark": {"topic",
+    "partition", "at_least"}}``: 200 once it holds, 408 when the time is up."""
+    from minibroker.observe import wait_for
+
+    body = request.json()
+    timeout_ms = field(body, "timeout_ms", int, default=10_000)
+    try:
+        if "group_stable" in body:
+            what = await wait_for(broker, timeout_ms, group_stable=field(body, "group_stable", str))
+        elif "high_watermark" in body:
+            target = field(body, "high_watermark", dict)
+            mark = (field(target, "topic", str), field(target, "partition", int), field(target, "at_least", int))
+            what = await wait_for(broker, timeout_ms, high_watermark=mark)
+        else:
+            raise HttpError(400, "wait for group_stable or high_watermark")
+    except TimeoutError as exc:
+        raise HttpError(408, str(exc)) from None
+    except LookupError as exc:
+        raise HttpError(404, str(exc.args[0])) from None
+    return 200, {"waited_for": what}

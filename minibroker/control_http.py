@@ -23,7 +23,7 @@ MAX_BODY_BYTES = 1024 * 1024
 READ_TIMEOUT_S = 10.0
 REASONS = {
     200: "OK", 201: "Created", 204: "No Content", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
-    405: "Method Not Allowed", 409: "Conflict", 411: "Length Required", 413: "Content Too Large",
+    405: "Method Not Allowed", 408: "Request Timeout", 409: "Conflict", 411: "Length Required", 413: "Content Too Large",
     500: "Internal Server Error",
 }
 

@@ -181,6 +181,32 @@ class Broker:
         """Make ``node_id`` the partition's leader; returns its new leader epoch."""
         return self._on_loop(self._call(self._running_core().move_leader, topic, partition, node_id))
 
+    def records(self, topic: str, partition: int, offset: int = 0, limit: int = 100) -> dict[str, Any]:
+        """A partition's offsets and batches with their records (GET /v1/partitions/T/P/records)."""
+        from minibroker.observe import partition_records
+
+        return self._on_loop(self._call(partition_records, self._running_core(), topic, partition, offset, limit))
+
+    def group(self, group_id: str) -> dict[str, Any]:
+        """A group as its coordinator describes it, with its committed offsets (GET /v1/groups/G)."""
+        from minibroker.observe import group_view
+
+        return self._on_loop(self._call(group_view, self._running_core(), group_id))
+
+    def transaction(self, transactional_id: str) -> dict[str, Any]:
+        """A transactional id's state, producer and partitions (GET /v1/transactions/ID)."""
+        from minibroker.observe import transaction_view
+
+        return self._on_loop(self._call(transaction_view, self._running_core(), transactional_id))
+
+    def wait_for(self, *, group_stable: str | None = None, high_watermark: tuple[str, int, int] | None = None,
+                 timeout_ms: int = 10_000) -> str:
+        """Wait for a group to be Stable or a high watermark to reach a number (POST /v1/wait); TimeoutError."""
+        from minibroker.observe import wait_for
+
+        return self._on_loop(wait_for(self._running_core(), timeout_ms, group_stable=group_stable,
+                                      high_watermark=high_watermark))
+
     def reset(self) -> int:
         """Forget every topic, group and transaction (and faults, transcript): a fresh broker for the next test, in
         milliseconds. Returns how many topics were deleted."""
