@@ -160,9 +160,8 @@ def internal_topic_configs(broker: Broker, name: str) -> dict[str, str]:
     return configs
 
 
-def replay(partition_log: PartitionLog) -> Iterator[tuple[BatchHeader, Record]]:
-    """Every record of a partition in offset order, with the header of its batch (control batches included)."""
-    offset = partition_log.log_start_offset
+def read_batches(partition_log: PartitionLog, offset: int) -> Iterator[tuple[bytes, BatchHeader]]:
+    """Every batch from the one holding ``offset`` to the log end, with the bytes it was read in."""
     while offset < partition_log.log_end_offset:
         data = partition_log.read(offset, REPLAY_CHUNK)
         if not data:
@@ -170,7 +169,14 @@ def replay(partition_log: PartitionLog) -> Iterator[tuple[BatchHeader, Record]]:
         for header in iter_batches(data):
             if header.last_offset < offset:
                 continue
-            for record in decode_batch(data, header):
-                if record.offset >= offset:
-                    yield header, record
+            yield data, header
             offset = header.last_offset + 1
+
+
+def replay(partition_log: PartitionLog) -> Iterator[tuple[BatchHeader, Record]]:
+    """Every record of a partition in offset order, with the header of its batch (control batches included)."""
+    start = partition_log.log_start_offset
+    for data, header in read_batches(partition_log, start):
+        for record in decode_batch(data, header):
+            if record.offset >= start:
+                yield header, record

@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from minibroker.cluster import NO_LEADER
 from minibroker.dump import batch_fields, json_ready, record_fields
-from minibroker.protocol.records import decode_batch, iter_batches
+from minibroker.internal_topics import read_batches
+from minibroker.protocol.records import decode_batch
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
     from minibroker.groups.coordinator import GroupCoordinator
     from minibroker.storage.partition_log import PartitionLog
 
-READ_BYTES = 1 << 20
 POLL_S = 0.01
 
 
@@ -39,20 +39,13 @@ def partition_records(broker: Broker, topic: str, partition: int | str, offset: 
     offset = max(offset, log.log_start_offset)
     batches: list[dict[str, Any]] = []
     count = 0
-    while count < limit and offset < log.log_end_offset:
-        data = log.read(offset, READ_BYTES)
-        if not data:
+    for data, header in read_batches(log, offset) if limit > 0 else ():
+        batch = batch_fields(data, header)
+        batch["records"] = [record_fields(header, r, None) for r in decode_batch(data, header) if r.offset >= offset]
+        batches.append(batch)
+        count += len(batch["records"])
+        if count >= limit:
             break
-        for header in iter_batches(data):
-            if header.last_offset < offset:
-                continue
-            batch = batch_fields(data, header)
-            batch["records"] = [record_fields(header, r, None) for r in decode_batch(data, header) if r.offset >= offset]
-            batches.append(batch)
-            count += len(batch["records"])
-            offset = header.last_offset + 1
-            if count >= limit:
-                break
     return json_ready({
         "log_start_offset": log.log_start_offset, "high_watermark": log.log_end_offset,
         "last_stable_offset": log.last_stable_offset, "batches": batches,
