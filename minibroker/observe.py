@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from minibroker.cluster import NO_LEADER
 from minibroker.dump import batch_fields, json_ready, record_fields
@@ -93,15 +93,18 @@ async def wait_for(
 ) -> str:
     """Wait until the group is Stable or the partition's high watermark reaches the number given; returns what was
     waited for; TimeoutError after ``timeout_ms`` (real time)."""
-    condition: Callable[[], bool]
     if group_stable is not None:
         what = f"group {group_stable} stable"
-        condition = lambda: group_state(broker, group_stable) == "Stable"  # noqa: E731
+
+        def condition() -> bool:
+            return group_state(broker, group_stable) == "Stable"
     elif high_watermark is not None:
         topic, partition, at_least = high_watermark
         log = partition_log(broker, topic, partition)
         what = f"{topic}-{partition} high watermark at least {at_least}"
-        condition = lambda: log.log_end_offset >= at_least  # noqa: E731
+
+        def condition() -> bool:
+            return log.log_end_offset >= at_least
     else:
         raise ValueError("wait for group_stable or high_watermark")
     deadline = time.monotonic() + timeout_ms / 1000

@@ -120,18 +120,17 @@ class ConfluentMember:
         self.consumer.close()
 
 
+def member_settings(bootstrap: str, group: str, config: dict[str, Any]) -> dict[str, Any]:
+    """The group tests' consumer settings for kafka-python and aiokafka (same names in both), then ``config``."""
+    return {
+        "bootstrap_servers": bootstrap, "group_id": group, "auto_offset_reset": "earliest", "enable_auto_commit": False,
+        "heartbeat_interval_ms": HEARTBEAT_MS, "request_timeout_ms": TIMEOUT_MS, **config,
+    }
+
+
 class KafkaPythonMember:
     def __init__(self, bootstrap: str, group: str, topic: str, **config: Any) -> None:
-        self.consumer = KafkaConsumer(
-            topic,
-            bootstrap_servers=bootstrap,
-            group_id=group,
-            auto_offset_reset="earliest",
-            enable_auto_commit=False,
-            heartbeat_interval_ms=HEARTBEAT_MS,
-            request_timeout_ms=TIMEOUT_MS,
-            **config,
-        )
+        self.consumer = KafkaConsumer(topic, **member_settings(bootstrap, group, config))
 
     def poll_records(self) -> list[Consumed]:
         batches = self.consumer.poll(timeout_ms=100)

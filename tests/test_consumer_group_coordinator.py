@@ -626,13 +626,18 @@ def test_instance_id_in_use_and_fenced_instance(env: Env) -> None:
     ok(s.heartbeat())
 
 
-def test_static_member_that_does_not_come_back_is_removed_after_its_session(env: Env) -> None:
+def static_and_dynamic(env: Env) -> tuple[Consumer, Consumer, int]:
+    """A static and a dynamic member, both joined and settled; with the group epoch they reached."""
     s = env.consumer("static-1", instance_id="instance-1")
     d = env.consumer("dynamic-1")
     ok(s.join())
     ok(d.join())
     env.settle(s, d)
-    epoch = env.group().group_epoch
+    return s, d, env.group().group_epoch
+
+
+def test_static_member_that_does_not_come_back_is_removed_after_its_session(env: Env) -> None:
+    s, d, epoch = static_and_dynamic(env)
     ok(s.leave(STATIC_LEAVE))
     env.advance(SESSION_MS, d)
     group = env.group()
@@ -644,12 +649,7 @@ def test_static_member_that_does_not_come_back_is_removed_after_its_session(env:
 
 
 def test_static_member_leaving_for_good_triggers_a_rebalance(env: Env) -> None:
-    s = env.consumer("static-1", instance_id="instance-1")
-    d = env.consumer("dynamic-1")
-    ok(s.join())
-    ok(d.join())
-    env.settle(s, d)
-    epoch = env.group().group_epoch
+    s, d, epoch = static_and_dynamic(env)
     ok(s.leave(LEAVE))
     assert set(env.group().members) == {"dynamic-1"}
     assert env.group().group_epoch == epoch + 1

@@ -33,6 +33,7 @@ from tests.grouputil import (
     assert_split,
     async_wait_until,
     is_split,
+    member_settings,
     produce_batch,
 )
 
@@ -43,16 +44,7 @@ class AiokafkaMember:
 
     @classmethod
     async def start(cls, bootstrap: str, group: str, topic: str, **config: Any) -> AiokafkaMember:
-        consumer = AIOKafkaConsumer(
-            topic,
-            bootstrap_servers=bootstrap,
-            group_id=group,
-            auto_offset_reset="earliest",
-            enable_auto_commit=False,
-            heartbeat_interval_ms=HEARTBEAT_MS,
-            request_timeout_ms=TIMEOUT_MS,
-            **config,
-        )
+        consumer = AIOKafkaConsumer(topic, **member_settings(bootstrap, group, config))
         await consumer.start()
         return cls(consumer)
 

@@ -40,12 +40,12 @@ from minibroker.protocol.records import (
 )
 from minibroker.storage.errors import ProducerStateError, StorageError
 from minibroker.storage.log_manager import TopicInfo
-from minibroker.storage.partition_log import PartitionLog
 from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
     from minibroker.config import BrokerConfig
+    from minibroker.storage.partition_log import PartitionLog
 
 log = logging.getLogger(__name__)
 
