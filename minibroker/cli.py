@@ -327,24 +327,18 @@ async def serve(config: BrokerConfig) -> None:
 
 
 def run_control(url: str, method: str, path: str, body: str | None, token: str | None, timeout_s: float) -> int:
-    import urllib.error
-    import urllib.request
+    from minibroker.control_client import ControlClient
 
-    request = urllib.request.Request(
-        url.rstrip("/") + "/" + path.lstrip("/"), data=None if body is None else body.encode(), method=method.upper(),
-        headers={"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})},
-    )
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as answer:
-            sys.stdout.write(answer.read().decode())
-            return 0
-    except urllib.error.HTTPError as exc:
-        sys.stdout.write(exc.read().decode())
-        print(f"minibroker control: {exc.code} {exc.reason}", file=sys.stderr)
-        return 1
-    except (urllib.error.URLError, OSError, ValueError) as exc:
+        status, text = ControlClient(url, token, timeout_s).send(method, path, body)
+    except (OSError, ValueError) as exc:
         print(f"minibroker control: {url}: {exc}", file=sys.stderr)
         return 1
+    sys.stdout.write(text)
+    if status >= 300:
+        print(f"minibroker control: {status}", file=sys.stderr)
+        return 1
+    return 0
 
 
 # ---- probe ----

@@ -7,6 +7,10 @@ minibroker in a container); the external broker is probed once, so a wrong addre
 ``--kafka-nodes N`` (or the ini value ``kafka_nodes``; the command line wins) makes the in-process broker a cluster
 of N nodes, ``Broker(nodes=N)``, and ``kafka_bootstrap`` every node's address, so clients outlive a stopped node 1.
 ``--kafka-transcript`` keeps a protocol transcript, and a failing test's report shows the requests it made.
+``kafka_control`` is a ``ControlClient`` of the broker's control listener (faults, clock, nodes, observation); with
+``--kafka-bootstrap`` it needs ``--kafka-control URL``. The faults a test injects and the nodes it stops do not
+outlive it. ``@pytest.mark.minibroker(nodes=..., config=..., topics=..., clock=...)`` gives a test a broker of its
+own: for that test the fixtures above are that broker's (see ``minibroker.pytest_marker``).
 
 The names all start with ``kafka_`` so they do not clash with a project's own ``broker``/``bootstrap`` fixtures.
 Importing this module is cheap: the broker is imported only when a test asks for it.
@@ -14,6 +18,7 @@ Importing this module is cheap: the broker is imported only when a test asks for
 
 from __future__ import annotations
 
+import os
 import re
 import uuid
 from collections.abc import Callable, Iterator
@@ -22,12 +27,16 @@ from typing import TYPE_CHECKING, Union
 
 import pytest
 
+from minibroker.pytest_marker import MARKER, MARKER_HELP, MarkedBroker, MarkerError
+
 if TYPE_CHECKING:
+    from minibroker.control_client import ControlClient
     from minibroker.testing import Broker
 
 BOOTSTRAP_OPTION = "--kafka-bootstrap"
 NODES_OPTION = "--kafka-nodes"
 TRANSCRIPT_OPTION = "--kafka-transcript"
+CONTROL_OPTION = "--kafka-control"
 TRANSCRIPT_POSITION = pytest.StashKey[int]()
 NODES_INI = "kafka_nodes"
 NODES = pytest.StashKey[int]()
@@ -37,9 +46,10 @@ _MAX_PREFIX = 180  # topic names are limited to 249 characters
 
 @dataclass(frozen=True)
 class ExternalBroker:
-    """The broker named by ``--kafka-bootstrap``: only its address is known."""
+    """The broker named by ``--kafka-bootstrap``: its address, and its control listener's if given."""
 
     bootstrap_servers: str
+    control_url: str | None = None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -61,11 +71,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         TRANSCRIPT_OPTION, action="store_true", default=False,
         help="keep a protocol transcript of the in-process minibroker and add a failing test's part of it to its report",
     )
+    group.addoption(
+        CONTROL_OPTION, metavar="URL", default=None,
+        help=f"the control listener of the {BOOTSTRAP_OPTION} broker, for kafka_control (token: "
+        "$MINIBROKER_CONTROL_TOKEN)",
+    )
     parser.addini(NODES_INI, f"nodes of the in-process minibroker, as {NODES_OPTION}", default="1")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Checks the node count at start-up, so a bad value is a usage error before any test runs."""
+    config.addinivalue_line("markers", MARKER_HELP)
+    if config.getoption(CONTROL_OPTION) and not config.getoption(BOOTSTRAP_OPTION):
+        raise pytest.UsageError(f"{CONTROL_OPTION} names the control listener of the {BOOTSTRAP_OPTION} broker: give "
+                                f"both (the in-process broker has its own)")
     option = config.getoption(NODES_OPTION)
     source, value = (NODES_OPTION, option) if option is not None else (f"{NODES_INI} (ini)", config.getini(NODES_INI))
     try:
@@ -83,9 +102,37 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[NODES] = nodes
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A marked test's ``kafka_broker`` is a parameter of its own: pytest makes it for the test alone (function
+    scope) and stops it after the test, while other tests keep the session's broker."""
+    marker = metafunc.definition.get_closest_marker(MARKER)
+    if marker is None:
+        return
+    try:
+        spec = MarkedBroker.from_marker(marker.args, marker.kwargs)
+    except MarkerError as exc:
+        pytest.fail(f"{metafunc.definition.nodeid}: {exc}", pytrace=False)
+    if "kafka_broker" not in metafunc.fixturenames:
+        pytest.fail(f"{metafunc.definition.nodeid}: @pytest.mark.{MARKER} gives a broker to a test that uses "
+                    "kafka_broker, kafka_bootstrap or kafka_control; this one uses none of them", pytrace=False)
+    metafunc.parametrize("kafka_broker", [spec], indirect=True, scope="function", ids=[MARKER])
+
+
 @pytest.fixture(scope="session")
 def kafka_broker(request: pytest.FixtureRequest) -> Iterator[Union["Broker", ExternalBroker]]:
-    """The session's broker: a ``minibroker.testing.Broker``, or an ``ExternalBroker`` with --kafka-bootstrap."""
+    """The test's broker: its own with ``@pytest.mark.minibroker``, else the session's (a
+    ``minibroker.testing.Broker``, or an ``ExternalBroker`` with --kafka-bootstrap)."""
+    spec: MarkedBroker | None = getattr(request, "param", None)
+    if spec is None:
+        yield request.getfixturevalue("_kafka_session_broker")
+        return
+    with spec.running(request.config.getoption(TRANSCRIPT_OPTION)) as broker:
+        yield broker
+
+
+@pytest.fixture(scope="session")
+def _kafka_session_broker(request: pytest.FixtureRequest) -> Iterator[Union["Broker", ExternalBroker]]:
+    """The broker every unmarked test shares, started once."""
     external = request.config.getoption(BOOTSTRAP_OPTION)
     if external:
         from minibroker.probe import ProbeError, probe
@@ -94,12 +141,29 @@ def kafka_broker(request: pytest.FixtureRequest) -> Iterator[Union["Broker", Ext
             probe(external.split(",")[0].strip())  # a bootstrap list: its first address
         except ProbeError as exc:
             raise pytest.UsageError(f"{BOOTSTRAP_OPTION} {external}: {exc}") from None
-        yield ExternalBroker(external)
+        yield ExternalBroker(external, request.config.getoption(CONTROL_OPTION))
         return
     from minibroker.testing import Broker
 
-    with Broker(nodes=request.config.stash[NODES], transcript=request.config.getoption(TRANSCRIPT_OPTION)) as broker:
+    with Broker(nodes=request.config.stash[NODES], control=True,
+                transcript=request.config.getoption(TRANSCRIPT_OPTION)) as broker:
         yield broker
+
+
+@pytest.fixture
+def kafka_control(kafka_broker: Union["Broker", ExternalBroker]) -> Iterator[ControlClient]:
+    """The control API of the test's broker, as a ``minibroker.control_client.ControlClient``. Afterwards the
+    faults are cleared and stopped nodes started, so the next test meets the broker as this one did."""
+    from minibroker.control_client import ControlClient
+
+    if kafka_broker.control_url is None:
+        pytest.skip(f"kafka_control needs the control listener of the {BOOTSTRAP_OPTION} broker: {CONTROL_OPTION} URL")
+    control = ControlClient(kafka_broker.control_url, os.environ.get("MINIBROKER_CONTROL_TOKEN"))
+    yield control
+    control.clear_faults()
+    for node in control.health()["nodes"]:
+        if not node["running"]:
+            control.start_node(node["id"])
 
 
 def _transcribed(item: pytest.Item) -> Broker | None:

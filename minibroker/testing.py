@@ -181,6 +181,25 @@ class Broker:
         """Make ``node_id`` the partition's leader; returns its new leader epoch."""
         return self._on_loop(self._call(self._running_core().move_leader, topic, partition, node_id))
 
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
+                     config: Mapping[str, Any] | None = None) -> None:
+        """Create a topic as CreateTopics would (``config``: its settings, e.g. ``{"cleanup.policy": "compact"}``);
+        ``ValueError`` naming Kafka's error when the broker refuses it."""
+        self._on_loop(self.acreate_topic(name, partitions, replication_factor, config))
+
+    async def acreate_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
+                            config: Mapping[str, Any] | None = None) -> None:
+        from minibroker.replicas import replication_problem
+
+        core = self._running_core()
+        problem = replication_problem(replication_factor, len(core.live_nodes))
+        if problem is not None:
+            raise ValueError(f"topic {name!r}: INVALID_REPLICATION_FACTOR: {problem}")
+        overrides = {key: _as_text(value) for key, value in (config or {}).items()}
+        error, message = await core.create_topic(name, partitions, overrides, replication_factor=replication_factor)
+        if error:
+            raise ValueError(f"topic {name!r}: {error.name}: {message}")
+
     def records(self, topic: str, partition: int, offset: int = 0, limit: int = 100) -> dict[str, Any]:
         """A partition's offsets and batches with their records (GET /v1/partitions/T/P/records)."""
         from minibroker.observe import partition_records

@@ -153,3 +153,22 @@ def test_curl_and_the_cli_drive_a_broker_process(tmp_path: Path) -> None:
         assert brokers_seen(proc.bootstrap) == [1, 2]
     finally:
         proc.stop()
+
+
+def test_the_python_control_client_names_the_errors_it_is_answered(topic_name: str) -> None:
+    from minibroker.control_client import ControlClient, ControlError
+
+    with Broker(nodes=2, control=True) as broker:
+        control = ControlClient(broker.control_url)
+        assert [node["id"] for node in control.health()["nodes"]] == [1, 2]
+        with pytest.raises(ControlError) as refused:
+            control.start_node(2)
+        assert refused.value.status == 409 and refused.value.message == "node 2 is running"
+        with pytest.raises(ControlError, match="404: no partition 0 of topic"):
+            control.records(topic_name, 0)
+        broker.create_topic(topic_name, 1, 2)
+        with pytest.raises(TimeoutError):
+            control.wait_for(high_watermark=(topic_name, 0, 1), timeout_ms=50)
+        follower = 3 - broker.core.placements.of(topic_name, 0).leader
+        assert control.move_leader(topic_name, 0, follower) == 1
+        assert control.records(topic_name, 0)["high_watermark"] == 0

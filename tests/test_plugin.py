@@ -194,3 +194,148 @@ def test_kafka_transcript_option_puts_the_transcript_in_a_failing_tests_report(t
     assert "1 failed, 1 passed" in result.stdout
     section = result.stdout.split("minibroker transcript", 1)[1]
     assert "failing-test Produce v" in section and "Metadata" in section, result.stdout
+
+
+MARKED_TESTS = '''
+import socket
+
+import pytest
+from confluent_kafka import KafkaError, Producer
+from confluent_kafka.admin import AdminClient, ConfigResource
+
+SESSION = []
+
+
+def deliver(bootstrap, topic, value):
+    reports = []
+    producer = Producer({"bootstrap.servers": bootstrap, "message.timeout.ms": 5000})
+    producer.produce(topic, value, partition=0, on_delivery=lambda error, message: reports.append(error))
+    producer.flush(30)
+    return reports
+
+
+def test_first_unmarked(kafka_bootstrap):
+    SESSION.append(kafka_bootstrap)
+
+
+@pytest.mark.minibroker(
+    nodes=3, config={"num.partitions": 4},
+    topics={"orders": 3, "compacted": {"partitions": 2, "replication_factor": 3, "config": {"cleanup.policy": "compact"}}},
+)
+def test_own_cluster(kafka_broker, kafka_bootstrap, kafka_control):
+    assert kafka_bootstrap not in SESSION and kafka_bootstrap.split(",")[0] == kafka_broker.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    metadata = admin.list_topics(timeout=30)
+    assert sorted(metadata.brokers) == [1, 2, 3]
+    assert {name: len(t.partitions) for name, t in metadata.topics.items()} == {"orders": 3, "compacted": 2}
+    assert len(metadata.topics["compacted"].partitions[0].replicas) == 3
+    [described] = admin.describe_configs([ConfigResource("topic", "compacted")]).values()
+    assert described.result(30)["cleanup.policy"].value == "compact"
+    assert deliver(kafka_bootstrap, "auto", b"x") == [None]
+    assert len(admin.list_topics("auto", timeout=30).topics["auto"].partitions) == 4  # config num.partitions
+    kafka_control.stop_node(3)
+    SESSION.append(kafka_broker.bootstrap_servers)
+    print(f"OWN {kafka_bootstrap}")
+
+
+def test_unmarked_after_a_marked_one(kafka_bootstrap, kafka_control):
+    assert kafka_bootstrap == SESSION[0], "the session broker was replaced"
+    host, port = SESSION[1].split(":")
+    with pytest.raises(ConnectionRefusedError):  # the marked test's broker stopped with its test
+        socket.create_connection((host, int(port)), timeout=5)
+    assert all(node["running"] for node in kafka_control.health()["nodes"])
+
+
+@pytest.mark.minibroker(clock="virtual", topics={"t": 1})
+def test_virtual_clock_and_observation(kafka_bootstrap, kafka_control):
+    clock = kafka_control.clock()
+    assert clock["virtual"] and kafka_control.advance(60_000) == clock["now_ms"] + 60_000
+    assert deliver(kafka_bootstrap, "t", b"seen") == [None]
+    kafka_control.wait_for(high_watermark=("t", 0, 1), timeout_ms=5000)
+    [batch] = kafka_control.records("t", 0)["batches"]
+    assert [record["value"] for record in batch["records"]] == ["seen"]
+
+
+def test_a_fault_stays_in_its_test(kafka_bootstrap, kafka_control, kafka_topic):
+    kafka_control.add_fault("Produce", error="TOPIC_AUTHORIZATION_FAILED", topic=kafka_topic)
+    [error] = deliver(kafka_bootstrap, kafka_topic, b"refused")
+    assert error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    kafka_control.stop_node(2)
+
+
+def test_the_next_test_meets_no_fault_and_every_node(kafka_bootstrap, kafka_control, kafka_topic):
+    assert kafka_control.faults() == []
+    assert [node["running"] for node in kafka_control.health()["nodes"]] == [True, True]
+    assert deliver(kafka_bootstrap, kafka_topic, b"accepted") == [None]
+'''
+
+
+def test_the_minibroker_marker_gives_a_test_its_own_broker(tmp_path: Path) -> None:
+    result = run_user_tests(tmp_path, "-vv", "--kafka-nodes", "2", tests=MARKED_TESTS)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "6 passed" in result.stdout
+    assert "test_user.py::test_own_cluster[minibroker] OWN" in result.stdout
+    assert re.search(r"OWN 127\.0\.0\.1:\d+,127\.0\.0\.1:\d+,127\.0\.0\.1:\d+", result.stdout), result.stdout
+
+
+MODULE_MARKED_TESTS = '''
+import socket
+
+import pytest
+
+pytestmark = pytest.mark.minibroker(clock="virtual")
+SEEN = set()
+
+
+@pytest.mark.parametrize("run", [1, 2])
+def test_each_gets_a_fresh_broker(kafka_broker, run):
+    SEEN.add(kafka_broker.bootstrap_servers)
+    assert len(SEEN) == run and kafka_broker.core.logs.topics == {}
+'''
+
+MISTAKES = {
+    "@pytest.mark.minibroker(nodes=0)\ndef test_x(kafka_broker): pass":
+        "nodes must be a whole number of at least 1, not 0",
+    "@pytest.mark.minibroker(clock='fast')\ndef test_x(kafka_broker): pass": "clock must be 'system' or 'virtual'",
+    "@pytest.mark.minibroker(node=2)\ndef test_x(kafka_broker): pass": "unknown keyword(s) ['node']",
+    "@pytest.mark.minibroker(topics={'t': {'parts': 2}})\ndef test_x(kafka_broker): pass":
+        "topic 't' has unknown keys ['parts']",
+    "@pytest.mark.minibroker(3)\ndef test_x(kafka_broker): pass": "takes keywords only",
+    "@pytest.mark.minibroker(nodes=2)\ndef test_x(): pass": "uses none of them",
+}
+
+
+def test_a_module_marker_gives_each_test_its_own_broker(tmp_path: Path) -> None:
+    result = run_user_tests(tmp_path, tests=MODULE_MARKED_TESTS)
+    assert result.returncode == 0 and "2 passed" in result.stdout, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("test_code, message", MISTAKES.items(), ids=range(len(MISTAKES)))
+def test_a_marker_mistake_fails_collection_with_its_reason(tmp_path: Path, test_code: str, message: str) -> None:
+    result = run_user_tests(tmp_path, tests=f"import pytest\n\n\n{test_code}\n")
+    assert result.returncode == pytest.ExitCode.INTERRUPTED, result.stdout + result.stderr
+    assert message in result.stdout
+
+
+CONTROL_TESTS = '''
+def test_control_of_the_external_broker(kafka_control):
+    print(f"NODES {[node['id'] for node in kafka_control.health()['nodes']]}")
+'''
+
+
+def test_kafka_control_reaches_an_external_brokers_control_listener(tmp_path: Path) -> None:
+    external = BrokerProcess(tmp_path / "external-data", "nodes=2", "control.port=0")
+    try:
+        external.start()
+        url = re.search(r"control (http://\S+?),", external.log_text()).group(1)
+        project = tmp_path / "project"
+        project.mkdir()
+        skipped = run_user_tests(project, "-rs", "--kafka-bootstrap", external.bootstrap, tests=CONTROL_TESTS)
+        assert "1 skipped" in skipped.stdout and "--kafka-control URL" in skipped.stdout, skipped.stdout
+        result = run_user_tests(project, "--kafka-bootstrap", external.bootstrap, "--kafka-control", url,
+                                tests=CONTROL_TESTS)
+        assert result.returncode == 0 and "NODES [1, 2]" in result.stdout, result.stdout + result.stderr
+    finally:
+        external.stop()
+    refused = run_user_tests(tmp_path, "--kafka-control", url, tests=CONTROL_TESTS)
+    assert refused.returncode == pytest.ExitCode.USAGE_ERROR and "give both" in refused.stderr

@@ -146,3 +146,21 @@ async def test_async_broker_round_trip_with_aiokafka() -> None:
             await consumer.stop()
         assert got == [f"event {i}".encode() for i in range(20)]
     assert not data_dir.exists()
+
+
+def test_create_topic_makes_a_topic_as_create_topics_would_and_names_refusals() -> None:
+    with Broker(nodes=2) as broker:
+        broker.create_topic("made", 3, 2, {"cleanup.policy": "compact", "retention.ms": 1000})
+        info = broker.core.topic("made")
+        assert info is not None and len(info.partitions) == 3
+        assert info.overrides == {"cleanup.policy": "compact", "retention.ms": "1000"}
+        assert all(len(broker.core.placements.of("made", p).replicas) == 2 for p in range(3))
+        refused = {
+            ("made", 1, 1): "TOPIC_ALREADY_EXISTS",
+            ("bad name", 1, 1): "INVALID_TOPIC_EXCEPTION",
+            ("t", 0, 1): "INVALID_PARTITIONS",
+            ("t", 1, 3): "INVALID_REPLICATION_FACTOR",
+        }
+        for (name, partitions, factor), error in refused.items():
+            with pytest.raises(ValueError, match=error):
+                broker.create_topic(name, partitions, factor)
