@@ -27,12 +27,14 @@ from minibroker.listeners import (
     is_loopback,
     parse_listeners,
 )
+from minibroker.producer_ids import FILE_NAME as PRODUCER_ID_FILE
 from minibroker.producer_ids import ProducerIdAllocator
 from minibroker.protocol.errors import ErrorCode
 from minibroker.server import KafkaConnection, start_server
 from minibroker.storage.errors import InvalidConfigError, InvalidTopicError, TopicExistsError
 from minibroker.storage.log_manager import LogManager, NewTopic, TopicInfo, validate_topic_name
 from minibroker.storage.partition_log import PartitionLog
+from minibroker.storage.snapshots import SnapshotInfo, SnapshotStore
 from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from minibroker.tls import server_context
 
@@ -87,6 +89,7 @@ class Broker:
         self.control_address: tuple[str, int] | None = None  # (host, port) of the control listener, when on
         self.faults: Faults | None = None  # injected faults, from the first one on
         self.transcript: Transcript | None = None  # with transcript.enabled or transcript.file
+        self.snapshots = SnapshotStore(keep=(PRODUCER_ID_FILE,))  # producer ids never go back
         self.started_at = time.monotonic()
 
     # lifecycle
@@ -98,18 +101,8 @@ class Broker:
             self.transcript = Transcript(
                 self.config.transcript_max_entries, Path(self.config.transcript_file) if self.config.transcript_file else None,
             )
-        self.logs.open()
-        self.placements.load()
-        self._elect("start-up")  # partitions a stopped node left offline get their leaders back
-        for info in self.logs.topics.values():  # each leader's epoch is in its cache, as Kafka's makeLeader at start-up
-            for partition in range(len(info.partitions)):
-                self._start_epoch(info.name, partition)
         self.producer_ids = ProducerIdAllocator(self.config.data_dir)
-        if TRANSACTION_STATE_TOPIC in self.logs.topics:  # transactions a crash left half-completed finish now
-            await self.transactions.ownership.loaded()
-            await self.transactions.flush()
-        if CONSUMER_OFFSETS_TOPIC in self.logs.topics:  # groups answer COORDINATOR_LOAD_IN_PROGRESS until loaded
-            self._start_groups()
+        await self._load_data("start-up")
         await self._start_listeners()
         if self.config.control_port >= 0:
             await self._start_control()
@@ -145,6 +138,24 @@ class Broker:
             self.logs.cluster_id, self.config.data_dir,
         )
 
+    async def _load_data(self, reason: str, epoch_floors: dict[tuple[str, int], int] | None = None) -> None:
+        """Open the data directory's topics and serve them: leaders elected, their epochs started, transactions a
+        crash left half-completed finished, groups loading (at start-up, and when a snapshot is restored).
+        ``epoch_floors``: leader epochs the partitions must reach, so clients never see an epoch go back."""
+        self.logs.open()
+        self.placements.load()
+        if epoch_floors:
+            self.placements.raise_epochs(epoch_floors)
+        self._elect(reason)  # partitions a stopped node left offline get their leaders back
+        for info in self.logs.topics.values():  # each leader's epoch is in its cache, as Kafka's makeLeader at start-up
+            for partition in range(len(info.partitions)):
+                self._start_epoch(info.name, partition)
+        if TRANSACTION_STATE_TOPIC in self.logs.topics:  # transactions a crash left half-completed finish now
+            await self.transactions.ownership.loaded()
+            await self.transactions.flush()
+        if CONSUMER_OFFSETS_TOPIC in self.logs.topics:  # groups answer COORDINATOR_LOAD_IN_PROGRESS until loaded
+            self._start_groups()
+
     def _nodes_text(self) -> str:
         """For the readiness line of a broker serving several nodes: every node's first listener."""
         if len(self.node_ids) == 1:
@@ -173,6 +184,45 @@ class Broker:
         """Forget every topic (internal ones too), group and transaction, and clear faults and the transcript, so one
         broker serves independent tests (the control API's POST /v1/reset); returns how many topics went. Clients
         connected across it meet a broker as if new: their topics, groups and transactions are unknown."""
+        await self._drop_served_state()
+        names = list(self.logs.topics)
+        self.logs.delete_topics(names)
+        for name in names:
+            self.placements.forget(name)
+        if self.faults is not None:
+            self.faults.clear()
+        if self.transcript is not None:
+            self.transcript.clear()
+        log.info("reset: %d topic(s) deleted, groups and transactions forgotten", len(names))
+        return len(names)
+
+    async def snapshot(self, name: str) -> SnapshotInfo:
+        """Save every topic, group and transaction as snapshot ``name`` (POST /v1/snapshots), for ``restore``.
+        Faults, the transcript and the clock are the test's, not the broker's state: they are not saved."""
+        if self._creating:
+            await asyncio.wait(list(self._creating.values()), timeout=SHUTDOWN_GRACE_S)
+        info = self.snapshots.save(name, self.config.data_dir, self.logs.checkpoint_files(complete=True))
+        log.info("snapshot %s: %d file(s), %d bytes", name, info.files, info.bytes)
+        return info
+
+    async def restore(self, name: str) -> SnapshotInfo:
+        """Put every topic, group and transaction back as snapshot ``name`` saved them (POST
+        /v1/snapshots/NAME/restore). Connected clients meet it as after a restart of the broker: group members
+        rejoin, and leader epochs only grow."""
+        self.snapshots.get(name)  # SnapshotError before anything changes
+        floors = {(topic, partition): self.placements.of(topic, partition).leader_epoch + 1
+                  for topic, info in self.logs.topics.items() for partition in range(len(info.partitions))}
+        await self._drop_served_state()
+        self.cleaner = None  # the next run reads the restored cleaner checkpoint
+        self.logs.release()
+        info = self.snapshots.load(name, self.config.data_dir)
+        await self._load_data("restore", floors)
+        log.info("restored snapshot %s: %d topic(s)", name, len(self.logs.topics))
+        return info
+
+    async def _drop_served_state(self) -> None:
+        """Before the topics go or are replaced: creations finish, the coordinators resign and stop, long polls
+        answer now."""
         if self._creating:
             await asyncio.wait(list(self._creating.values()), timeout=SHUTDOWN_GRACE_S)
         for service in (self._groups, self._transactions):
@@ -180,21 +230,11 @@ class Broker:
                 service.ownership.resign_all()
                 service.stop()
         self._groups = self._transactions = None
-        names = list(self.logs.topics)
-        self.logs.delete_topics(names)
-        for name in names:
-            self.placements.forget(name)
-        for waiters in self._waiters.values():  # long polls on the deleted partitions answer now
+        for waiters in self._waiters.values():
             for waiter in waiters:
                 if not waiter.done():
                     waiter.set_result(None)
         self._waiters.clear()
-        if self.faults is not None:
-            self.faults.clear()
-        if self.transcript is not None:
-            self.transcript.clear()
-        log.info("reset: %d topic(s) deleted, groups and transactions forgotten", len(names))
-        return len(names)
 
     def add_fault(self, spec: dict[str, Any]) -> Fault:
         """Inject a fault (the control API's POST /v1/faults); FaultSpecError for one that cannot be made."""

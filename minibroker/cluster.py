@@ -61,6 +61,7 @@ class Placements:
         self._topics: dict[str, list[PartitionPlacement]] = {}
 
     def load(self) -> None:
+        self._topics = {}
         if not self.path.exists():
             return
         try:
@@ -106,6 +107,18 @@ class Placements:
         added = assign_replicas(sorted(live), new_total - len(placed), factor, self.rng, first_partition=len(placed))
         placed += [PartitionPlacement(replicas, replicas[0]) for replicas in added]
         self._save()
+
+    def raise_epochs(self, floors: dict[tuple[str, int], int]) -> None:
+        """Lift each partition's leader epoch to at least its floor (after a restore, epochs must not go back)."""
+        changed = False
+        for topic, placed in self._topics.items():
+            for index, partition in enumerate(placed):
+                floor = floors.get((topic, index), 0)
+                if partition.leader_epoch < floor:
+                    placed[index] = PartitionPlacement(partition.replicas, partition.leader, floor)
+                    changed = True
+        if changed:
+            self._save()
 
     def forget(self, topic: str) -> None:
         if self._topics.pop(topic, None) is not None:

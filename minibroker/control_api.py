@@ -18,6 +18,7 @@ from minibroker.control_http import Answer, HttpError, HttpRequest, start_http_s
 if TYPE_CHECKING:
     from minibroker.broker import Broker
     from minibroker.clock import VirtualClock
+    from minibroker.storage.snapshots import SnapshotInfo
 
 log = logging.getLogger(__name__)
 
@@ -263,6 +264,53 @@ async def reset(broker: Broker, request: HttpRequest, params: list[str]) -> Answ
     started = time.monotonic()
     deleted = await broker.reset()
     return 200, {"topics_deleted": deleted, "elapsed_ms": round((time.monotonic() - started) * 1000, 3)}
+
+
+def snapshot_view(info: SnapshotInfo, started: float | None = None) -> dict[str, Any]:
+    view: dict[str, Any] = {"name": info.name, "files": info.files, "bytes": info.bytes}
+    if started is not None:
+        view["elapsed_ms"] = round((time.monotonic() - started) * 1000, 3)
+    return view
+
+
+def known_snapshot(broker: Broker, name: str) -> None:
+    from minibroker.storage.snapshots import SnapshotError
+
+    try:
+        broker.snapshots.get(name)
+    except SnapshotError as exc:
+        raise HttpError(404, str(exc)) from None
+
+
+@route("POST", "/v1/snapshots")
+async def take_snapshot(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    from minibroker.storage.snapshots import SnapshotError
+
+    started = time.monotonic()
+    try:
+        info = await broker.snapshot(field(request.json(), "name", str))
+    except SnapshotError as exc:
+        raise HttpError(400, str(exc)) from None
+    return 201, snapshot_view(info, started)
+
+
+@route("GET", "/v1/snapshots")
+async def list_snapshots(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    return 200, {"snapshots": [snapshot_view(snapshot.info) for snapshot in broker.snapshots.snapshots.values()]}
+
+
+@route("POST", "/v1/snapshots/{name}/restore")
+async def restore_snapshot(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    known_snapshot(broker, params[0])
+    started = time.monotonic()
+    return 200, snapshot_view(await broker.restore(params[0]), started)
+
+
+@route("DELETE", "/v1/snapshots/{name}")
+async def delete_snapshot(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    known_snapshot(broker, params[0])
+    broker.snapshots.delete(params[0])
+    return 200, {"deleted": params[0]}
 
 
 # ---- observation: what a test asserts on, from any language (minibroker.observe) ----

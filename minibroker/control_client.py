@@ -102,6 +102,18 @@ class ControlClient:
     def reset(self) -> int:
         return self.request("POST", "/v1/reset")["topics_deleted"]
 
+    def snapshot(self, name: str) -> dict[str, Any]:
+        return self.request("POST", "/v1/snapshots", {"name": name})
+
+    def restore(self, name: str) -> dict[str, Any]:
+        return self.request("POST", f"/v1/snapshots/{_quote(name)}/restore")
+
+    def snapshots(self) -> list[dict[str, Any]]:
+        return self.request("GET", "/v1/snapshots")["snapshots"]
+
+    def delete_snapshot(self, name: str) -> None:
+        self.request("DELETE", f"/v1/snapshots/{_quote(name)}")
+
     def records(self, topic: str, partition: int, offset: int = 0, limit: int = 100) -> dict[str, Any]:
         return self.request("GET", f"/v1/partitions/{_quote(topic)}/{partition}/records?offset={offset}&max={limit}")
 

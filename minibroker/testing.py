@@ -18,6 +18,7 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -233,6 +234,21 @@ class Broker:
 
     async def areset(self) -> int:
         return await self._running_core().reset()
+
+    def snapshot(self, name: str) -> dict[str, Any]:
+        """Save every topic, group and transaction as ``name`` (POST /v1/snapshots); ``restore(name)`` brings them
+        back. Snapshots last while the broker runs."""
+        return self._on_loop(self.asnapshot(name))
+
+    def restore(self, name: str) -> dict[str, Any]:
+        """Put the broker back to snapshot ``name`` (POST /v1/snapshots/NAME/restore): what was made since is gone."""
+        return self._on_loop(self.arestore(name))
+
+    async def asnapshot(self, name: str) -> dict[str, Any]:
+        return asdict(await self._running_core().snapshot(name))
+
+    async def arestore(self, name: str) -> dict[str, Any]:
+        return asdict(await self._running_core().restore(name))
 
     def advance(self, ms: int) -> int:
         """Move the virtual clock (``Broker(clock="virtual")``) forward, running the timeouts that fall due; returns

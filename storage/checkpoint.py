@@ -49,10 +49,13 @@ def write_atomically(path: Path, data: bytes) -> None:
     fsync_dir(path.parent)
 
 
-def write_checkpoint_lines(path: Path, version: int, entries: list[str]) -> None:
+def checkpoint_bytes(version: int, entries: list[str]) -> bytes:
     """Kafka's CheckpointFile format: version line, entry count line, one line per entry."""
-    text = f"{version}\n{len(entries)}\n" + "".join(f"{entry}\n" for entry in entries)
-    write_atomically(path, text.encode("utf-8"))
+    return (f"{version}\n{len(entries)}\n" + "".join(f"{entry}\n" for entry in entries)).encode("utf-8")
+
+
+def write_checkpoint_lines(path: Path, version: int, entries: list[str]) -> None:
+    write_atomically(path, checkpoint_bytes(version, entries))
 
 
 def read_checkpoint_lines(path: Path, version: int) -> list[str]:
@@ -75,10 +78,14 @@ def read_checkpoint_lines(path: Path, version: int) -> list[str]:
     return entries
 
 
-def write_offset_checkpoint(path: Path, offsets: dict[tuple[str, int], int]) -> None:
-    """Write ``topic partition offset`` lines (sorted, for stable files) in Kafka's format."""
+def offset_checkpoint_bytes(offsets: dict[tuple[str, int], int]) -> bytes:
+    """``topic partition offset`` lines (sorted, for stable files) in Kafka's format."""
     entries = [f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(offsets.items())]
-    write_checkpoint_lines(path, OFFSET_CHECKPOINT_VERSION, entries)
+    return checkpoint_bytes(OFFSET_CHECKPOINT_VERSION, entries)
+
+
+def write_offset_checkpoint(path: Path, offsets: dict[tuple[str, int], int]) -> None:
+    write_atomically(path, offset_checkpoint_bytes(offsets))
 
 
 def read_offset_checkpoint(path: Path) -> dict[tuple[str, int], int]:

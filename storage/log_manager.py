@@ -18,10 +18,11 @@ from .checkpoint import (
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
     MetaProperties,
+    offset_checkpoint_bytes,
     read_meta_properties,
     read_offset_checkpoint,
+    write_atomically,
     write_meta_properties,
-    write_offset_checkpoint,
 )
 from .config import LogConfig
 from .errors import (
@@ -399,19 +400,27 @@ class LogManager:
 
     def checkpoint(self) -> None:
         """Write the recovery-point, log-start-offset and replication-offset (high watermark) checkpoints."""
+        for name, data in self.checkpoint_files().items():
+            write_atomically(self.data_dir / name, data)
+
+    def checkpoint_files(self, *, complete: bool = False) -> dict[str, bytes]:
+        """The three checkpoint files' contents. ``complete``: for a copy of the logs taken between two writes, so
+        with every record; its recovery points are the log ends, and opening it recovers nothing."""
         recovery_points: dict[tuple[str, int], int] = {}
         start_offsets: dict[tuple[str, int], int] = {}
         high_watermarks: dict[tuple[str, int], int] = {}
         for name, partition, partition_log in self.logs():
             key = (name, partition)
-            recovery_points[key] = partition_log.recovery_point
+            recovery_points[key] = partition_log.log_end_offset if complete else partition_log.recovery_point
             high_watermarks[key] = partition_log.log_end_offset
             # Like Kafka, only starts that segment base offsets alone would not restore.
             if partition_log.log_start_offset > partition_log.segment_base_offsets[0]:
                 start_offsets[key] = partition_log.log_start_offset
-        write_offset_checkpoint(self.data_dir / RECOVERY_POINT_CHECKPOINT, recovery_points)
-        write_offset_checkpoint(self.data_dir / LOG_START_OFFSET_CHECKPOINT, start_offsets)
-        write_offset_checkpoint(self.data_dir / REPLICATION_OFFSET_CHECKPOINT, high_watermarks)
+        return {
+            RECOVERY_POINT_CHECKPOINT: offset_checkpoint_bytes(recovery_points),
+            LOG_START_OFFSET_CHECKPOINT: offset_checkpoint_bytes(start_offsets),
+            REPLICATION_OFFSET_CHECKPOINT: offset_checkpoint_bytes(high_watermarks),
+        }
 
     def close(self) -> None:
         """Flush every log, checkpoint, close the logs and release the directory lock."""
@@ -424,6 +433,15 @@ class LogManager:
         finally:
             self._close_logs()
             self._unlock()
+
+    def release(self) -> None:
+        """Close every log without flushing or snapshotting and unlock the directory: its files are about to be
+        replaced (a snapshot restored), so nothing of the open logs needs to reach them."""
+        for _, _, partition_log in self.logs():
+            partition_log.close(snapshot=False)
+        self.topics = {}
+        self.catalog_version += 1
+        self._unlock()
 
     def _close_logs(self) -> None:
         for _, _, partition_log in self.logs():

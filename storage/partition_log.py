@@ -139,7 +139,7 @@ class PartitionLog:
         self._snapshot_offsets: list[int] = []  # sorted offsets of the <offset>.snapshot files
         self._unsynced_snapshots: set[int] = set()  # written at roll, fsynced by the next flush
         self._epochs = LeaderEpochCache()
-        self._epochs_unsaved = False  # the last write of leader-epoch-checkpoint failed
+        self._epochs_on_disk: list[EpochEntry] = []  # what leader-epoch-checkpoint holds: written only to change it
 
     # ---- opening and recovery ----
 
@@ -319,8 +319,12 @@ class PartitionLog:
         if saved is None and scanned:
             log.info("%s: rebuilt the leader epochs from %d batches: %s", self.directory, scanned,
                      self._epochs.entries)
-        if self._epochs.entries != (saved or []):
+        self._epochs_on_disk = list(saved or [])
+        if saved is None:  # a missing or unreadable file is rebuilt at once
             self._save_leader_epochs()
+        # A readable one is not rewritten yet: the broker assigns the leader's epoch next, which often restores what
+        # the file holds (an empty log loses its entry at the log end and gets it back); what changes is written then,
+        # or at close.
 
     @staticmethod
     def _marker_of(data: bytes | bytearray, position: int) -> tuple[bool, int] | None:
@@ -414,16 +418,18 @@ class PartitionLog:
             self._save_leader_epochs()
 
     def _save_leader_epochs(self) -> None:
-        """Write leader-epoch-checkpoint now (fsynced; rare: a new epoch, a truncation). A failure is logged and the
-        write retried at the next change or at close: the batches are already in the log, and a restart rebuilds
-        the epochs of any batch past the recovery point."""
+        """Write leader-epoch-checkpoint now if the cache differs from it (fsynced; rare: a new epoch, a
+        truncation). A failure is logged and the write retried at the next change or at close: the batches are
+        already in the log, and a restart rebuilds the epochs of any batch past the recovery point."""
+        entries = self._epochs.entries
+        if entries == self._epochs_on_disk:
+            return
         try:
             self._epochs.write(self.directory)
         except OSError as exc:
             log.error("%s: could not write %s: %s", self.directory, LEADER_EPOCH_CHECKPOINT, exc)
-            self._epochs_unsaved = True
         else:
-            self._epochs_unsaved = False
+            self._epochs_on_disk = list(entries)
 
     def _truncate_epochs_from_start(self) -> None:
         """The log start moved (DeleteRecords, retention): Kafka's truncateFromStart."""
@@ -980,8 +986,7 @@ class PartitionLog:
                 self._take_snapshot(sync=True)
             except OSError as exc:
                 log.error("%s: could not write the producer state snapshot: %s", self.directory, exc)
-            if self._epochs_unsaved:
-                self._save_leader_epochs()
+            self._save_leader_epochs()
         self._close_segments()
 
     def _close_segments(self) -> None:

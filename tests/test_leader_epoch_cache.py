@@ -259,8 +259,9 @@ def test_epochs_past_the_recovery_point_are_added_to_a_stale_checkpoint(tmp_path
     (directory / LEADER_EPOCH_CHECKPOINT).write_bytes(b"0\n1\n0 0\n")
     log = open_log(directory, recovery_point=0)
     assert log.leader_epoch_entries == [(0, 0), (3, 5), (4, 8)]
-    assert checkpoint(directory) == b"0\n3\n0 0\n3 5\n4 8\n"
+    assert checkpoint(directory) == b"0\n1\n0 0\n", "rewritten at the next change or at close, not at load"
     log.close()
+    assert checkpoint(directory) == b"0\n3\n0 0\n3 5\n4 8\n"
 
 
 def test_recovery_truncation_drops_the_epochs_it_cut_off(tmp_path: Path) -> None:
@@ -270,8 +271,9 @@ def test_recovery_truncation_drops_the_epochs_it_cut_off(tmp_path: Path) -> None
     os.truncate(last, last.stat().st_size - 1)  # the epoch-4 batch is torn
     log = open_log(directory, recovery_point=5)
     assert log.log_end_offset == 8
-    assert log.leader_epoch_entries == [(0, 0), (3, 5)] and checkpoint(directory) == b"0\n2\n0 0\n3 5\n"
+    assert log.leader_epoch_entries == [(0, 0), (3, 5)]
     log.close()
+    assert checkpoint(directory) == b"0\n2\n0 0\n3 5\n"
 
 
 def test_a_log_starting_past_its_end_has_no_epochs(tmp_path: Path) -> None:
@@ -279,10 +281,29 @@ def test_a_log_starting_past_its_end_has_no_epochs(tmp_path: Path) -> None:
     epoch_log(directory).close()
     log = open_log(directory, recovery_point=10, log_start_offset=50)
     assert log.log_end_offset == 50 and log.leader_epoch_entries == []
-    assert checkpoint(directory) == b"0\n0\n"
-    append(log, 1, 4)
-    assert log.leader_epoch_entries == [(4, 50)]
     log.close()
+    assert checkpoint(directory) == b"0\n0\n"
+    log = open_log(directory, recovery_point=10, log_start_offset=50)
+    append(log, 1, 4)
+    assert log.leader_epoch_entries == [(4, 50)] and checkpoint(directory) == b"0\n1\n4 50\n"
+    log.close()
+
+
+def test_an_empty_logs_epoch_is_not_rewritten_when_its_leader_assigns_it_again(tmp_path: Path) -> None:
+    """Opening an empty log cuts its epoch entry at the log end, and the leader's assignment brings it back: the
+    file, already right, is not written (no fsync per empty partition at every start-up)."""
+    directory = tmp_path / "t-0"
+    log = open_log(directory)
+    log.assign_leader_epoch(0)
+    log.close()
+    written = (directory / LEADER_EPOCH_CHECKPOINT).stat().st_mtime_ns
+    os.utime(directory / LEADER_EPOCH_CHECKPOINT, ns=(written - 10**9, written - 10**9))
+    log = open_log(directory)
+    assert log.leader_epoch_entries == []
+    log.assign_leader_epoch(0)
+    log.close()
+    assert log.leader_epoch_entries == [(0, 0)] and checkpoint(directory) == b"0\n1\n0 0\n"
+    assert (directory / LEADER_EPOCH_CHECKPOINT).stat().st_mtime_ns == written - 10**9
 
 
 # ---- over TCP, with moving leaders ----
