@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from minibroker.clock import VirtualClock, every, wall_clock_ms
 from minibroker.cluster import NO_LEADER, Placements
 from minibroker.config import BrokerConfig
+from minibroker.handlers import HANDLERS
+from minibroker.handlers.registry import Handler
 from minibroker.listeners import (
     Listener,
     ListenerSpec,
@@ -65,6 +67,13 @@ class Broker:
 
             raise ConfigError(f"clock {config.clock!r}: system or virtual")
         self.clock = clock or (VirtualClock() if config.clock.strip().lower() == "virtual" else wall_clock_ms)
+        # What ApiVersions advertises and the dispatcher serves: the handler table itself, or with kafka.version a
+        # copy capped at that release's ranges, made once here so requests pay nothing for it.
+        self.apis: dict[int, Handler] = HANDLERS
+        if config.kafka_version.strip():
+            from minibroker.kafka_versions import emulated_apis  # only when a release is emulated
+
+            self.apis = emulated_apis(HANDLERS, config.kafka_version)
         self.logs = LogManager(config.data_dir, config.log_config(), node_id=config.node_id, clock=self.clock)
         self.cleaner: LogCleaner | None = None  # created on its first run
         self.connections: set[KafkaConnection] = set()
@@ -131,6 +140,8 @@ class Broker:
         if self.config.log_cleaner_enable:
             self._tasks.append(loop.create_task(every(wall_clock_ms, self.config.log_cleaner_backoff_ms, self.clean_logs)))
         self._log_setting_notes()
+        if self.apis is not HANDLERS:
+            self._log_emulation()
         control = "" if self.control_address is None else ", control http://%s:%d" % self.control_address
         log.info(
             "minibroker ready on %s:%d (advertised %s:%d)%s%s, cluster id %s, data dir %s",
@@ -242,7 +253,7 @@ class Broker:
             from minibroker.faults import Faults  # only for a test that injects faults
 
             self.faults = Faults()
-        return self.faults.add(spec, self.node_ids)
+        return self.faults.add(spec, self.node_ids, self.apis)
 
     def node_listener(self, node_id: int, name: str) -> Listener | None:
         """The listener called ``name`` of node ``node_id``: where clients reach that node on that listener."""
@@ -262,6 +273,18 @@ class Broker:
             ignored.append(f"listener {', '.join(controllers)} (controller.listener.names: not served)")
         if ignored:
             log.info("accepted, no effect here: %s", ", ".join(ignored))
+
+    def _log_emulation(self) -> None:
+        """Once at start-up: which release is emulated and which of minibroker's APIs it did not serve."""
+        from minibroker.kafka_versions import resolve
+        from minibroker.protocol.messages import REQUESTS
+
+        left_out = [REQUESTS[key].name.removesuffix("Request") for key in sorted(HANDLERS) if key not in self.apis]
+        log.info(
+            "emulating Apache Kafka %s: ApiVersions advertises %d APIs, each capped at the versions that release served%s",
+            resolve(self.config.kafka_version), len(self.apis),
+            f"; not served: {', '.join(left_out)}" if left_out else "",
+        )
 
     async def _start_listeners(self) -> None:
         """Bind every listener (TLS context and SASL credentials first, so a bad file stops start-up), logging

@@ -149,10 +149,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Print every setting with its default, environment variable and meaning, as a Markdown table.",
         formatter_class=wrapped,
     )
-    commands.add_parser(
+    api_reference = commands.add_parser(
         "api-reference", help="print every implemented API and its versions as a Markdown table",
         description="Print every API the broker implements with the versions ApiVersions advertises, as a Markdown table.",
         formatter_class=wrapped,
+    )
+    api_reference.add_argument(
+        "--kafka-version", metavar="X.Y", help="the table of a broker emulating this Apache Kafka release (kafka.version)"
     )
     return parser
 
@@ -173,6 +176,11 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--clock", choices=("system", "virtual"),
         help="virtual: broker timeouts follow a clock that moves only through the control API (the setting clock)",
+    )
+    parser.add_argument(
+        "--kafka-version", metavar="X.Y",
+        help="emulate an Apache Kafka release: ApiVersions advertises only what it served, e.g. 3.5 (the setting "
+        "kafka.version)",
     )
     parser.add_argument("--advertised-host", help="host given to clients (behind NAT, in containers, port mapping)")
     parser.add_argument("--advertised-port", type=int, help="port given to clients")
@@ -227,6 +235,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "control":
         return run_control(args.url, args.method, args.path, args.body, args.token, args.timeout)
+    if args.command == "api-reference" and args.kafka_version:
+        from minibroker.config import ConfigError
+        from minibroker.reference import api_table
+
+        try:
+            sys.stdout.write(api_table(args.kafka_version))
+        except ConfigError as exc:
+            print(f"minibroker api-reference: {exc}", file=sys.stderr)
+            return 2
+        return 0
     if args.command in ("config-reference", "api-reference"):
         from minibroker.reference import TABLES
 
@@ -260,6 +278,8 @@ def flag_settings(args: argparse.Namespace) -> dict[str, str]:
         items["control.port"] = str(args.control_port)
     if args.clock is not None:
         items["clock"] = args.clock
+    if args.kafka_version is not None:
+        items["kafka.version"] = args.kafka_version
     if args.advertised_host is not None or args.advertised_port is not None:
         host, port = args.advertised_host or "127.0.0.1", args.advertised_port or 9092
         items["advertised.listeners"] = f"PLAINTEXT://{host}:{port}"

@@ -56,6 +56,11 @@ class BrokerConfig:
         "system, or virtual: broker timeouts (sessions, transactions, expirations, retention) follow a clock that moves "
         "only when a test advances it (POST /v1/clock/advance, Broker.advance).",
     )
+    kafka_version: str = setting(
+        "kafka.version", "",
+        "An Apache Kafka release to emulate, e.g. 3.5 (3.5.1 is 3.5): ApiVersions advertises only the APIs it served, "
+        "each capped at its versions, and the rest are refused like unknown APIs; empty: every version minibroker serves.",
+    )
     transcript_enabled: bool = setting(
         "transcript.enabled", False,
         "Keep a transcript of every request and answer (summarised; GET /v1/transcript on the control listener).",

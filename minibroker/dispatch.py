@@ -2,7 +2,8 @@
 
 An unknown API key, an unsupported version (other than ApiVersions, which gets Kafka's v0
 fallback answer) or a body that does not parse is answered by closing the connection with one
-log line, as Kafka does; a handler failure is logged with its traceback and closes it too. On a SASL
+log line, as Kafka does; known and supported mean in the broker's API table (``Broker.apis``, capped by
+kafka.version); a handler failure is logged with its traceback and closes it too. On a SASL
 listener, requests the authentication phase does not allow close the connection the same way, and in
 the KIP-43 v0 flow a frame is a bare SASL token, answered with a bare token.
 """
@@ -16,7 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from minibroker.context import RequestContext
-from minibroker.handlers import HANDLERS
+from minibroker.handlers.registry import Handler
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import API_VERSIONS_KEY, decode_request_body, encode_response, parse_request_header
 from minibroker.protocol.primitives import ProtocolError
@@ -40,9 +41,8 @@ class Disconnect(Exception):
     """The request cannot be answered; the connection must be closed (the reason is already logged)."""
 
 
-def unsupported_api_versions_answer(correlation_id: int) -> Parts:
+def unsupported_api_versions_answer(handler: Handler, correlation_id: int) -> Parts:
     """KIP-511: an ApiVersions request above our range gets a v0 body naming our ApiVersions range."""
-    handler = HANDLERS[API_VERSIONS_KEY]
     body = {
         "error_code": ErrorCode.UNSUPPORTED_VERSION,
         "api_keys": [{"api_key": API_VERSIONS_KEY, "min_version": handler.min_version, "max_version": handler.max_version}],
@@ -76,14 +76,14 @@ async def dispatch(broker: Broker, frame: memoryview, peer: str, connection: Kaf
     if refusal is not None:
         log.warning("closing %s: %s on listener %s (client %r)", peer, refusal, connection.listener.name, header.client_id)
         raise Disconnect
-    handler = HANDLERS.get(header.api_key)
+    handler = broker.apis.get(header.api_key)
     if handler is None:
         log.warning("closing %s: unknown API key %d (client %r)", peer, header.api_key, header.client_id)
         raise Disconnect
     if not handler.min_version <= header.api_version <= handler.max_version:
         if header.api_key == API_VERSIONS_KEY:
             log.info("%s sent ApiVersions v%d: answering with the v0 fallback", peer, header.api_version)
-            return unsupported_api_versions_answer(header.correlation_id)
+            return unsupported_api_versions_answer(handler, header.correlation_id)
         log.warning(
             "closing %s: API key %d version %d is outside the supported %d-%d (client %r)",
             peer, header.api_key, header.api_version, handler.min_version, handler.max_version, header.client_id,

@@ -16,7 +16,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from minibroker.handlers import HANDLERS
+from minibroker.handlers.registry import Handler
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.messages import REQUESTS
 from minibroker.transcript import named_partitions
@@ -91,8 +91,9 @@ class Faults:
         self.faults: dict[int, Fault] = {}
         self._next_id = 1
 
-    def add(self, spec: dict[str, Any], nodes: list[int]) -> Fault:
-        fault = parse_fault(spec, self._next_id, nodes)
+    def add(self, spec: dict[str, Any], nodes: list[int], apis: dict[int, Handler]) -> Fault:
+        """``apis``: the broker's API table, so a fault names only APIs and versions the broker serves."""
+        fault = parse_fault(spec, self._next_id, nodes, apis)
         self._next_id += 1
         self.faults[fault.id] = fault
         log.info("fault %d added: %s", fault.id, {k: v for k, v in fault.view().items() if v is not None})
@@ -124,14 +125,14 @@ class Faults:
         return None
 
 
-def parse_fault(spec: dict[str, Any], fault_id: int, nodes: list[int]) -> Fault:
+def parse_fault(spec: dict[str, Any], fault_id: int, nodes: list[int], apis: dict[int, Handler]) -> Fault:
     unknown = set(spec) - {
         "api", "error", "count", "topic", "partition", "node", "client_id", "versions", "probability", "seed",
         "delay_ms", "jitter_ms", "throttle_ms", "action",
     }
     if unknown:
         raise FaultSpecError(f"unknown fault field(s): {', '.join(sorted(unknown))}")
-    api_key = _api_key(spec.get("api"))
+    api_key = _api_key(spec.get("api"), apis)
     action = spec.get("action", "error")
     if action not in ACTIONS:
         raise FaultSpecError(f"action {action!r}: one of {', '.join(ACTIONS)}")
@@ -140,7 +141,7 @@ def parse_fault(spec: dict[str, Any], fault_id: int, nodes: list[int]) -> Fault:
         fault.error = _error(spec.get("error"))
     elif "error" in spec:
         raise FaultSpecError(f"'error' belongs to action 'error', not {action!r}")
-    handler = HANDLERS[api_key]
+    handler = apis[api_key]
     fault.versions = _versions(spec.get("versions"), handler.min_version, handler.max_version)
     fault.topic = _optional(spec, "topic", str)
     fault.partition = _optional(spec, "partition", int)
@@ -171,7 +172,7 @@ def parse_fault(spec: dict[str, Any], fault_id: int, nodes: list[int]) -> Fault:
     return fault
 
 
-def _api_key(value: Any) -> int:
+def _api_key(value: Any, apis: dict[int, Handler]) -> int:
     if isinstance(value, str):
         key = API_KEYS.get(value)
         if key is None and value.isdigit():
@@ -180,8 +181,9 @@ def _api_key(value: Any) -> int:
         key = value
     else:
         raise FaultSpecError("'api' is required: an API name (\"Produce\") or key (0)")
-    if key not in HANDLERS:
-        raise FaultSpecError(f"unknown API {value!r}: this broker serves {', '.join(sorted(API_KEYS))}")
+    if key not in apis:
+        served = sorted(REQUESTS[served_key].name.removesuffix("Request") for served_key in apis)
+        raise FaultSpecError(f"unknown API {value!r}: this broker serves {', '.join(served)}")
     return key
 
 

@@ -65,14 +65,20 @@ def accepted_paragraph() -> str:
     )
 
 
-def api_table() -> str:
-    """One row per implemented API: name, key and the version range ApiVersions advertises."""
+def api_table(kafka_version: str = "") -> str:
+    """One row per implemented API: name, key and the version range ApiVersions advertises (with ``kafka_version``,
+    that of a broker emulating the release: the APIs it served, capped at its versions)."""
     from minibroker.handlers import HANDLERS
     from minibroker.protocol.messages import REQUESTS
 
+    apis = HANDLERS
+    if kafka_version:
+        from minibroker.kafka_versions import emulated_apis
+
+        apis = emulated_apis(HANDLERS, kafka_version)
     rows = ["| API | key | versions |", "|---|---|---|"]
-    for key in sorted(HANDLERS):
-        handler = HANDLERS[key]
+    for key in sorted(apis):
+        handler = apis[key]
         name = REQUESTS[key].name.removesuffix("Request")
         rows.append(f"| {name} | {key} | {handler.min_version}-{handler.max_version} |")
     return "\n".join(rows) + "\n"

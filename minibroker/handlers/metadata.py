@@ -7,7 +7,7 @@ from typing import Any
 
 from minibroker.acl_operations import CLUSTER_OPERATIONS, NO_AUTHORIZED_OPERATIONS, TOPIC_OPERATIONS
 from minibroker.context import RequestContext
-from minibroker.handlers.registry import HANDLERS, api
+from minibroker.handlers.registry import api
 from minibroker.internal_topics import InternalTopic
 from minibroker.protocol.errors import ErrorCode
 from minibroker.replicas import replication_problem
@@ -18,12 +18,12 @@ from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_S
 log = logging.getLogger(__name__)
 
 
-
 @api(18, 0, 4)
 async def api_versions(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    """The broker's API table (with kafka.version, capped at that release's): what it advertises is what it serves."""
     keys = [
         {"api_key": h.api_key, "min_version": h.min_version, "max_version": h.max_version}
-        for h in sorted(HANDLERS.values(), key=lambda h: h.api_key)
+        for h in sorted(ctx.broker.apis.values(), key=lambda h: h.api_key)
     ]
     return {"error_code": ErrorCode.NONE, "api_keys": keys}
 
