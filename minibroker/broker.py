@@ -32,6 +32,7 @@ from minibroker.listeners import (
 from minibroker.producer_ids import FILE_NAME as PRODUCER_ID_FILE
 from minibroker.producer_ids import ProducerIdAllocator
 from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.group_records import partition_for
 from minibroker.server import KafkaConnection, start_server
 from minibroker.storage.errors import InvalidConfigError, InvalidTopicError, TopicExistsError
 from minibroker.storage.log_manager import LogManager, NewTopic, TopicInfo, validate_topic_name
@@ -426,6 +427,25 @@ class Broker:
         self._start_epoch(topic, partition)
         self.leaders_changed(topic)
         return placed.leader_epoch
+
+    def move_coordinator(self, node_id: int, *, group: str | None = None, transactional_id: str | None = None) -> int:
+        """Move the coordinator of a group or a transactional id to ``node_id``: the leader of its internal partition
+        moves, and the coordinators follow it (the old one resigns, the new one loads). Returns the new epoch."""
+        topic, partition = self.coordinator_partition(group=group, transactional_id=transactional_id)
+        return self.move_leader(topic, partition, node_id)
+
+    def coordinator_partition(self, *, group: str | None = None, transactional_id: str | None = None) -> tuple[str, int]:
+        """The internal partition whose leader coordinates ``group`` or ``transactional_id``; LookupError while the
+        internal topic does not exist."""
+        if (group is None) == (transactional_id is None):
+            raise ValueError("name a group or a transactional id")
+        topic, key = (CONSUMER_OFFSETS_TOPIC, group) if group is not None else (TRANSACTION_STATE_TOPIC, transactional_id)
+        info = self.logs.topics.get(topic)
+        if info is None:
+            raise LookupError(f"{topic} does not exist yet: nothing is coordinated before the first "
+                              f"{'group' if group is not None else 'transaction'} is")
+        assert key is not None
+        return topic, partition_for(key, len(info.partitions))
 
     def _elect(self, reason: str) -> None:
         changed = self.placements.elect(self.live_nodes)

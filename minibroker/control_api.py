@@ -184,6 +184,26 @@ async def move_leader(broker: Broker, request: HttpRequest, params: list[str]) -
     return 200, {"topic": topic, "partition": partition, "leader": node, "leader_epoch": epoch}
 
 
+@route("POST", "/v1/coordinators")
+async def move_coordinator(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """``{"group": "g", "node": 2}`` or ``{"transactional_id": "t", "node": 2}``: the coordinator moves there."""
+    body = request.json()
+    keys = {key: field(body, key, str) for key in ("group", "transactional_id") if key in body}
+    if len(keys) != 1:
+        raise HttpError(400, "name one group or one transactional_id")
+    node = field(body, "node", int)
+    if node not in broker.node_ids:
+        raise HttpError(404, f"no node {node}: the nodes are {broker.node_ids}")
+    try:
+        topic, partition = broker.coordinator_partition(**keys)
+        epoch = broker.move_coordinator(node, **keys)
+    except LookupError as exc:
+        raise HttpError(404, str(exc.args[0])) from None
+    except ValueError as exc:
+        raise HttpError(409, str(exc)) from None
+    return 200, {**keys, "topic": topic, "partition": partition, "coordinator": node, "leader_epoch": epoch}
+
+
 @route("POST", "/v1/faults")
 async def add_fault(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
     from minibroker.faults import FaultSpecError

@@ -74,6 +74,10 @@ class ControlClient:
         return self.request("POST", f"/v1/partitions/{_quote(topic)}/{partition}/leader", {"node": node_id})[
             "leader_epoch"]
 
+    def move_coordinator(self, node_id: int, *, group: str | None = None, transactional_id: str | None = None) -> int:
+        keys = {"group": group} if group is not None else {"transactional_id": transactional_id}
+        return self.request("POST", "/v1/coordinators", {**keys, "node": node_id})["leader_epoch"]
+
     def add_fault(self, api: str | int | None = None, **spec: Any) -> dict[str, Any]:
         return self.request("POST", "/v1/faults", {"api": api, **spec})
 

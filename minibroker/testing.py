@@ -201,6 +201,12 @@ class Broker:
         if error:
             raise ValueError(f"topic {name!r}: {error.name}: {message}")
 
+    def move_coordinator(self, node_id: int, *, group: str | None = None, transactional_id: str | None = None) -> int:
+        """Move the coordinator of ``group`` or ``transactional_id`` to ``node_id`` (its internal partition's leader
+        moves); returns the new leader epoch."""
+        return self._on_loop(self._call(lambda: self._running_core().move_coordinator(
+            node_id, group=group, transactional_id=transactional_id)))
+
     def records(self, topic: str, partition: int, offset: int = 0, limit: int = 100) -> dict[str, Any]:
         """A partition's offsets and batches with their records (GET /v1/partitions/T/P/records)."""
         from minibroker.observe import partition_records
