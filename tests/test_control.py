@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from minibroker.config import ConfigError
@@ -172,3 +173,58 @@ def test_the_python_control_client_names_the_errors_it_is_answered(topic_name: s
         follower = 3 - broker.core.placements.of(topic_name, 0).leader
         assert control.move_leader(topic_name, 0, follower) == 1
         assert control.records(topic_name, 0)["high_watermark"] == 0
+
+
+def committed_offset(consumer: Consumer, topic: str) -> int | None:
+    """Partition 0's committed offset; None while the consumer meets NOT_COORDINATOR (it finds the new one then)."""
+    try:
+        return consumer.committed([TopicPartition(topic, 0)], timeout=TIMEOUT_S)[0].offset
+    except KafkaException:
+        return None
+
+
+def coordinator_of(bootstrap: str, group: str) -> int | None:
+    """The group's coordinator as a new admin client finds it (librdkafka's admin keeps asking the coordinator it
+    found first, and reports its NOT_COORDINATOR); None while the new one still loads."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        return admin.describe_consumer_groups([group])[group].result(TIMEOUT_S).coordinator.id
+    except KafkaException:
+        return None
+
+
+def test_a_groups_and_a_transactional_ids_coordinator_move_where_they_are_told(topic_name: str) -> None:
+    from minibroker.control_client import ControlClient, ControlError
+    from tests.txnutil import producer, wait_until
+
+    with Broker(nodes=3, control=True) as broker:
+        control = ControlClient(broker.control_url)
+        bootstrap = ",".join(broker.node_addresses.values())
+        with pytest.raises(ControlError, match="404: __consumer_offsets does not exist yet"):
+            control.move_coordinator(2, group="g")
+        broker.create_topic(topic_name, 1, 3)
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "g", "enable.auto.commit": False})
+        try:
+            consumer.commit(offsets=[TopicPartition(topic_name, 0, 7)], asynchronous=False)
+            wait_until(lambda: coordinator_of(bootstrap, "g") is not None, TIMEOUT_S, "the group is described")
+            first = coordinator_of(bootstrap, "g")
+            target = first % 3 + 1
+            assert control.move_coordinator(target, group="g") >= 1
+            wait_until(lambda: coordinator_of(bootstrap, "g") == target, TIMEOUT_S, "the group's coordinator moved")
+            wait_until(lambda: committed_offset(consumer, topic_name) == 7, TIMEOUT_S, "the new coordinator serves it")
+        finally:
+            consumer.close()
+        with producer("confluent", bootstrap, "tx-moved") as txn:
+            txn.begin()
+            txn.send(topic_name, 0, b"v")
+            txn.commit()
+            topic, partition = broker.core.coordinator_partition(transactional_id="tx-moved")
+            before = broker.core.placements.of(topic, partition).leader
+            broker.move_coordinator(before % 3 + 1, transactional_id="tx-moved")
+            assert broker.core.placements.of(topic, partition).leader == before % 3 + 1
+            txn.begin()  # the producer finds the new coordinator and goes on
+            txn.send(topic_name, 0, b"w")
+            txn.commit()
+        assert broker.transaction("tx-moved")["state"] == "CompleteCommit"
+        status, answer = call(f"{broker.control_url}/v1/coordinators", "POST", {"group": "g", "transactional_id": "t", "node": 1})
+        assert status == 400 and answer["error"] == "name one group or one transactional_id"
