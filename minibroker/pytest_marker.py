@@ -67,11 +67,12 @@ class MarkedBroker:
         return cls(nodes, dict(config), topics, clock, transcript)
 
     @contextmanager
-    def running(self, transcript_by_default: bool) -> Iterator[Broker]:
-        """The broker, started with its topics made, and stopped when the block ends."""
+    def running(self, transcript_by_default: bool, base: Mapping[str, Any]) -> Iterator[Broker]:
+        """The broker (``base`` settings, then the marker's), started with its topics made, and stopped when the
+        block ends."""
         from minibroker.testing import Broker
 
-        settings = {**self.config, "nodes": self.nodes, "clock": self.clock}
+        settings = {**base, **self.config, "nodes": self.nodes, "clock": self.clock}
         transcript = transcript_by_default if self.transcript is None else self.transcript
         with Broker(settings, control=True, transcript=transcript) as broker:
             for name, topic in self.topics.items():

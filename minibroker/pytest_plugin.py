@@ -7,6 +7,7 @@ minibroker in a container); the external broker is probed once, so a wrong addre
 ``--kafka-nodes N`` (or the ini value ``kafka_nodes``; the command line wins) makes the in-process broker a cluster
 of N nodes, ``Broker(nodes=N)``, and ``kafka_bootstrap`` every node's address, so clients outlive a stopped node 1.
 ``--kafka-transcript`` keeps a protocol transcript, and a failing test's report shows the requests it made.
+``--kafka-version X.Y`` makes the in-process brokers serve the API versions of that Apache Kafka release.
 ``kafka_control`` is a ``ControlClient`` of the broker's control listener (faults, clock, nodes, observation); with
 ``--kafka-bootstrap`` it needs ``--kafka-control URL``. The faults a test injects and the nodes it stops do not
 outlive it. ``@pytest.mark.minibroker(nodes=..., config=..., topics=..., clock=...)`` gives a test a broker of its
@@ -37,6 +38,7 @@ BOOTSTRAP_OPTION = "--kafka-bootstrap"
 NODES_OPTION = "--kafka-nodes"
 TRANSCRIPT_OPTION = "--kafka-transcript"
 CONTROL_OPTION = "--kafka-control"
+VERSION_OPTION = "--kafka-version"
 TRANSCRIPT_POSITION = pytest.StashKey[int]()
 NODES_INI = "kafka_nodes"
 NODES = pytest.StashKey[int]()
@@ -76,6 +78,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"the control listener of the {BOOTSTRAP_OPTION} broker, for kafka_control (token: "
         "$MINIBROKER_CONTROL_TOKEN)",
     )
+    group.addoption(
+        VERSION_OPTION, metavar="X.Y", default=None,
+        help="in-process brokers serve the API versions of this Apache Kafka release (the setting kafka.version)",
+    )
     parser.addini(NODES_INI, f"nodes of the in-process minibroker, as {NODES_OPTION}", default="1")
 
 
@@ -100,6 +106,15 @@ def pytest_configure(config: pytest.Config) -> None:
             f"{BOOTSTRAP_OPTION} replaces with an external one"
         )
     config.stash[NODES] = nodes
+    version = config.getoption(VERSION_OPTION)
+    if version:
+        from minibroker.config import ConfigError
+        from minibroker.kafka_versions import resolve
+
+        try:
+            resolve(version)
+        except ConfigError as exc:
+            raise pytest.UsageError(f"{VERSION_OPTION} {version}: {exc}") from None
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -126,7 +141,7 @@ def kafka_broker(request: pytest.FixtureRequest) -> Iterator[Union["Broker", Ext
     if spec is None:
         yield request.getfixturevalue("_kafka_session_broker")
         return
-    with spec.running(request.config.getoption(TRANSCRIPT_OPTION)) as broker:
+    with spec.running(request.config.getoption(TRANSCRIPT_OPTION), base_settings(request.config)) as broker:
         yield broker
 
 
@@ -145,9 +160,15 @@ def _kafka_session_broker(request: pytest.FixtureRequest) -> Iterator[Union["Bro
         return
     from minibroker.testing import Broker
 
-    with Broker(nodes=request.config.stash[NODES], control=True,
+    with Broker(base_settings(request.config), nodes=request.config.stash[NODES], control=True,
                 transcript=request.config.getoption(TRANSCRIPT_OPTION)) as broker:
         yield broker
+
+
+def base_settings(config: pytest.Config) -> dict[str, str]:
+    """Settings every in-process broker of the run gets (a marker's config may override them)."""
+    version = config.getoption(VERSION_OPTION)
+    return {"kafka.version": version} if version else {}
 
 
 @pytest.fixture

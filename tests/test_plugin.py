@@ -339,3 +339,35 @@ def test_kafka_control_reaches_an_external_brokers_control_listener(tmp_path: Pa
         external.stop()
     refused = run_user_tests(tmp_path, "--kafka-control", url, tests=CONTROL_TESTS)
     assert refused.returncode == pytest.ExitCode.USAGE_ERROR and "give both" in refused.stderr
+
+
+VERSION_TESTS = '''
+import pytest
+from minibroker.probe import probe
+
+
+def produce_max(broker):
+    return broker.core.apis[0].max_version
+
+
+def test_the_session_broker_serves_the_release(kafka_broker):
+    assert produce_max(kafka_broker) == 9  # Kafka 2.8 served Produce up to v9
+
+
+@pytest.mark.minibroker()
+def test_a_marked_broker_too(kafka_broker):
+    assert produce_max(kafka_broker) == 9
+
+
+@pytest.mark.minibroker(config={"kafka.version": "2.1"})
+def test_a_marker_may_name_another(kafka_broker):
+    assert produce_max(kafka_broker) == 7
+'''
+
+
+def test_kafka_version_option_sets_the_release_of_every_in_process_broker(tmp_path: Path) -> None:
+    result = run_user_tests(tmp_path, "--kafka-version", "2.8", tests=VERSION_TESTS)
+    assert result.returncode == 0 and "3 passed" in result.stdout, result.stdout + result.stderr
+    unknown = run_user_tests(tmp_path, "--kafka-version", "1.0", tests=VERSION_TESTS)
+    assert unknown.returncode == pytest.ExitCode.USAGE_ERROR, unknown.stdout + unknown.stderr
+    assert "ERROR: --kafka-version 1.0: " in unknown.stderr and "4.1" in unknown.stderr
