@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+INTERNAL_TOPICS = (CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC)
 CHECKPOINT_INTERVAL_S = 30.0
 FLUSH_CHECK_INTERVAL_S = 1.0
 SHUTDOWN_GRACE_S = 5.0  # longest wait for in-flight requests and unsent answers when stopping
@@ -193,14 +194,25 @@ class Broker:
                  " (bearer token required)" if self.config.control_token else "")
 
     async def reset(self) -> int:
-        """Forget every topic (internal ones too), group and transaction, and clear faults and the transcript, so one
-        broker serves independent tests (the control API's POST /v1/reset); returns how many topics went. Clients
-        connected across it meet a broker as if new: their topics, groups and transactions are unknown."""
+        """Forget every topic, group and transaction, and clear faults and the transcript, so one broker serves
+        independent tests (the control API's POST /v1/reset); returns how many topics were deleted. Clients
+        connected across it meet a broker as if new: their topics, groups and transactions are unknown. The internal
+        topics are emptied rather than deleted: their hundred partitions would cost the next test their creation."""
         await self._drop_served_state()
-        names = list(self.logs.topics)
+        names = [name for name in self.logs.topics if name not in INTERNAL_TOPICS]
         self.logs.delete_topics(names)
         for name in names:
             self.placements.forget(name)
+        for name in INTERNAL_TOPICS:
+            info = self.logs.topics.get(name)
+            for partition, partition_log in enumerate(info.partitions if info is not None else []):
+                if not partition_log.empty():
+                    partition_log.truncate_fully()
+                    self._start_epoch(name, partition)
+        if TRANSACTION_STATE_TOPIC in self.logs.topics:  # coordinators again, serving the emptied partitions
+            await self.transactions.ownership.loaded()
+        if CONSUMER_OFFSETS_TOPIC in self.logs.topics:
+            self._start_groups()
         if self.faults is not None:
             self.faults.clear()
         if self.transcript is not None:

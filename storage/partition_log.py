@@ -880,6 +880,17 @@ class PartitionLog:
         self._dir_generation += 1
         return segment
 
+    def empty(self) -> bool:
+        """Nothing was ever written (or everything was removed): the log starts and ends at offset 0."""
+        return self.log_end_offset == 0 and self._log_start_offset == 0
+
+    def truncate_fully(self) -> None:
+        """Make the log a new one: no records, starting at offset 0 (a broker reset keeps a partition this way
+        instead of deleting and re-creating it)."""
+        self._truncate_fully_and_start_at(0)
+        self._log_start_offset = 0
+        self._recovery_point = 0
+
     def _truncate_fully_and_start_at(self, offset: int) -> None:
         """Kafka's truncateFullyAndStartAt: no data, no producer state, no snapshots."""
         for segment in self._segments:

@@ -41,7 +41,9 @@ def test_tests_separated_by_a_reset_see_only_their_own_data(nodes: int) -> None:
         bootstrap = ",".join(broker.node_addresses.values())
         for run in range(5):
             assert write_and_read(bootstrap, f"run {run}".encode()) == [f"run {run}".encode()]
-            assert broker.reset() == 2  # the topic and __consumer_offsets
+            assert broker.reset() == 1  # the topic; __consumer_offsets is emptied, not deleted
+            offsets = broker.core.topic("__consumer_offsets")
+            assert offsets is not None and all(log.empty() for log in offsets.partitions)
 
 
 def test_reset_forgets_transactions_faults_and_the_transcript() -> None:
@@ -53,11 +55,19 @@ def test_reset_forgets_transactions_faults_and_the_transcript() -> None:
             producer.close()
         broker.add_fault("Metadata", action="delay", delay_ms=1)
         status, answer = call(f"{broker.control_url}/v1/reset", "POST")
-        assert status == 200 and answer["topics_deleted"] == 1  # __transaction_state
+        assert status == 200 and answer["topics_deleted"] == 0  # __transaction_state is emptied, not deleted
         assert broker.faults() == [] and broker.transcript() == []
         assert call(f"{broker.control_url}/v1/faults")[1]["faults"] == []
         admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-        assert admin.list_topics(timeout=TIMEOUT_S).topics == {}
+        assert set(admin.list_topics(timeout=TIMEOUT_S).topics) == {"__transaction_state"}
+        with pytest.raises(LookupError):
+            broker.transaction("txn-reset")
+        producer = make_producer("confluent", broker.bootstrap_servers, "txn-reset")
+        try:
+            producer.init()  # a new transactional id again
+        finally:
+            producer.close()
+        assert broker.transaction("txn-reset")["producer_epoch"] == 0
         producer = make_producer("confluent", broker.bootstrap_servers, "txn-reset")
         try:
             producer.init()  # a new transaction coordinator, as on a new broker
