@@ -22,10 +22,11 @@ MAX_HEADER_BYTES = 16 * 1024
 MAX_BODY_BYTES = 1024 * 1024
 READ_TIMEOUT_S = 10.0
 REASONS = {
-    200: "OK", 201: "Created", 204: "No Content", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
-    405: "Method Not Allowed", 408: "Request Timeout", 409: "Conflict", 411: "Length Required", 413: "Content Too Large",
-    500: "Internal Server Error",
+    200: "OK", 201: "Created", 204: "No Content", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
+    404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout", 409: "Conflict", 411: "Length Required",
+    413: "Content Too Large", 500: "Internal Server Error",
 }
+API_PREFIX = "/v1/"  # what a token guards: the API; the inspector's page and assets hold no data
 
 
 class HttpError(Exception):
@@ -58,7 +59,16 @@ class HttpRequest:
         return value
 
 
-Answer = tuple[int, Any]  # (status, JSON value; None: no body)
+@dataclass(frozen=True)
+class RawBody:
+    """An answer that is not JSON: a page, a script, a download. ``headers`` are added to the answer's own."""
+
+    content_type: str
+    data: bytes
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+Answer = tuple[int, Any]  # (status, JSON value or RawBody; None: no body)
 Handler = Callable[[HttpRequest], Awaitable[Answer]]
 
 
@@ -101,7 +111,7 @@ async def read_request(reader: asyncio.StreamReader) -> HttpRequest:
 
 def check_token(request: HttpRequest, token: str) -> None:
     """A configured token must come as ``Authorization: Bearer <token>``."""
-    if not token:
+    if not token or not request.path.startswith(API_PREFIX):
         return
     scheme, _, given = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
@@ -109,10 +119,15 @@ def check_token(request: HttpRequest, token: str) -> None:
 
 
 def encode_answer(status: int, value: Any) -> bytes:
-    body = b"" if value is None else json.dumps(value, sort_keys=True).encode() + b"\n"
+    if isinstance(value, RawBody):
+        content_type, body, extra = value.content_type, value.data, value.headers
+    else:
+        content_type, extra = "application/json", {}
+        body = b"" if value is None else json.dumps(value, sort_keys=True).encode() + b"\n"
     head = (
-        f"HTTP/1.1 {status} {REASONS.get(status, 'Unknown')}\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        f"HTTP/1.1 {status} {REASONS.get(status, 'Unknown')}\r\nContent-Type: {content_type}\r\n"
+        + "".join(f"{name}: {text}\r\n" for name, text in extra.items())
+        + f"Content-Length: {len(body)}\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n"
     )
     return head.encode() + body
 
