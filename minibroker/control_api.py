@@ -30,7 +30,7 @@ def route(method: str, path: str) -> Callable[[RouteHandler], RouteHandler]:
     """Register a handler for ``method`` and ``path``, whose ``{name}`` segments are passed in order."""
 
     def register(handler: RouteHandler) -> RouteHandler:
-        ROUTES.append((method, tuple(path.strip("/").split("/")), handler))
+        ROUTES.append((method, tuple(segment for segment in path.split("/") if segment), handler))
         return handler
 
     return register
@@ -63,6 +63,8 @@ async def dispatch(broker: Broker, request: HttpRequest) -> Answer:
 
 
 async def start_control_server(broker: Broker) -> asyncio.base_events.Server:
+    import minibroker.inspector_pages  # noqa: F401  (registers the web inspector's page and asset routes)
+
     config = broker.config
     return await start_http_server(
         config.control_host, config.control_port, config.control_token, lambda request: dispatch(broker, request),
