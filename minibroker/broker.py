@@ -12,6 +12,7 @@ import errno
 import logging
 import ssl
 import time
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -101,6 +102,7 @@ class Broker:
         self.faults: Faults | None = None  # injected faults, from the first one on
         self.transcript: Transcript | None = None  # with transcript.enabled or transcript.file
         self.snapshots = SnapshotStore(keep=(PRODUCER_ID_FILE,))  # producer ids never go back
+        self.request_counts: Counter[int] = Counter()  # requests served by API key, for the inspector's rates
         self.started_at = time.monotonic()
 
     # lifecycle
@@ -562,6 +564,11 @@ class Broker:
         """The group coordinator if something has used it already (None: there are no groups to update)."""
         return self._groups
 
+    @property
+    def loaded_transactions(self) -> TransactionService | None:
+        """The transaction coordinators if something has used them already (None: there are no transactional ids)."""
+        return self._transactions
+
     async def abort_timed_out_transactions(self) -> None:
         if self._transactions is not None:
             await self._transactions.abort_timed_out()
@@ -630,6 +637,17 @@ class Broker:
         self.leaders_changed(name)
         log.info("created topic %s with %d partitions %s", name, new.num_partitions, new.info.overrides or "")
         return ErrorCode.NONE, None
+
+    async def delete_topics(self, names: list[str]) -> None:
+        """DeleteTopics (and the inspector's delete): the topics go, and as in Kafka groups forget their offsets."""
+        for name in names:
+            self.logs.delete_topic(name)
+            self.placements.forget(name)
+            log.info("deleted topic %s", name)
+        groups = self.loaded_groups  # None: no group has used the broker, so no offsets to forget
+        if names and groups is not None:
+            groups.delete_topic_offsets(set(names))
+            await groups.flush()
 
     async def topic_created(self, name: str) -> TopicInfo | None:
         """The topic, once a creation of it that is under way has finished; None if there is no such topic."""

@@ -174,6 +174,11 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "control.port)",
     )
     parser.add_argument(
+        "--inspect", type=int, metavar="PORT",
+        help="serve the web inspector, read-only, on PORT on loopback: the control listener with control.read.only "
+        "(0: a free port; with --control-port, the inspector is on that listener and may change things)",
+    )
+    parser.add_argument(
         "--clock", choices=("system", "virtual"),
         help="virtual: broker timeouts follow a clock that moves only through the control API (the setting clock)",
     )
@@ -276,6 +281,9 @@ def flag_settings(args: argparse.Namespace) -> dict[str, str]:
         items["nodes"] = str(args.nodes)
     if args.control_port is not None:
         items["control.port"] = str(args.control_port)
+    elif args.inspect is not None:
+        items["control.port"] = str(args.inspect)
+        items["control.read.only"] = "true"
     if args.clock is not None:
         items["clock"] = args.clock
     if args.kafka_version is not None:

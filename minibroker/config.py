@@ -51,6 +51,11 @@ class BrokerConfig:
     control_token: str = setting(
         "control.token", "", "Bearer token the control listener requires (Authorization: Bearer TOKEN).", secret=True
     )
+    control_read_only: bool = setting(
+        "control.read.only", False,
+        "Serve the control listener's views only (the inspector and GET routes): changes (faults, nodes, topics, the "
+        "clock, resets) are refused with 403.",
+    )
     clock: str = setting(
         "clock", "system",
         "system, or virtual: broker timeouts (sessions, transactions, expirations, retention) follow a clock that moves "

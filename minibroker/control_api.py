@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from minibroker import __version__
-from minibroker.control_http import Answer, HttpError, HttpRequest, start_http_server
+from minibroker.control_http import API_PREFIX, Answer, HttpError, HttpRequest, start_http_server
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+MAX_RECORDS = 1000  # records in one answer of /v1/partitions/T/P/records: pages keep a 1 GB partition cheap to look at
 RouteHandler = Callable[["Broker", HttpRequest, list[str]], Awaitable[Answer]]
 ROUTES: list[tuple[str, tuple[str, ...], RouteHandler]] = []
 
@@ -49,6 +50,8 @@ def match(segments: list[str], pattern: tuple[str, ...]) -> list[str] | None:
 
 
 async def dispatch(broker: Broker, request: HttpRequest) -> Answer:
+    if broker.config.control_read_only and request.method != "GET" and request.path.startswith(API_PREFIX):
+        raise HttpError(403, f"{request.method} {request.path}: the control listener is read-only (control.read.only)")
     allowed = []
     for method, pattern, handler in ROUTES:
         params = match(request.segments, pattern)
@@ -63,7 +66,7 @@ async def dispatch(broker: Broker, request: HttpRequest) -> Answer:
 
 
 async def start_control_server(broker: Broker) -> asyncio.base_events.Server:
-    import minibroker.inspector_pages  # noqa: F401  (registers the web inspector's page and asset routes)
+    from minibroker import inspect_api, inspector_pages  # noqa: F401  (their routes register on import)
 
     config = broker.config
     return await start_http_server(
@@ -126,6 +129,7 @@ async def health(broker: Broker, request: HttpRequest, params: list[str]) -> Ans
         "version": __version__,
         "cluster_id": broker.logs.cluster_id,
         "uptime_ms": int((time.monotonic() - broker.started_at) * 1000),
+        "read_only": broker.config.control_read_only,
         "nodes": nodes_view(broker),
     }
 
@@ -361,8 +365,13 @@ def observed(look: Callable[[], Any]) -> Answer:
 async def partition_records(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
     from minibroker.observe import partition_records
 
-    offset, limit = query_int(request, "offset", 0), query_int(request, "max", 100)
-    return observed(lambda: partition_records(broker, params[0], params[1], offset, limit))
+    offset, limit = query_int(request, "offset", 0), min(query_int(request, "max", 100), MAX_RECORDS)
+    timestamp = query_int(request, "timestamp", -1)
+    value_bytes = query_int(request, "value_bytes", -1)
+    return observed(lambda: partition_records(
+        broker, params[0], params[1], offset, limit, timestamp=None if timestamp < 0 else timestamp,
+        value_bytes=None if value_bytes < 0 else value_bytes,
+    ))
 
 
 @route("GET", "/v1/groups/{group}")

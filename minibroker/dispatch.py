@@ -80,6 +80,7 @@ async def dispatch(broker: Broker, frame: memoryview, peer: str, connection: Kaf
     if handler is None:
         log.warning("closing %s: unknown API key %d (client %r)", peer, header.api_key, header.client_id)
         raise Disconnect
+    broker.request_counts[header.api_key] += 1
     if not handler.min_version <= header.api_version <= handler.max_version:
         if header.api_key == API_VERSIONS_KEY:
             log.info("%s sent ApiVersions v%d: answering with the v0 fallback", peer, header.api_version)

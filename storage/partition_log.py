@@ -753,10 +753,15 @@ class PartitionLog:
         ones, until an entry's LSO reaches ``upper_offset``. For a fetch, ``upper_offset`` is the offset after the
         last returned batch.
         """
-        found: list[tuple[int, int]] = []
+        return [(entry.producer_id, entry.first_offset) for entry in self.aborted_entries(fetch_offset, upper_offset)]
+
+    def aborted_entries(self, fetch_offset: int, upper_offset: int) -> list[AbortedTxn]:
+        """The .txnindex entries of the aborted transactions overlapping [fetch_offset, upper_offset), with the
+        offset of each one's ABORT marker (``last_offset``)."""
+        found: list[AbortedTxn] = []
         for segment in self._segments[self._segment_slot(fetch_offset):]:
             entries, complete = segment.txn_index.collect(fetch_offset, upper_offset)
-            found.extend((entry.producer_id, entry.first_offset) for entry in entries)
+            found.extend(entries)
             if complete:
                 break
         return found

@@ -133,15 +133,9 @@ async def delete_topics(ctx: RequestContext, body: dict[str, Any]) -> dict[str, 
         elif info is None:
             response["error_code"] = ErrorCode.UNKNOWN_TOPIC_ID if request["name"] is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         else:
-            broker.logs.delete_topic(name)
-            broker.placements.forget(name)
             deleted.add(name)
-            log.info("deleted topic %s", name)
         responses.append(response)
-    groups = broker.loaded_groups  # None: no group has used the broker, so no offsets to forget
-    if deleted and groups is not None:
-        groups.delete_topic_offsets(deleted)  # as Kafka: groups forget offsets of deleted topics
-        await groups.flush()
+    await broker.delete_topics(sorted(deleted))
     return {"responses": responses}
 
 

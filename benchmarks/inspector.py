@@ -1,0 +1,191 @@
+"""The web inspector with large data, and its cost to the clients.
+
+Three figures, each printed:
+
+- a topic of ``--partitions`` partitions (10,000): how long the calls its page makes take (the topic list, the topic
+  with its first 100 partitions, the cluster), medians of 5;
+- a partition of ``--gigabytes`` (1 GB of 1 KB records): the records of its start, of its end and from a timestamp in
+  its middle, one record in full, and the topic view, medians of 5;
+- a producer's throughput with and without the inspector's page open on its topic (a real headless Chromium when
+  /usr/bin/chromium exists, else a poller making the page's calls every second), alternating rounds, medians.
+
+The broker of the first two is in-process (``minibroker.testing.Broker``); the third runs the broker as its own
+process, as a user runs it, with the producer here. Run from the repository root:
+``python benchmarks/inspector.py [--partitions N] [--gigabytes G] [--rounds N] [--seconds S]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.common import free_port, produce_all, wait_for_api_versions  # noqa: E402
+from minibroker.testing import Broker  # noqa: E402
+
+RECORD_BYTES = 1024
+CHROMIUM = Path("/usr/bin/chromium")
+PAGE_POLL_S = 1.0
+
+
+def get(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=60) as answer:
+        return answer.read()
+
+
+def median_ms(call: Callable[[], object], runs: int = 5) -> float:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+def report(rows: list[tuple[str, float]]) -> None:
+    for name, ms in rows:
+        print(f"  {name:<52} {ms:>9.1f} ms")
+
+
+def wide_topic(partitions: int) -> None:
+    with Broker(control=True) as broker:
+        started = time.perf_counter()
+        broker.create_topic("wide", partitions)
+        print(f"a topic of {partitions:,} partitions (created in {time.perf_counter() - started:.1f} s):")
+        url = broker.control_url
+        report([
+            ("GET /v1/topics (the topic list)", median_ms(lambda: get(f"{url}/v1/topics?limit=100"))),
+            ("GET /v1/topics/wide (first 100 partitions)", median_ms(lambda: get(f"{url}/v1/topics/wide"))),
+            ("GET /v1/topics/wide?offset=9900 (a last page)", median_ms(lambda: get(f"{url}/v1/topics/wide?offset=9900"))),
+            ("GET /v1/cluster", median_ms(lambda: get(f"{url}/v1/cluster"))),
+        ])
+
+
+def big_partition(gigabytes: float) -> None:
+    count = int(gigabytes * 1e9 / RECORD_BYTES)
+    with Broker(control=True) as broker:
+        broker.create_topic("big", 1)
+        written = produce_all(broker.bootstrap_servers, "big", count, RECORD_BYTES)
+        records = f"{broker.control_url}/v1/partitions/big/0/records"
+        first = json.loads(get(f"{records}?max=1"))["batches"][0]["records"][0]["timestamp"]
+        last = json.loads(get(f"{records}?offset={count - 1}&max=1"))["batches"][0]["records"][0]["timestamp"]
+        middle = (first + last) // 2
+        size = broker.core.partition("big", 0).size_bytes
+        print(f"a partition of {size / 1e9:.2f} GB, {count:,} records of {RECORD_BYTES} bytes "
+              f"(written at {written.mb_per_s:.0f} MB/s):")
+        report([
+            ("GET records from the start (50)", median_ms(lambda: get(f"{records}?max=50&value_bytes=1024"))),
+            ("GET records of the end (50)", median_ms(lambda: get(f"{records}?offset={count - 50}&max=50"))),
+            ("GET records from a timestamp in the middle (50)", median_ms(lambda: get(f"{records}?timestamp={middle}"
+                                                                                       "&max=50"))),
+            ("GET one record in full (the middle)", median_ms(lambda: get(f"{records}/{count // 2}"))),
+            ("GET /v1/topics/big", median_ms(lambda: get(f"{broker.control_url}/v1/topics/big"))),
+        ])
+
+
+class PageOpen:
+    """The inspector's page on ``url`` for the duration of a ``with``: Chromium headless, else its calls polled."""
+
+    def __init__(self, control_url: str, topic: str) -> None:
+        self.control_url, self.topic = control_url, topic
+        self.process: subprocess.Popen[bytes] | None = None
+        self.profile: str | None = None
+        self.stop = threading.Event()
+        self.poller: threading.Thread | None = None
+
+    @property
+    def kind(self) -> str:
+        return "headless Chromium" if CHROMIUM.exists() else "a poller of the page's calls"
+
+    def __enter__(self) -> PageOpen:
+        if CHROMIUM.exists():
+            self.profile = tempfile.mkdtemp(prefix="inspector-bench-")
+            self.process = subprocess.Popen(
+                [str(CHROMIUM), "--headless=new", "--no-sandbox", "--disable-gpu", f"--user-data-dir={self.profile}",
+                 f"{self.control_url}/topics/{self.topic}"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )
+        else:
+            self.poller = threading.Thread(target=self._poll, daemon=True)
+            self.poller.start()
+        return self
+
+    def _poll(self) -> None:
+        while not self.stop.wait(PAGE_POLL_S):
+            for path in ("/v1/cluster", f"/v1/topics/{self.topic}", f"/v1/partitions/{self.topic}/0/records?max=50"):
+                get(self.control_url + path)
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        if self.poller is not None:
+            self.poller.join()
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self.profile is not None:
+            shutil.rmtree(self.profile, ignore_errors=True)
+
+
+def producer_under_a_page(rounds: int, seconds: float) -> None:
+    port, control_port = free_port(), free_port()
+    data_dir = tempfile.mkdtemp(prefix="inspector-bench-data-")
+    broker = subprocess.Popen(
+        [sys.executable, "-m", "minibroker", "--port", str(port), "--control-port", str(control_port),
+         "--data-dir", data_dir], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_api_versions(f"127.0.0.1:{port}", time.perf_counter(), broker)
+        bootstrap, control_url = f"127.0.0.1:{port}", f"http://127.0.0.1:{control_port}"
+        get(control_url + "/v1/health")
+        count = int(seconds * 300_000)  # about ``seconds`` of 100-byte records at this machine's rate
+        alone, watched = [], []
+        kind = PageOpen(control_url, "watched").kind
+        for _ in range(rounds):
+            alone.append(produce_all(bootstrap, "watched", count, 100).msgs_per_s)
+            with PageOpen(control_url, "watched"):
+                time.sleep(2.0)  # the page loads and starts polling
+                watched.append(produce_all(bootstrap, "watched", count, 100).msgs_per_s)
+        a, w = statistics.median(alone), statistics.median(watched)
+        print(f"a producer (100-byte records, {count:,} a round, {rounds} alternating rounds), page: {kind}:")
+        print(f"  {'alone':<52} {a:>12,.0f} msgs/s")
+        print(f"  {'with the inspector open on its topic':<52} {w:>12,.0f} msgs/s ({(w / a - 1) * 100:+.1f} %)")
+    finally:
+        broker.terminate()
+        broker.wait(30)
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--partitions", type=int, default=10_000, help="partitions of the wide topic (0: skip)")
+    parser.add_argument("--gigabytes", type=float, default=1.0, help="size of the big partition (0: skip)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of the producer comparison (0: skip)")
+    parser.add_argument("--seconds", type=float, default=5.0, help="length of one producer round, roughly")
+    args = parser.parse_args()
+    if args.partitions:
+        wide_topic(args.partitions)
+    if args.gigabytes:
+        big_partition(args.gigabytes)
+    if args.rounds:
+        producer_under_a_page(args.rounds, args.seconds)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
