@@ -46,6 +46,14 @@ def test_wheel_installs_only_the_minibroker_name(wheel: Path) -> None:
     assert expected - set(names) == set(), "source files missing from the wheel"
 
 
+def test_wheel_holds_the_inspector_assets(wheel: Path) -> None:
+    """The web inspector's page, scripts and styles are package data: without them the page would not load."""
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assets = {f"minibroker/inspector/{p.name}" for p in (REPO / "minibroker" / "inspector").iterdir() if p.is_file()}
+    assert {"minibroker/inspector/index.html", "minibroker/inspector/app.js"} <= assets
+    assert assets - names == set(), "inspector assets missing from the wheel"
+
+
 def test_fixtures_work_beside_an_application_with_its_own_storage_and_protocol(wheel: Path, tmp_path: Path) -> None:
     """A fresh venv holding the wheel (its dependencies and pytest come from this environment, after it), run from
     an application directory whose own ``storage`` and ``protocol`` packages must win for the application."""

@@ -73,7 +73,8 @@ class Element:
         call(self._url("value"), "POST", {"text": text})
 
     def find(self, css: str) -> Element:
-        return Element(self.session, call(self._url("element"), "POST", {"using": "css selector", "value": css})[ELEMENT])
+        found = call(self._url("element"), "POST", {"using": "css selector", "value": css})
+        return Element(self.session, found[ELEMENT])
 
     def find_all(self, css: str) -> list[Element]:
         found = call(self._url("elements"), "POST", {"using": "css selector", "value": css})
@@ -136,7 +137,8 @@ class Session:
             except WebDriverError as exc:
                 last = exc
             if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout_s} s waiting for {what}" + (f" ({last})" if last else ""))
+                raise AssertionError(f"timed out after {timeout_s} s waiting for {what}"
+                                     + (f" ({last})" if last else ""))
             time.sleep(0.1)
 
     def close(self) -> None:
@@ -192,8 +194,8 @@ def stop_process_group(process: subprocess.Popen[bytes]) -> None:
         process.stdout.close()
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
+@pytest.fixture(scope="module", name="browser")
+def browser_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     """A headless Chromium window for the module's tests, stopped with its driver even when a test fails."""
     reason = skip_reason()
     if reason:

@@ -11,7 +11,7 @@ export class ApiError extends Error {
   }
 }
 
-export function authHeaders() {
+function authHeaders() {
   const token = sessionStorage.getItem(TOKEN_KEY);
   return token ? { Authorization: `Bearer ${token}` } : {};
 }
@@ -35,16 +35,6 @@ export async function api(url, { method = "GET", body } = {}) {
   }
   if (!answer.ok) throw new ApiError(answer.status, value?.error ?? answer.statusText);
   return value;
-}
-
-// GET url as JSON; null when it answers 404 (a topic, group or transactional id that is gone).
-export async function apiOrNull(url) {
-  try {
-    return await api(url);
-  } catch (error) {
-    if (error instanceof ApiError && error.status === 404) return null;
-    throw error;
-  }
 }
 
 function askForToken(reason) {

@@ -34,9 +34,11 @@ function matchRoute(pathname) {
   for (const [pattern, view] of ROUTES) {
     if (pattern.length !== segments.length) continue;
     const params = {};
-    if (pattern.every((part, i) => (part.startsWith(":") ? ((params[part.slice(1)] = segments[i]), true) : part === segments[i]))) {
-      return [view, params];
-    }
+    const fits = pattern.every((part, i) => {
+      if (part.startsWith(":")) params[part.slice(1)] = segments[i];
+      return part.startsWith(":") || part === segments[i];
+    });
+    if (fits) return [view, params];
   }
   return [null, {}];
 }
@@ -119,7 +121,7 @@ function show() {
   schedule(0);
 }
 
-export function navigate(href) {
+function navigate(href) {
   history.pushState(null, "", href);
   show();
 }

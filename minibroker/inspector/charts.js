@@ -83,19 +83,18 @@ export function legend(names) {
   return list;
 }
 
-// A horizontal strip of states over time: [[time_ms, state], ...] up to now.
-export function stateStrip(changes, now, width = 640, height = 28) {
+// The states a transactional id went through, one step each, in order, with the time since the first:
+// [[time_ms, state], ...]. Steps, not a time scale: a transaction's steps take milliseconds, the gaps minutes.
+export function stateStrip(changes, stepWidth = 120, height = 40) {
+  const width = Math.max(1, changes.length) * stepWidth;
   const strip = svg("svg", { class: "strip", width, height, viewBox: `0 0 ${width} ${height}`, role: "img" },
-    svg("title", {}, "states over time"));
-  if (!changes.length) return strip;
-  const start = changes[0][0];
-  const span = Math.max(1, now - start);
+    svg("title", {}, "the states in order"));
+  const start = changes.length ? changes[0][0] : 0;
   changes.forEach(([time, state], i) => {
-    const end = i + 1 < changes.length ? changes[i + 1][0] : now;
-    const x = ((time - start) / span) * width;
-    const w = Math.max(2, ((end - time) / span) * width);
-    strip.append(svg("rect", { class: `state ${state}`, x: x.toFixed(1), y: 0, width: w.toFixed(1), height }),
-      svg("text", { x: (x + 3).toFixed(1), y: height - 9 }, state));
+    const x = i * stepWidth;
+    strip.append(svg("rect", { class: `state ${state}`, x: x + 1, y: 0, width: stepWidth - 2, height }),
+      svg("text", { x: x + 6, y: 16 }, state),
+      svg("text", { x: x + 6, y: 32, class: "since" }, `+${time - start} ms`));
   });
   return strip;
 }

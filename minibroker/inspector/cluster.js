@@ -62,13 +62,11 @@ export function clusterView(params, ctx) {
 
   const el = h("div", { class: "view cluster" },
     h("h1", {}, "Cluster"), summary,
-    section("Nodes", nodes),
-    section("Requests", requests),
-    section("Settings that differ from Kafka's defaults", settings),
+    h("div", { class: "columns" }, section("Nodes", nodes), section("Requests", requests)),
     section("Topics", h("div", { class: "controls" }, filterInput, h("label", {}, internalBox, " internal topics")),
       createForm, topics),
-    section("Consumer groups", groups),
-    section("Transactional ids", transactions));
+    h("div", { class: "columns" }, section("Consumer groups", groups), section("Transactional ids", transactions)),
+    section("Settings that differ from their defaults", settings));
 
   async function refresh() {
     const listQuery = new URLSearchParams({
@@ -81,20 +79,21 @@ export function clusterView(params, ctx) {
     update(summary, cluster, () => renderSummary(cluster));
     update(nodes, cluster.nodes, () => renderNodes(cluster.nodes));
     update(settings, cluster.settings, () => table(["Setting", "Value", "Kafka's default"], cluster.settings.map((s) =>
-      row(h("code", {}, s.name), h("code", {}, String(s.value)), h("code", {}, s.default === null ? "null" : String(s.default))))));
+      row(h("code", {}, s.name), h("code", {}, String(s.value)), h("code", {}, s.default === null ? "null" : String(s.default)))),
+      { class: "settings" }));
     renderRequests(requests, cluster.requests);
     update(topics, topicList, () => renderTopics(topicList, (offset) => changeList({ offset })));
     update(groups, groupList, () => table(["Group", "Protocol", "Type", "State", "Members", "Coordinator"],
       groupList.groups.map((g) => row(
         typeof g.group_id === "string" ? link(path("groups", g.group_id), g.group_id) : label(g.group_id),
-        g.protocol, g.protocol_type || "–", g.state, num(g.members), num(g.coordinator)))));
+        g.protocol, g.protocol_type || "–", g.state, num(g.members), num(g.coordinator))), { class: "groups" }));
     update(transactions, txnList, () => table(
       ["Transactional id", "State", "Producer id", "Epoch", "Timeout", "Partitions", "Coordinator"],
       txnList.transactions.map((t) => row(
         typeof t.transactional_id === "string" ? link(path("transactions", t.transactional_id), t.transactional_id)
           : label(t.transactional_id),
         t.state, num(t.producer_id), num(t.producer_epoch), formatDuration(t.timeout_ms),
-        num(Array.isArray(t.partitions) ? t.partitions.length : t.partitions), num(t.coordinator)))));
+        num(t.partitions), num(t.coordinator))), { class: "transactions" }));
   }
 
   return { el, refresh };
@@ -104,7 +103,7 @@ function renderSummary(cluster) {
   return facts([
     ["Cluster id", label(cluster.cluster_id)],
     ["minibroker", cluster.version],
-    ["Kafka API versions of", cluster.kafka_version ?? "the newest supported"],
+    ["Emulates Kafka", cluster.kafka_version ?? "no: every API version served"],
     ["Uptime", formatDuration(cluster.uptime_ms)],
     ["Clock", [formatTime(cluster.clock?.now_ms), cluster.clock?.virtual ? badge("virtual", "warn") : null]],
     ["Mode", cluster.read_only ? badge("read-only") : badge("actions allowed", "warn")],
@@ -120,7 +119,7 @@ function renderNodes(nodes) {
     num(node.id), node.running ? badge("running", "ok") : badge("stopped", "bad"),
     h("ul", { class: "plain" }, node.listeners.map((listener) =>
       h("li", {}, h("code", {}, listener.address), ` ${listener.name}`,
-        listener.security_protocol ? ` (${listener.security_protocol})` : ""))))));
+        listener.security_protocol ? ` (${listener.security_protocol})` : ""))))), { class: "nodes" });
 }
 
 // Request counts are cumulative: the rate per API is the difference between two polls.
@@ -133,11 +132,13 @@ function renderRequests(el, requests) {
     return { name, count: requests.by_api[name], rate: perSecond[perSecond.length - 1] ?? 0, perSecond };
   });
   const totalRates = rates(total);
+  const now = totalRates[totalRates.length - 1] ?? 0;
   el.replaceChildren(
-    h("p", {}, `${requests.total.toLocaleString("en-US")} requests, ${(totalRates[totalRates.length - 1] ?? 0).toFixed(1)}/s now `,
+    h("p", {}, `${requests.total.toLocaleString("en-US")} requests, ${now.toFixed(1)}/s now `,
       sparkline(totalRates, "requests per second")),
     table(["API", "Requests", "Per second", "Recent"], rows.map((r) => row(
-      r.name, num(r.count), h("td", { class: "num" }, r.rate.toFixed(1)), sparkline(r.perSecond, `${r.name} per second`)))));
+      r.name, num(r.count), h("td", { class: "num" }, r.rate.toFixed(1)), sparkline(r.perSecond, `${r.name} per second`))),
+    { class: "requests" }));
 }
 
 function renderTopics(list, onpage) {

@@ -4,16 +4,20 @@
 import { api, ApiError } from "./api.js";
 import { bar } from "./charts.js";
 import {
-  badge, facts, formatTime, h, label, link, num, path, query, row, section, setQuery, table, update,
+  badge, cells, facts, formatTime, h, label, link, num, path, query, row, section, setQuery, table, update,
 } from "./dom.js";
 
 const FAULT_DETAILS = ["versions", "topic", "partition", "node", "client_id", "probability", "seed", "delay_ms", "jitter_ms",
   "throttle_ms"];
+const ACTIONS = ["error", "delay", "disconnect", "stall", "throttle"];
 const TRANSCRIPT_KEPT = 2000;
 const TRANSCRIPT_SHOWN = 300;
 
+// What a fault matches on and does besides its API and action, leaving out what is as good as unset.
 function faultDetails(fault) {
-  return FAULT_DETAILS.filter((key) => fault[key] !== null && fault[key] !== undefined && !(key === "versions" && !fault[key].length))
+  const unset = (key, value) => value === null || value === undefined || (Array.isArray(value) && !value.length)
+    || (key === "probability" && value === 1) || (key.endsWith("_ms") && value === 0);
+  return FAULT_DETAILS.filter((key) => !unset(key, fault[key]))
     .map((key) => `${key}=${Array.isArray(fault[key]) ? fault[key].join("–") : label(fault[key])}`).join(" ");
 }
 
@@ -37,7 +41,7 @@ function faultForm(ctx, message) {
   };
   return h("form", { class: "actions inject-fault", hidden: true, onsubmit: inject },
     h("input", { name: "api", placeholder: "API (Produce, Fetch, ...)", required: true }),
-    h("select", { name: "action" }, ["error", "delay", "disconnect", "stall", "throttle"].map((a) => h("option", { value: a }, a))),
+    h("select", { name: "action" }, ACTIONS.map((action) => h("option", { value: action }, action))),
     h("input", { name: "error", placeholder: "error (NOT_LEADER_OR_FOLLOWER)" }),
     h("input", { name: "ms", type: "number", min: 0, placeholder: "ms (delay, throttle)" }),
     h("input", { name: "count", type: "number", min: 1, placeholder: "count" }),
@@ -60,8 +64,9 @@ export function faultsView(params, ctx) {
   const faults = h("div");
   const message = h("span", { class: "message" });
   const form = faultForm(ctx, message);
-  const clearAll = h("button", { type: "button", class: "clear-faults", hidden: true, onclick: () => clearFaults(null, message, ctx) },
-    "Clear every fault");
+  const clearAll = h("button", {
+    type: "button", class: "clear-faults", hidden: true, onclick: () => clearFaults(null, message, ctx),
+  }, "Clear every fault");
   const el = h("div", { class: "view faults" },
     h("h1", {}, "Faults and clock"),
     section("Clock", clock),
@@ -94,6 +99,10 @@ function errorText(error) {
 
 function partitionsText(partitions) {
   return Object.entries(partitions ?? {}).map(([topic, list]) => (list.length ? `${topic}:${list.join(",")}` : topic)).join(" ");
+}
+
+function isError(entry) {
+  return Boolean(entry.errors?.length || entry.fault);
 }
 
 // What an entry is matched against by the free-text filter.
@@ -133,12 +142,12 @@ export function transcriptView(params, ctx) {
     const api = filters.api.toLowerCase();
     const text = filters.text.toLowerCase();
     const shown = entries.filter((e) => (!api || e.api.toLowerCase() === api)
-      && (!text || entryText(e).includes(text)) && (!filters.errors || e.errors?.length || e.fault));
+      && (!text || entryText(e).includes(text)) && (!filters.errors || isError(e)));
     counter.textContent = `${shown.length} of ${entries.length} entries`;
     update(list, [shown.length ? shown[shown.length - 1].seq : 0, shown.length, shown[0]?.seq], () => {
       const maxElapsed = Math.max(1, ...shown.map((e) => e.elapsed_ms));
       return table(["#", "Time", "Node", "Peer", "Client", "Request", "Partitions", "Outcome", "Elapsed"],
-        shown.slice(-TRANSCRIPT_SHOWN).reverse().map((e) => h("tr", { class: e.errors?.length || e.fault ? "has-error" : "" },
+        shown.slice(-TRANSCRIPT_SHOWN).reverse().map((e) => h("tr", { class: isError(e) ? "has-error" : "" }, cells(
           num(e.seq), h("td", { class: "time", title: String(e.time_ms) }, formatTime(e.time_ms)), num(e.node), e.peer,
           h("td", { class: "client-id" }, e.client_id === null ? "–" : label(e.client_id)),
           h("td", {}, `${e.api} v${e.version} `, h("span", { class: "corr" }, `#${e.correlation_id}`),
@@ -147,7 +156,7 @@ export function transcriptView(params, ctx) {
           partitionsText(e.partitions),
           h("td", {}, e.fault ? badge(`fault ${e.fault}`, "warn") : null,
             e.errors?.length ? e.errors.map((error) => badge(errorText(error), "bad")) : e.outcome),
-          h("td", { class: "num elapsed" }, `${e.elapsed_ms} ms`, bar(e.elapsed_ms / maxElapsed)))),
+          h("td", { class: "num elapsed" }, `${e.elapsed_ms} ms`, bar(e.elapsed_ms / maxElapsed))))),
         { class: "transcript-list" });
     });
   }

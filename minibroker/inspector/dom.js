@@ -50,8 +50,13 @@ export function table(headers, rows, attrs = {}) {
     h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: headers.length, class: "empty" }, "none"))));
 }
 
-export function row(...cells) {
-  return h("tr", {}, cells.map((cell) => (cell instanceof Node && cell.tagName === "TD" ? cell : h("td", {}, cell))));
+// Table cells: a <td> is kept, anything else is wrapped in one.
+export function cells(...contents) {
+  return contents.map((content) => (content instanceof Node && content.tagName === "TD" ? content : h("td", {}, content)));
+}
+
+export function row(...contents) {
+  return h("tr", {}, cells(...contents));
 }
 
 export function num(value) {
@@ -103,11 +108,11 @@ export function formatDuration(ms) {
 }
 
 // Bytes from the API come as a string (valid UTF-8) or {"base64": "..."} (anything else).
-export function isBinary(data) {
+function isBinary(data) {
   return data !== null && typeof data === "object" && typeof data.base64 === "string";
 }
 
-export function bytesOf(data) {
+function bytesOf(data) {
   if (isBinary(data)) return Uint8Array.from(atob(data.base64), (char) => char.charCodeAt(0));
   return new TextEncoder().encode(String(data));
 }
@@ -164,8 +169,9 @@ export function setQuery(changes) {
 export function pager(offset, limit, total, onpage) {
   if (total <= limit && offset === 0) return null;
   const last = Math.max(0, Math.floor((total - 1) / limit) * limit);
+  const shown = `${formatNumber(Math.min(offset + 1, total))}–${formatNumber(Math.min(offset + limit, total))}`;
   return h("div", { class: "pager" },
     h("button", { type: "button", disabled: offset <= 0, onclick: () => onpage(Math.max(0, offset - limit)) }, "‹ previous"),
-    h("span", {}, `${formatNumber(Math.min(offset + 1, total))}–${formatNumber(Math.min(offset + limit, total))} of ${formatNumber(total)}`),
+    h("span", {}, `${shown} of ${formatNumber(total)}`),
     h("button", { type: "button", disabled: offset >= last, onclick: () => onpage(Math.min(last, offset + limit)) }, "next ›"));
 }

@@ -53,15 +53,19 @@ export function groupView({ id }, ctx) {
       ["Total lag", h("span", { class: "total-lag" }, total.toLocaleString("en-US"))],
     ]));
     update(members, group.members, () => table(["Member id", "Instance id", "Client id", "Host", "Assignment"],
-      group.members.map((m) => row(h("code", {}, label(m.member_id)), m.group_instance_id === null ? "–" : label(m.group_instance_id),
+      group.members.map((m) => row(
+        h("code", {}, label(m.member_id)), m.group_instance_id === null ? "–" : label(m.group_instance_id),
         h("span", { class: "client-id" }, label(m.client_id)), label(m.client_host), assignmentText(m.assignment))),
       { class: "members" }));
     update(lag, lags, () => table(["Topic", "Partition", "Committed", "High watermark", "Lag"], lags.map((l) => row(
       link(path("topics", l.topic), l.topic), link(path("topics", l.topic, l.partition), String(l.partition)),
-      num(l.committed), num(l.high_watermark), h("td", { class: "num lag" }, l.lag === null ? "–" : l.lag.toLocaleString("en-US")))),
+      num(l.committed), num(l.high_watermark),
+      h("td", { class: "num lag" }, l.lag === null ? "–" : l.lag.toLocaleString("en-US")))),
     { class: "lag" }));
     const named = { total: sample(`lag:${id}`, total) };
-    for (const l of lags.slice(0, 7)) named[`${l.topic}-${l.partition}`] = sample(`lag:${id}:${l.topic}:${l.partition}`, l.lag ?? 0);
+    for (const l of lags.slice(0, 7)) {
+      named[`${l.topic}-${l.partition}`] = sample(`lag:${id}:${l.topic}:${l.partition}`, l.lag ?? 0);
+    }
     chart.replaceChildren(lineChart(named), legend(Object.keys(named)));
   }
 

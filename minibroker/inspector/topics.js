@@ -45,15 +45,15 @@ export function topicView({ name }, ctx) {
   let offset = Number(query().get("poffset") ?? 0);
   const summary = h("div");
   const partitions = h("div");
-  const configs = h("div");
+  const configs = h("details", { class: "configs" });
   const actions = deleteButton(name, ctx);
   const browser = messageBrowser(name, 0, ctx);
   const el = h("div", { class: "view topic" },
     h("p", { class: "crumbs" }, link("/", "Cluster"), " / topic"),
     h("h1", {}, name), actions, summary,
     section("Partitions", partitions),
-    section("Configs", configs),
-    section(["Messages of partition 0 ", link(path("topics", name, 0), "(open partition)")], browser.el));
+    section(["Messages of partition 0 ", link(path("topics", name, 0), "(open partition)")], browser.el),
+    section("Configs", configs));
 
   async function refresh() {
     const topic = await api(`/v1/topics/${encodeURIComponent(name)}?offset=${offset}&limit=${PARTITIONS_PER_PAGE}`);
@@ -71,10 +71,13 @@ export function topicView({ name }, ctx) {
         setQuery({ poffset: next || null });
         ctx.refreshNow();
       }) ?? "");
-    update(configs, topic.configs, () => table(["Config", "Value", "Source"],
-      [...topic.configs].sort((a, b) => (a.source === "topic" ? 0 : 1) - (b.source === "topic" ? 0 : 1))
+    const overrides = topic.configs.filter((c) => c.source !== "default").length;
+    update(configs, topic.configs, () => [h("summary", {}, `${topic.configs.length} configs, ${overrides} not the default`),
+      table(["Config", "Value", "Source"],
+      [...topic.configs].sort((a, b) => (a.source === "default" ? 1 : 0) - (b.source === "default" ? 1 : 0))
         .map((c) => row(h("code", {}, c.name), h("code", {}, c.value === null ? "null" : String(c.value)),
-          c.source === "topic" ? badge("set on the topic", "warn") : "default")), { class: "configs" }));
+          c.source === "default" ? "default" : badge(c.source === "topic" ? "set on the topic" : "broker setting", "warn"))),
+      { class: "configs" })]);
     await browser.refresh();
   }
 

@@ -7,7 +7,8 @@ import { badge, facts, formatDuration, formatTime, h, link, num, path, row, sect
 
 function partitionLinks(partitions) {
   if (!partitions?.length) return "–";
-  return partitions.flatMap(([topic, partition], i) => [i ? ", " : "", link(path("topics", topic, partition), `${topic}-${partition}`)]);
+  return partitions.flatMap(([topic, partition], i) =>
+    [i ? ", " : "", link(path("topics", topic, partition), `${topic}-${partition}`)]);
 }
 
 export function transactionView({ id }) {
@@ -30,8 +31,7 @@ export function transactionView({ id }) {
       ["Partitions", h("span", { class: "txn-partitions" }, partitionLinks(txn.partitions))],
     ]));
     const steps = txn.timeline ?? [];
-    update(strip, steps, () => stateStrip(steps.map((step) => [step.time_ms, step.state]), Math.max(Date.now(),
-      ...steps.map((step) => step.time_ms))));
+    update(strip, steps, () => stateStrip(steps.map((step) => [step.time_ms, step.state])));
     update(timeline, steps, () => table(["Time", "State", "Producer id", "Epoch", "Partitions"], steps.map((step) => row(
       formatTime(step.time_ms), step.state, num(step.producer_id), num(step.producer_epoch), partitionLinks(step.partitions))),
     { class: "timeline" }));
