@@ -34,6 +34,7 @@ ARTIFACTS = Path(os.environ["MINIBROKER_ARTIFACTS"]) / "inspector" if os.environ
 TOPIC = "orders"
 TXN_ID = "order-writer"
 GROUP = "billing"
+CONSUMER_GROUP = "shipping"  # the consumer rebalance protocol (KIP-848)
 EMPTY_GROUP = "audit"
 BIG_VALUE = "é" * 1500  # 3000 bytes of UTF-8: cut at 1 KiB on the page
 PAGED_RECORDS = 120  # partition 1: more than one page of 50
@@ -98,23 +99,34 @@ def fill(broker: Broker) -> Filled:
     return Filled(broker, broker.control_url, base_ms, offsets)
 
 
+def member(bootstrap: str, group: str, client_id: str, **config: Any) -> Consumer:
+    """A consumer subscribed to the topic, once it holds all three partitions."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": client_id,
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest", **config})
+    consumer.subscribe([TOPIC])
+    deadline = time.monotonic() + TIMEOUT_S
+    while len(consumer.assignment()) < 3 and time.monotonic() < deadline:
+        consumer.poll(0.1)
+    return consumer
+
+
 @pytest.fixture(scope="module")
 def filled() -> Iterator[Filled]:
     with Broker(nodes=2, control=True, transcript=True, offsets_topic_num_partitions=2,
                 transaction_state_log_num_partitions=2) as broker:
         data = fill(broker)
-        member = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": GROUP, "client.id": "billing-app",
-                           "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+        members = []
         try:
-            member.subscribe([TOPIC])
-            deadline = time.monotonic() + TIMEOUT_S
-            while len(member.assignment()) < 3 and time.monotonic() < deadline:
-                member.poll(0.1)
-            member.commit(offsets=[TopicPartition(TOPIC, p, o) for p, o in COMMITTED.items()], asynchronous=False)
+            members.append(member(broker.bootstrap_servers, GROUP, "billing-app"))
+            members[0].commit(offsets=[TopicPartition(TOPIC, p, o) for p, o in COMMITTED.items()], asynchronous=False)
+            members.append(member(broker.bootstrap_servers, CONSUMER_GROUP, "shipping-app",
+                                  **{"group.protocol": "consumer"}))
             broker.wait_for(group_stable=GROUP)
+            broker.wait_for(group_stable=CONSUMER_GROUP)
             yield data
         finally:
-            member.close()
+            for consumer in members:
+                consumer.close()
 
 
 # ---- page helpers ----
@@ -174,6 +186,7 @@ def test_cluster_view_lists_nodes_topics_groups_and_transactions(browser: Sessio
     groups = {cells[0]: cells for cells in row_cells(browser, "table.groups")}
     assert groups[GROUP][1:4] == ["classic", "consumer", "Stable"] and groups[GROUP][4] == "1"
     assert groups[EMPTY_GROUP][3] == "Empty"
+    assert groups[CONSUMER_GROUP][1:5] == ["consumer", "consumer", "Stable", "1"]
     txns = {cells[0]: cells for cells in row_cells(browser, "table.transactions")}
     assert txns[TXN_ID][1] == "CompleteAbort"
     assert txns[TXN_ID][2] == str(filled.broker.transaction(TXN_ID)["producer_id"])
@@ -278,6 +291,24 @@ def test_live_update_without_reload(browser: Session, filled: Filled) -> None:
     assert browser.wait(lambda: browser.find_all("table.partitions svg.spark polyline"), what="throughput sparklines")
 
 
+def test_a_hidden_tab_stops_polling_and_a_shown_one_resumes(browser: Session, filled: Filled) -> None:
+    open_view(browser, filled.url + "/faults", "table.fault-list", "the fault list")
+    browser.execute("""window.__calls = 0;
+        const fetchOriginal = window.fetch;
+        window.fetch = (...args) => { window.__calls += 1; return fetchOriginal(...args); };
+        window.__setVisibility = (state) => {
+            Object.defineProperty(document, "visibilityState", { value: state, configurable: true });
+            document.dispatchEvent(new Event("visibilitychange"));
+        };
+        window.__setVisibility("hidden");""")
+    time.sleep(0.3)  # a poll in flight when the tab was hidden ends
+    calls = browser.execute("return window.__calls")
+    time.sleep(2.0)  # more than one poll interval
+    assert browser.execute("return window.__calls") == calls
+    browser.execute("window.__setVisibility('visible')")
+    browser.wait(lambda: browser.execute("return window.__calls") > calls, what="polls again once shown")
+
+
 def test_group_view_shows_members_assignments_and_lag(browser: Session, filled: Filled) -> None:
     open_view(browser, f"{filled.url}/groups/{GROUP}", "table.lag tbody tr td.lag", "the group's lag")
     hws = {p["partition"]: p["high_watermark"] for p in api(f"{filled.url}/v1/topics/{TOPIC}")["partitions"]}
@@ -290,6 +321,11 @@ def test_group_view_shows_members_assignments_and_lag(browser: Session, filled: 
     assert texts(browser, ".total-lag") == [str(sum(hws[p] - COMMITTED[p] for p in range(3)))]
     browser.wait(lambda: browser.find_all("svg.chart polyline"), what="the lag chart")
     shot(browser, "group")
+
+    open_view(browser, f"{filled.url}/groups/{CONSUMER_GROUP}", "table.members tbody tr .client-id", "its member")
+    assert "consumer" in texts(browser, ".facts")[0]
+    [shipping] = row_cells(browser, "table.members")
+    assert shipping[2] == "shipping-app" and shipping[4] == f"{TOPIC}: 0, 1, 2"
 
 
 def test_transaction_view_shows_state_producer_and_timeline(browser: Session, filled: Filled) -> None:

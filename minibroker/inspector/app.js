@@ -73,7 +73,7 @@ function showNotice(text) {
 
 async function poll(mine) {
   timer = null;
-  if (mine !== generation || document.visibilityState !== "visible") return;
+  if (mine !== generation) return;
   try {
     await loadHealth();
     await current.view.refresh();
@@ -91,7 +91,8 @@ async function poll(mine) {
       showNotice(`The broker answered ${error.status}: ${error.message}`);
       setStatus("error", "bad");
     } else {
-      setStatus("broker unreachable", "bad");
+      showNotice(`No answer from the broker: ${error.message}`);
+      setStatus("unreachable", "bad");
     }
   }
   schedule(POLL_MS);
