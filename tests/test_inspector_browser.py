@@ -265,7 +265,7 @@ def test_a_cut_value_links_to_the_whole_value(browser: Session, filled: Filled) 
 
 def test_the_export_link_downloads_the_range_shown(browser: Session, filled: Filled) -> None:
     open_view(browser, f"{filled.url}/topics/{TOPIC}/0?offset=15", "tr.record[data-offset='15']", "offset 15 on")
-    href = browser.wait(lambda: browser.find("a.export").attribute("href"), what="the export link")
+    href = browser.wait(lambda: browser.find("a.export").dom_property("href"), what="the export link")
     assert urllib.parse.urlsplit(href).query == "offset=15&end=24"
     with urllib.request.urlopen(href, timeout=TIMEOUT_S) as answer:
         lines = [json.loads(line) for line in answer.read().splitlines()]

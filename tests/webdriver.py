@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator, TypeVar
 
 import pytest
 
-CHROMIUM = Path(os.environ.get("MINIBROKER_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM = Path("/usr/bin/chromium")
 ELEMENT = "element-6066-11e4-a52e-4f735466cecf"  # the W3C key of an element reference
 STARTED = re.compile(rb"started successfully on port (\d+)")
 COMMAND_TIMEOUT_S = 30.0
@@ -50,24 +50,20 @@ def call(url: str, method: str = "GET", body: Any = None) -> Any:
 
 
 class Element:
+    """An element of the page, by the reference the driver gave it (stale once a poll re-renders it)."""
+
     def __init__(self, session: Session, element_id: str) -> None:
         self.session, self.id = session, element_id
 
     def _url(self, command: str) -> str:
         return f"{self.session.url}/element/{self.id}/{command}"
 
-    @property
-    def text(self) -> str:
-        return call(self._url("text"))
-
-    def attribute(self, name: str) -> str | None:
+    def dom_property(self, name: str) -> Any:
+        """The element's DOM property (an href resolved to a full URL, an input's current value)."""
         return call(self._url(f"property/{name}"))
 
     def click(self) -> None:
         call(self._url("click"), "POST", {})
-
-    def clear(self) -> None:
-        call(self._url("clear"), "POST", {})
 
     def send_keys(self, text: str) -> None:
         call(self._url("value"), "POST", {"text": text})
@@ -75,10 +71,6 @@ class Element:
     def find(self, css: str) -> Element:
         found = call(self._url("element"), "POST", {"using": "css selector", "value": css})
         return Element(self.session, found[ELEMENT])
-
-    def find_all(self, css: str) -> list[Element]:
-        found = call(self._url("elements"), "POST", {"using": "css selector", "value": css})
-        return [Element(self.session, item[ELEMENT]) for item in found]
 
 
 class Session:
