@@ -1,0 +1,292 @@
+"""The cost of one request, per API: the round trip a raw socket client sees and the broker's CPU time for it, and a
+profile of where a request's time goes.
+
+A broker process (``python -m minibroker``, as users run it) is sent ``--requests`` requests of each API, one at a
+time on one connection, by a raw client built on the project's codecs (no client library in the way): ApiVersions,
+Metadata, Produce of one small batch, Fetch that finds data, FindCoordinator, OffsetCommit, Heartbeat of a joined
+member, AddPartitionsToTxn of a partition already in the transaction, and a whole transaction step
+(AddPartitionsToTxn then EndTxn, with EndTxn's round trip on its own). The broker's CPU per request is the process's
+user+system time over the run divided by the requests (/proc/PID/stat, 10 ms ticks: thousands of requests keep it
+within a few percent). Round trips are medians and 99th percentiles.
+
+``--profile`` then runs the same requests against an in-process broker with cProfile on the broker's event loop
+thread and sorts the time of every function into a stage: frame read, header parse, body decode, handler, encode,
+write, and the event loop itself (scheduling, selectors). cProfile slows every call alike, so the shares are what
+matters, not the absolute figures. Run from the repository root:
+``python benchmarks/request_cost.py [--requests N] [--profile]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from minibroker.protocol.frames import decode_response, encode_request  # noqa: E402
+from minibroker.protocol.records import RecordInput, build_batch  # noqa: E402
+
+from benchmarks.common import cpu_seconds, free_port, percentile, wait_for_api_versions  # noqa: E402
+
+TOPIC, GROUP, TRANSACTIONAL_ID = "bench", "bench-group", "bench-txn"
+BROKER_SETTINGS = ("group.initial.rebalance.delay.ms=0", "num.partitions=1")
+ZERO_UUID = bytes(16)
+
+
+class Client:
+    """One connection; ``call`` sends a request and returns the decoded answer body."""
+
+    def __init__(self, address: str) -> None:
+        host, port = address.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=30)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.correlation_id = 0
+
+    def call(self, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
+        self.correlation_id += 1
+        self.sock.sendall(encode_request(api_key, version, self.correlation_id, "bench", body))
+        (size,) = struct.unpack(">i", self._exactly(4))
+        return decode_response(api_key, version, self._exactly(size))[1]
+
+    def _exactly(self, size: int) -> bytes:
+        data = bytearray()
+        while len(data) < size:
+            chunk = self.sock.recv(size - len(data))
+            if not chunk:
+                raise EOFError("the broker closed the connection")
+            data += chunk
+        return bytes(data)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@dataclass
+class Step:
+    """One kind of request: what to send, and what to send before each one that is not timed (``before``)."""
+
+    name: str
+    api_key: int
+    version: int
+    body: Callable[[], dict[str, Any]]
+    before: Callable[[], None] | None = None
+
+
+def produce_body() -> dict[str, Any]:
+    batch = build_batch([RecordInput(None, bytes(100))])
+    return {"transactional_id": None, "acks": 1, "timeout_ms": 30_000,
+            "topic_data": [{"name": TOPIC, "partition_data": [{"index": 0, "records": batch}]}]}
+
+
+def prepare(client: Client) -> list[Step]:
+    """Make the topic, a group member and a transactional producer; the steps that use them."""
+    created = client.call(19, 4, {"topics": [{"name": TOPIC, "num_partitions": 1, "replication_factor": 1,
+                                              "assignments": [], "configs": []}], "timeout_ms": 30_000,
+                                  "validate_only": False})
+    assert created["topics"][0]["error_code"] in (0, 36), created
+    for _ in range(10):
+        client.call(0, 9, produce_body())
+    member_id, generation = join_group(client)
+    txn = client.call(22, 4, {"transactional_id": TRANSACTIONAL_ID, "transaction_timeout_ms": 60_000,
+                              "producer_id": -1, "producer_epoch": -1})
+    assert txn["error_code"] == 0, txn
+    producer = {"transactional_id": TRANSACTIONAL_ID, "producer_id": txn["producer_id"],
+                "producer_epoch": txn["producer_epoch"]}
+    add_partitions = {"v3_and_below_transactional_id": TRANSACTIONAL_ID, "v3_and_below_producer_id": txn["producer_id"],
+                      "v3_and_below_producer_epoch": txn["producer_epoch"],
+                      "v3_and_below_topics": [{"name": TOPIC, "partitions": [0]}]}
+
+    def add() -> None:
+        answer = client.call(24, 3, add_partitions)
+        assert answer["results_by_topic_v3_and_below"][0]["results_by_partition"][0]["partition_error_code"] == 0
+
+    return [
+        Step("ApiVersions v3", 18, 3, lambda: {"client_software_name": "bench", "client_software_version": "1"}),
+        Step("Metadata v12 (one topic)", 3, 12, lambda: {
+            "topics": [{"topic_id": ZERO_UUID, "name": TOPIC}], "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": False}),
+        Step("Produce v9 (one 100-byte record, acks=1)", 0, 9, produce_body),
+        Step("Fetch v12 (finds data)", 1, 12, lambda: {
+            "replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+            "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
+            "topics": [{"topic": TOPIC, "partitions": [{"partition": 0, "current_leader_epoch": -1,
+                                                        "fetch_offset": 0, "last_fetched_epoch": -1,
+                                                        "log_start_offset": -1, "partition_max_bytes": 4096}]}]}),
+        Step("FindCoordinator v4", 10, 4, lambda: {"key_type": 0, "coordinator_keys": [GROUP]}),
+        Step("OffsetCommit v8", 8, 8, lambda: {
+            "group_id": GROUP, "generation_id_or_member_epoch": generation, "member_id": member_id,
+            "group_instance_id": None, "topics": [{"name": TOPIC, "partitions": [{
+                "partition_index": 0, "committed_offset": 5, "committed_leader_epoch": -1,
+                "committed_metadata": ""}]}]}),
+        Step("Heartbeat v4", 12, 4, lambda: {"group_id": GROUP, "generation_id": generation, "member_id": member_id,
+                                             "group_instance_id": None}),
+        Step("AddPartitionsToTxn v3 (already added)", 24, 3, lambda: add_partitions, before=add),
+        Step("EndTxn v3 (commit, after AddPartitionsToTxn)", 26, 3,
+             lambda: {**producer, "committed": True}, before=add),
+    ]
+
+
+def join_group(client: Client) -> tuple[str, int]:
+    protocols = [{"name": "range", "metadata": b""}]
+    body = {"group_id": GROUP, "session_timeout_ms": 45_000, "rebalance_timeout_ms": 60_000, "member_id": "",
+            "group_instance_id": None, "protocol_type": "consumer", "protocols": protocols, "reason": None}
+    for _ in range(100):  # the first FindCoordinator makes __consumer_offsets; its partition may still load
+        found = client.call(10, 4, {"key_type": 0, "coordinator_keys": [GROUP]})["coordinators"][0]
+        joined = client.call(11, 7, body) if found["error_code"] == 0 else {"error_code": found["error_code"]}
+        if joined["error_code"] not in (14, 15, 16):  # COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR
+            break
+        time.sleep(0.05)
+    if joined["error_code"] == 79:  # MEMBER_ID_REQUIRED: join again with the id given
+        joined = client.call(11, 7, {**body, "member_id": joined["member_id"]})
+    assert joined["error_code"] == 0, joined
+    member_id, generation = joined["member_id"], joined["generation_id"]
+    synced = client.call(14, 5, {"group_id": GROUP, "generation_id": generation, "member_id": member_id,
+                                 "group_instance_id": None, "protocol_type": "consumer", "protocol_name": "range",
+                                 "assignments": [{"member_id": member_id, "assignment": b""}]})
+    assert synced["error_code"] == 0, synced
+    return member_id, generation
+
+
+def measure(client: Client, step: Step, requests: int, broker_pid: int | None) -> tuple[float, float, float]:
+    """(round trip p50 us, p99 us, broker CPU us per request; NaN without a pid)."""
+    body = step.body()
+    times: list[float] = []
+    cpu_before = cpu_seconds(broker_pid) if broker_pid else 0.0
+    untimed_cpu = 0.0
+    for _ in range(requests):
+        if step.before is not None:
+            mark = cpu_seconds(broker_pid) if broker_pid else 0.0
+            step.before()
+            untimed_cpu += (cpu_seconds(broker_pid) - mark) if broker_pid else 0.0
+        started = time.perf_counter()
+        client.call(step.api_key, step.version, body)
+        times.append((time.perf_counter() - started) * 1e6)
+    cpu = ((cpu_seconds(broker_pid) - cpu_before - untimed_cpu) / requests * 1e6) if broker_pid else float("nan")
+    times.sort()
+    return percentile(times, 0.5), percentile(times, 0.99), cpu
+
+
+def table(requests: int) -> None:
+    port = free_port()
+    data_dir = tempfile.mkdtemp(prefix="request-cost-")
+    settings = [arg for setting in BROKER_SETTINGS for arg in ("-c", setting)]
+    broker = subprocess.Popen([sys.executable, "-m", "minibroker", "--port", str(port), "--data-dir", data_dir,
+                               *settings], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_api_versions(f"127.0.0.1:{port}", time.perf_counter(), broker)
+        client = Client(f"127.0.0.1:{port}")
+        try:
+            steps = prepare(client)
+            print(f"{requests:,} requests of each, one at a time on one connection, to a broker process")
+            print(f"{'request':<46} {'round trip p50':>15} {'p99':>9} {'broker CPU':>12}")
+            for step in steps:
+                p50, p99, cpu = measure(client, step, requests, broker.pid)
+                print(f"{step.name:<46} {p50:>12.0f} us {p99:>6.0f} us {cpu:>9.0f} us")
+        finally:
+            client.close()
+    finally:
+        broker.terminate()
+        broker.wait(30)
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("frame read", ("recv_into", "frames.py:buffer_updated", "frames.py:get_buffer", "FrameReader")),
+    ("header parse", ("parse_request_header", "request_header_version")),
+    ("body decode", ("decode_request_body", "protocol/primitives.py:Reader", "<codec:decode")),
+    ("encode", ("encode_response", "protocol/primitives.py:Writer", "<codec:encode", "protocol/schema.py")),
+    ("write", ("'send' of", "'sendmsg' of", "transports.py", "writelines")),
+    ("handler", ("minibroker/handlers/", "minibroker/groups/", "minibroker/transactions/", "storage/",
+                 "minibroker/context.py", "minibroker/internal_topics.py", "minibroker/broker.py",
+                 "minibroker/cluster.py", "minibroker/clock.py", "protocol/records.py", "posix.pwrite")),
+    ("dispatch", ("minibroker/dispatch.py", "minibroker/server.py")),
+    ("event loop", ("asyncio/", "selectors.py", "select.epoll", "_contextvars", "get_running_loop")),
+)
+READER_WRITER_SPLIT = 222  # protocol/primitives.py: Reader's methods above this line, Writer's from it
+
+
+def label_of(filename: str, line: int, name: str) -> str:
+    """A function as the stage patterns see it: primitives by class, generated codecs by direction."""
+    if filename.endswith("protocol/primitives.py"):
+        return f"protocol/primitives.py:{'Reader' if line < READER_WRITER_SPLIT else 'Writer'}.{name}"
+    if filename.startswith("<codec"):
+        return f"<codec:{name}"
+    return f"{filename}:{name}"
+
+
+def stage_of(label: str) -> str:
+    for stage, patterns in STAGES:
+        if any(pattern in label for pattern in patterns):
+            return stage
+    return "other"
+
+
+def profile(requests: int) -> None:
+    from minibroker.testing import Broker
+
+    settings = dict(setting.split("=", 1) for setting in BROKER_SETTINGS)
+    with Broker(settings) as broker:
+        client = Client(broker.bootstrap_servers)
+        try:
+            steps = prepare(client)
+            print(f"\nwhere the broker's time goes (cProfile on its event loop thread, {requests:,} requests each):")
+            print(f"{'request':<46} " + " ".join(f"{stage:>11}" for stage, _ in STAGES) + f" {'other':>8}")
+            for step in steps:
+                profiler = cProfile.Profile()
+                broker._on_loop(call_on_loop(profiler.enable))
+                measure(client, step, requests, None)
+                broker._on_loop(call_on_loop(profiler.disable))
+                shares = stage_shares(profiler)
+                print(f"{step.name:<46} " + " ".join(f"{shares.get(stage, 0):>10.0f}%" for stage, _ in STAGES)
+                      + f" {shares.get('other', 0):>7.0f}%")
+        finally:
+            client.close()
+
+
+async def call_on_loop(function: Callable[[], None]) -> None:
+    function()  # cProfile follows the thread it is enabled on: the broker's loop
+
+
+def stage_shares(profiler: cProfile.Profile) -> dict[str, float]:
+    """Each function's own time to its stage; a built-in that no pattern names (len, dict.get, ...) is shared among
+    its callers' stages, in proportion to the time it spent for each."""
+    stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    spent: dict[str, float] = {}
+    for (filename, line, name), (_, _, tottime, _, callers) in stats.items():
+        stage = stage_of(label_of(filename, line, name))
+        if stage == "other" and filename == "~" and callers:
+            for caller, (_, _, caller_tt, _) in callers.items():
+                caller_stage = stage_of(label_of(*caller))
+                spent[caller_stage] = spent.get(caller_stage, 0.0) + caller_tt
+        else:
+            spent[stage] = spent.get(stage, 0.0) + tottime
+    total = sum(spent.values()) or 1.0
+    return {stage: seconds / total * 100 for stage, seconds in spent.items()}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=3000, help="requests of each kind")
+    parser.add_argument("--profile", action="store_true", help="also profile an in-process broker")
+    args = parser.parse_args()
+    table(args.requests)
+    if args.profile:
+        profile(min(args.requests, 1000))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
