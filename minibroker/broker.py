@@ -16,6 +16,8 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from minibroker.acls.settings import authorizer_enabled
+from minibroker.acls.store import FILE_NAME as ACL_FILE
 from minibroker.clock import VirtualClock, every, wall_clock_ms
 from minibroker.cluster import NO_LEADER, Placements
 from minibroker.config import BrokerConfig
@@ -43,6 +45,7 @@ from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_S
 from minibroker.tls import server_context
 
 if TYPE_CHECKING:
+    from minibroker.acls.authorizer import Authorizer
     from minibroker.faults import Fault, Faults
     from minibroker.groups.service import GroupService
     from minibroker.sasl.session import SaslAuthority
@@ -88,6 +91,10 @@ class Broker:
         self.placements = Placements(config.data_dir, self.node_ids)
         self._tls: ssl.SSLContext | None = None
         self.sasl: SaslAuthority | None = None
+        # With authorizer.class.name: the ACLs and the checks; None (the default) means every request is allowed, and
+        # handlers test only this attribute, so authorization off costs nothing more.
+        self.authorizer: Authorizer | None = None
+        self.acl_changes: asyncio.Lock | None = None  # one CreateAcls/DeleteAcls at a time writes the ACL file
         self.producer_ids: ProducerIdAllocator | None = None
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: list[asyncio.Task] = []
@@ -101,7 +108,8 @@ class Broker:
         self.control_address: tuple[str, int] | None = None  # (host, port) of the control listener, when on
         self.faults: Faults | None = None  # injected faults, from the first one on
         self.transcript: Transcript | None = None  # with transcript.enabled or transcript.file
-        self.snapshots = SnapshotStore(keep=(PRODUCER_ID_FILE,))  # producer ids never go back
+        # producer ids never go back; ACLs are not the topics' state
+        self.snapshots = SnapshotStore(keep=(PRODUCER_ID_FILE, ACL_FILE))
         self.request_counts: Counter[int] = Counter()  # requests served by API key, for the inspector's rates
         self.started_at = time.monotonic()
 
@@ -116,6 +124,8 @@ class Broker:
             )
         self.producer_ids = ProducerIdAllocator(self.config.data_dir)
         await self._load_data("start-up")
+        if authorizer_enabled(self.config):
+            self._start_authorizer()
         await self._start_listeners()
         if self.config.control_port >= 0:
             await self._start_control()
@@ -170,6 +180,26 @@ class Broker:
             await self.transactions.flush()
         if CONSUMER_OFFSETS_TOPIC in self.logs.topics:  # groups answer COORDINATOR_LOAD_IN_PROGRESS until loaded
             self._start_groups()
+
+    def _start_authorizer(self) -> None:
+        """Load the stored ACLs (an unreadable file stops start-up: serving without them would allow too much)."""
+        from minibroker.acls import store
+        from minibroker.acls.authorizer import Authorizer
+        from minibroker.acls.settings import parse_super_users
+        from minibroker.config import ConfigError
+
+        try:
+            acls = store.load(self.config.data_dir)
+        except store.AclFileError as exc:
+            raise ConfigError(str(exc)) from None
+        super_users = parse_super_users(self.config.super_users)
+        self.authorizer = Authorizer(super_users, self.config.allow_everyone_if_no_acl_found, acls)
+        self.acl_changes = asyncio.Lock()
+        log.info(
+            "authorizer %s: %d ACL(s), super.users=%s, allow.everyone.if.no.acl.found=%s",
+            self.config.authorizer_class_name.strip(), len(acls), ";".join(sorted(super_users)),
+            str(self.config.allow_everyone_if_no_acl_found).lower(),
+        )
 
     def _nodes_text(self) -> str:
         """For the readiness line of a broker serving several nodes: every node's first listener."""

@@ -116,6 +116,19 @@ class BrokerConfig:
         "at start-up; a password cannot contain a comma). Never logged.",
         secret=True,
     )
+    authorizer_class_name: str = setting(
+        "authorizer.class.name", "",
+        "org.apache.kafka.metadata.authorizer.StandardAuthorizer (or kafka.security.authorizer.AclAuthorizer) turns on "
+        "authorization with ACLs (CreateAcls, DescribeAcls, DeleteAcls; kept in the data directory); empty: every "
+        "request is allowed and the ACL APIs answer SECURITY_DISABLED.",
+    )
+    super_users: str = setting(
+        "super.users", "", "Principals allowed everything whatever the ACLs, separated by semicolons (User:admin;User:CN=ops)."
+    )
+    allow_everyone_if_no_acl_found: bool = setting(
+        "allow.everyone.if.no.acl.found", False,
+        "With the authorizer on: allow an operation on a resource that no ACL names (false: deny it).",
+    )
     connection_failed_authentication_delay_ms: int = setting(
         "connection.failed.authentication.delay.ms", 100,
         "Delay before closing a connection whose authentication failed (its answer is sent at once).", 0,
@@ -413,6 +426,9 @@ def build_config(*sources: Mapping[str, str]) -> BrokerConfig:
     from minibroker.listeners import check_security_settings  # here: that module builds on this one
 
     check_security_settings(config)
+    from minibroker.acls.settings import check_authorizer_settings
+
+    check_authorizer_settings(config)
     try:
         config.log_config()
     except InvalidConfigError as exc:

@@ -1,11 +1,19 @@
-"""What a handler knows about the request it serves: the broker, the header and the connection."""
+"""What a handler knows about the request it serves: the broker, the header and the connection, and (with the
+authorizer on) what the connection's principal may do."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from minibroker.acl_operations import CLUSTER, CLUSTER_NAME, DESCRIBE, SUPPORTED, operation_bits
+from minibroker.acl_operations import NAMES as OPERATION_NAMES
+from minibroker.acls.model import RESOURCE_TYPES
+from minibroker.acls.principal import ANONYMOUS, connection_principal
 from minibroker.protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
 
 NO_EPOCH = -1
 # Answers that name the partition's current leader (KIP-951), so the client need not ask Metadata first.
@@ -28,6 +36,59 @@ class RequestContext:
     peer: str
     connection: KafkaConnection | None = None  # None for requests made in-process (tests, tools)
     fault: Fault | None = None  # an injected error for the partitions it names (control API)
+
+    @property
+    def principal(self) -> str:
+        """Who sent the request (in-process requests: User:ANONYMOUS); known once a SASL login is complete."""
+        connection = self.connection
+        if connection is None:
+            return ANONYMOUS
+        if connection.principal is None:
+            principal = connection_principal(connection)
+            if connection.sasl is not None and not connection.sasl.authenticated:
+                return principal
+            connection.principal = principal
+        return connection.principal
+
+    @property
+    def host(self) -> str:
+        """The client's address, as ACLs name hosts."""
+        return self.peer.rpartition(":")[0]
+
+    def allowed(self, operation: int, resource_type: int, name: str, log_denied: bool = True) -> bool:
+        """Whether the principal may; only called with the authorizer on. A denial is logged once per principal,
+        operation and resource (``log_denied`` False: a filter, as Kafka's logIfDenied, not logged)."""
+        authorizer = self.broker.authorizer
+        principal = self.principal
+        if authorizer.authorize(principal, self.host, operation, resource_type, name):
+            return True
+        if log_denied and authorizer.first_denial(principal, operation, resource_type, name):
+            from minibroker.protocol.messages import REQUESTS
+
+            log.info(
+                "Principal = %s is Denied operation = %s from host = %s on resource = %s:LITERAL:%s for request = %s "
+                "(logged once per principal, operation and resource)",
+                principal, OPERATION_NAMES[operation], self.host, RESOURCE_TYPES[resource_type], name,
+                REQUESTS[self.api_key].name.removesuffix("Request"),
+            )
+        return False
+
+    def allowed_names(self, operation: int, resource_type: int, names: set[str], log_denied: bool = True) -> set[str]:
+        """The names among ``names`` the principal may do the operation on (Kafka's filterByAuthorized)."""
+        return {name for name in names if self.allowed(operation, resource_type, name, log_denied)}
+
+    def authorized_operations(self, resource_type: int, name: str) -> int:
+        """KIP-430's bits for a resource: every supported operation without an authorizer, else those allowed."""
+        authorizer = self.broker.authorizer
+        if authorizer is None:
+            return operation_bits(*SUPPORTED[resource_type])
+        return authorizer.authorized_operations(self.principal, self.host, resource_type, name)
+
+    def cluster_authorized_operations(self) -> int:
+        """The cluster's KIP-430 bits, 0 without DESCRIBE on it (AuthHelper.computeDescribeClusterResponse)."""
+        if self.broker.authorizer is not None and not self.allowed(DESCRIBE, CLUSTER, CLUSTER_NAME):
+            return 0
+        return self.authorized_operations(CLUSTER, CLUSTER_NAME)
 
     @property
     def node_id(self) -> int:

@@ -17,7 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from minibroker.context import RequestContext
-from minibroker.handlers.registry import Handler
+from minibroker.handlers.registry import Handler, UnreadableRequest
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import API_VERSIONS_KEY, decode_request_body, encode_response, parse_request_header
 from minibroker.protocol.primitives import ProtocolError
@@ -107,6 +107,9 @@ async def dispatch(broker: Broker, frame: memoryview, peer: str, connection: Kaf
         if response is None:
             try:
                 response = await handler.fn(ctx, body)
+            except UnreadableRequest as exc:
+                log.warning("closing %s: API key %d v%d request refused: %s", peer, header.api_key, header.api_version, exc)
+                raise Disconnect from None
             except Exception:
                 log.exception("closing %s: handler for API key %d v%d failed", peer, header.api_key, header.api_version)
                 raise Disconnect from None

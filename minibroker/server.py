@@ -41,6 +41,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.broker = broker
         self.listener = listener
         self.sasl = broker.sasl.new_session() if listener.protocol.uses_sasl and broker.sasl is not None else None
+        self.principal: str | None = None  # who the client is, for the authorizer: found on first use
         self.decoder = FrameReader(broker.config.socket_request_max_bytes)  # reads land in frame buffers
         self.queue: deque[memoryview] = deque()
         self.transport: asyncio.Transport | None = None

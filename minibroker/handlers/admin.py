@@ -5,6 +5,19 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from minibroker.acl_operations import (
+    ALTER,
+    ALTER_CONFIGS,
+    CLUSTER,
+    CLUSTER_NAME,
+    CREATE,
+    DELETE,
+    DESCRIBE,
+    DESCRIBE_CONFIGS,
+    GROUP,
+    TOPIC,
+)
+from minibroker.acls.model import CLUSTER_DENIED, GROUP_DENIED, TOPIC_DENIED
 from minibroker.config import TOPIC_SYNONYMS, is_secret
 from minibroker.context import RequestContext
 from minibroker.handlers.registry import api
@@ -17,6 +30,7 @@ log = logging.getLogger(__name__)
 
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
+GROUP_RESOURCE = 32  # ConfigResource.Type.GROUP (KIP-848's group configs)
 
 SOURCE_DYNAMIC_TOPIC = 1
 SOURCE_STATIC_BROKER = 4
@@ -114,7 +128,40 @@ async def create_one(ctx: RequestContext, request: dict[str, Any], validate_only
 
 @api(19, 2, 7)
 async def create_topics(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
-    return {"topics": [await create_one(ctx, t, body["validate_only"]) for t in body["topics"]]}
+    """With the authorizer on: CREATE on the cluster or on each topic, else TOPIC_AUTHORIZATION_FAILED; without
+    DESCRIBE_CONFIGS on a created topic its configs, partitions and replicas are not shown (topic_config_error_code
+    says why)."""
+    if ctx.broker.authorizer is None:
+        return {"topics": [await create_one(ctx, t, body["validate_only"]) for t in body["topics"]]}
+    names = {t["name"] for t in body["topics"]}
+    may_create = names if ctx.allowed(CREATE, CLUSTER, CLUSTER_NAME, log_denied=False) else ctx.allowed_names(CREATE, TOPIC, names)
+    may_see_configs = ctx.allowed_names(DESCRIBE_CONFIGS, TOPIC, names, log_denied=False)
+    results = []
+    for request in body["topics"]:
+        name = request["name"]
+        if name not in may_create:
+            result = {"name": name, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "error_message": "Authorization failed."}
+        else:
+            result = await create_one(ctx, request, body["validate_only"])
+        if result["error_code"] == ErrorCode.NONE and name not in may_see_configs:
+            result.update(
+                topic_config_error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, configs=[], num_partitions=-1,
+                replication_factor=-1,
+            )
+        results.append(result)
+    return {"topics": results}
+
+
+def delete_refusal(ctx: RequestContext, request: dict[str, Any], name: str | None) -> dict[str, Any] | None:
+    """KafkaApis' checks: a topic named by id that the principal may not DESCRIBE keeps its name secret; DELETE is
+    needed on the topic. None when allowed (or when the id names no topic: UNKNOWN_TOPIC_ID follows)."""
+    if name is None:
+        return None
+    if request["name"] is None and not ctx.allowed(DESCRIBE, TOPIC, name):
+        return {"name": None, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+    if not ctx.allowed(DELETE, TOPIC, name):
+        return {"error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+    return None
 
 
 @api(20, 1, 6)
@@ -128,8 +175,11 @@ async def delete_topics(ctx: RequestContext, body: dict[str, Any]) -> dict[str, 
         name = request["name"] if request["name"] is not None else by_id.get(request["topic_id"])
         info = broker.topic(name) if name is not None else None
         response = {"name": name, "topic_id": info.topic_id if info else request["topic_id"], "error_code": ErrorCode.NONE}
+        refused = delete_refusal(ctx, request, name) if broker.authorizer is not None else None
         if not broker.config.delete_topic_enable:
             response["error_code"] = ErrorCode.TOPIC_DELETION_DISABLED
+        elif refused is not None:
+            response.update(refused)
         elif info is None:
             response["error_code"] = ErrorCode.UNKNOWN_TOPIC_ID if request["name"] is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         else:
@@ -147,7 +197,9 @@ async def create_partitions(ctx: RequestContext, body: dict[str, Any]) -> dict[s
         name = request["name"]
         info = broker.topic(name)
         result = {"name": name, "error_code": ErrorCode.NONE, "error_message": None}
-        if info is None:
+        if broker.authorizer is not None and not ctx.allowed(ALTER, TOPIC, name):
+            result.update(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message="The topic authorization is failed.")
+        elif info is None:
             result.update(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message=f"The topic '{name}' does not exist.")
         elif request["count"] <= len(info.partitions):
             current = len(info.partitions)
@@ -172,11 +224,16 @@ async def create_partitions(ctx: RequestContext, body: dict[str, Any]) -> dict[s
 
 @api(21, 0, 2)
 async def delete_records(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    names = {topic["name"] for topic in body["topics"]}
+    denied = names - ctx.allowed_names(DELETE, TOPIC, names) if ctx.broker.authorizer is not None else set()
     topics = []
     for topic in body["topics"]:
         partitions = []
         for request in topic["partitions"]:
             index = request["partition_index"]
+            if denied and topic["name"] in denied:
+                partitions.append({"partition_index": index, "low_watermark": -1, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED})
+                continue
             partition_log, error = ctx.led_partition(topic["name"], index)
             answer = {"partition_index": index, "low_watermark": -1, "error_code": error}
             if partition_log is not None:
@@ -212,13 +269,28 @@ def describe_broker(ctx: RequestContext, names: list[str] | None, synonyms: bool
     return entries
 
 
+def config_refusal(ctx: RequestContext, kind: int, name: str, operation: int) -> tuple[ErrorCode, str] | None:
+    """The config APIs' checks (ConfigHelper, KafkaApis): DESCRIBE_CONFIGS or ALTER_CONFIGS on the topic, the group,
+    or the cluster for broker configs; None when allowed or for a resource type the handler refuses anyway."""
+    if kind == TOPIC_RESOURCE and not ctx.allowed(operation, TOPIC, name):
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED, TOPIC_DENIED
+    if kind == GROUP_RESOURCE and not ctx.allowed(operation, GROUP, name):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, GROUP_DENIED
+    if kind == BROKER_RESOURCE and not ctx.allowed(operation, CLUSTER, CLUSTER_NAME):
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, CLUSTER_DENIED
+    return None
+
+
 @api(32, 1, 4)
 async def describe_configs(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     results = []
     for resource in body["resources"]:
         kind, name, names = resource["resource_type"], resource["resource_name"], resource["configuration_keys"]
         result = {"error_code": ErrorCode.NONE, "error_message": None, "resource_type": kind, "resource_name": name, "configs": []}
-        if kind == TOPIC_RESOURCE:
+        refused = config_refusal(ctx, kind, name, DESCRIBE_CONFIGS) if ctx.broker.authorizer is not None else None
+        if refused is not None:
+            result.update(error_code=refused[0], error_message=refused[1])
+        elif kind == TOPIC_RESOURCE:
             info = ctx.broker.topic(name)
             if info is None:
                 result.update(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message=f"Topic {name} does not exist.")
@@ -249,6 +321,10 @@ def apply_topic_configs(ctx: RequestContext, resource: dict[str, Any], new: dict
 def check_resource(ctx: RequestContext, resource: dict[str, Any]) -> dict | None:
     """The error answer for a resource we cannot alter, or None when it is an existing topic."""
     base = {"resource_type": resource["resource_type"], "resource_name": resource["resource_name"]}
+    if ctx.broker.authorizer is not None:
+        refused = config_refusal(ctx, resource["resource_type"], resource["resource_name"], ALTER_CONFIGS)
+        if refused is not None:
+            return {**base, "error_code": refused[0], "error_message": None}
     if resource["resource_type"] != TOPIC_RESOURCE:
         return {**base, "error_code": ErrorCode.INVALID_REQUEST, "error_message": "Only topic configs can be altered."}
     if ctx.broker.topic(resource["resource_name"]) is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from minibroker.acl_operations import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME, DESCRIBE, READ, TOPIC
 from minibroker.context import LEADER_ERRORS, RequestContext
 from minibroker.handlers.registry import api
 from minibroker.protocol.errors import ErrorCode
@@ -45,8 +46,17 @@ def error_partition(index: int, error: ErrorCode) -> dict[str, Any]:
     return {"partition_index": index, "error_code": error, "high_watermark": -1, "records": b""}
 
 
-def read_partitions(ctx: RequestContext, body: dict[str, Any]) -> tuple[list[dict[str, Any]], int, bool]:
-    """One pass over the requested partitions: (topic responses, bytes found, whether any partition erred)."""
+def refused_topics(ctx: RequestContext, names: set[str], operation: int) -> set[str]:
+    """The topics the principal may not read (Fetch: READ) or describe (ListOffsets, OffsetForLeaderEpoch: DESCRIBE);
+    none without an authorizer."""
+    if ctx.broker.authorizer is None:
+        return set()
+    return names - ctx.allowed_names(operation, TOPIC, names)
+
+
+def read_partitions(ctx: RequestContext, body: dict[str, Any], denied: set[str]) -> tuple[list[dict[str, Any]], int, bool]:
+    """One pass over the requested partitions: (topic responses, bytes found, whether any partition erred); the
+    partitions of ``denied`` topics answer TOPIC_AUTHORIZATION_FAILED."""
     budget = body["max_bytes"]
     total = 0
     erred = False
@@ -56,6 +66,10 @@ def read_partitions(ctx: RequestContext, body: dict[str, Any]) -> tuple[list[dic
         partitions = []
         for request in topic["partitions"]:
             index = request["partition"]
+            if denied and name in denied:
+                erred = True
+                partitions.append(error_partition(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
             partition_log, error = ctx.led_partition(name, index, request["current_leader_epoch"])
             if partition_log is None:
                 erred = True
@@ -101,8 +115,9 @@ def read_partitions(ctx: RequestContext, body: dict[str, Any]) -> tuple[list[dic
 async def fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     deadline = time.monotonic() + max(body["max_wait_ms"], 0) / 1000
     keys = [(t["topic"], p["partition"]) for t in body["topics"] for p in t["partitions"]]
+    denied = refused_topics(ctx, {t["topic"] for t in body["topics"]}, READ)
     while True:
-        responses, total, erred = read_partitions(ctx, body)
+        responses, total, erred = read_partitions(ctx, body, denied)
         if total >= body["min_bytes"] or erred or not keys:
             break
         if not await ctx.broker.wait_for_append(keys, deadline - time.monotonic()):
@@ -110,8 +125,12 @@ async def fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     return {"error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}
 
 
-def list_offset(ctx: RequestContext, topic: str, request: dict[str, Any], isolation_level: int) -> dict[str, Any]:
+def list_offset(
+    ctx: RequestContext, topic: str, request: dict[str, Any], isolation_level: int, denied: set[str],
+) -> dict[str, Any]:
     index = request["partition_index"]
+    if denied and topic in denied:
+        return {"partition_index": index, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "timestamp": -1, "offset": -1}
     partition_log, error = ctx.led_partition(topic, index, request["current_leader_epoch"])
     if partition_log is None:
         return {"partition_index": index, "error_code": error}
@@ -140,8 +159,10 @@ def list_offset(ctx: RequestContext, topic: str, request: dict[str, Any], isolat
 
 @api(2, 1, 7)
 async def list_offsets(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    denied = refused_topics(ctx, {t["name"] for t in body["topics"]}, DESCRIBE)
     topics = [
-        {"name": t["name"], "partitions": [list_offset(ctx, t["name"], p, body["isolation_level"]) for p in t["partitions"]]} for t in body["topics"]
+        {"name": t["name"], "partitions": [list_offset(ctx, t["name"], p, body["isolation_level"], denied) for p in t["partitions"]]}
+        for t in body["topics"]
     ]
     return {"topics": topics}
 
@@ -151,11 +172,17 @@ async def offset_for_leader_epoch(ctx: RequestContext, body: dict[str, Any]) -> 
     """Where a leader epoch ends, from the partition's leader-epoch cache (Kafka's Partition.lastOffsetForLeaderEpoch,
     KIP-320): an epoch the cache does not know (undefined, or newer than its latest) answers NONE with epoch and end
     offset -1."""
+    denied: set[str] = set()
+    if ctx.broker.authorizer is not None and not ctx.allowed(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME, log_denied=False):
+        denied = refused_topics(ctx, {t["topic"] for t in body["topics"]}, DESCRIBE)  # KIP-320: consumers ask too
     topics = []
     for topic in body["topics"]:
         partitions = []
         for request in topic["partitions"]:
             index = request["partition"]
+            if denied and topic["topic"] in denied:
+                partitions.append({"partition": index, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED})
+                continue
             partition_log, error = ctx.led_partition(topic["topic"], index, request["current_leader_epoch"])
             if partition_log is None:
                 partitions.append({"partition": index, "error_code": error})

@@ -13,7 +13,19 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from minibroker.acl_operations import GROUP_OPERATIONS, NO_AUTHORIZED_OPERATIONS
+from minibroker.acl_operations import (
+    CLUSTER,
+    CLUSTER_NAME,
+    DELETE,
+    DESCRIBE,
+    GROUP,
+    NO_AUTHORIZED_OPERATIONS,
+    READ,
+    TOPIC,
+    TRANSACTIONAL_ID,
+    WRITE,
+)
+from minibroker.acls.model import GROUP_DENIED, TRANSACTIONAL_ID_DENIED
 from minibroker.cluster import NO_LEADER
 from minibroker.context import RequestContext
 from minibroker.groups.requests import JoinRequest, LeavingMember, PartitionCommit, Responder
@@ -53,6 +65,25 @@ def client_host(ctx: RequestContext) -> str:
     return "/" + ctx.peer.rpartition(":")[0]
 
 
+def refusal(ctx: RequestContext, body: dict[str, Any], operation: int, resource_type: int, name: str) -> dict[str, Any] | None:
+    """With the authorizer on and the operation denied: Kafka's whole-request error answer (GROUP_AUTHORIZATION_FAILED,
+    or TRANSACTIONAL_ID_AUTHORIZATION_FAILED for a transactional id); else None."""
+    if ctx.broker.authorizer is None or ctx.allowed(operation, resource_type, name):
+        return None
+    from minibroker.protocol.error_responses import error_response
+
+    if resource_type == TRANSACTIONAL_ID:
+        return error_response(ctx.api_key, ctx.api_version, body, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_DENIED)
+    return error_response(ctx.api_key, ctx.api_version, body, ErrorCode.GROUP_AUTHORIZATION_FAILED, GROUP_DENIED)
+
+
+def refused_topics(ctx: RequestContext, names: set[str], operation: int) -> set[str]:
+    """The topics the principal may not READ (commits) or DESCRIBE (offset fetches); none without an authorizer."""
+    if ctx.broker.authorizer is None:
+        return set()
+    return names - ctx.allowed_names(operation, TOPIC, names)
+
+
 # ---- FindCoordinator ----
 
 
@@ -62,6 +93,14 @@ async def find_one(ctx: RequestContext, key: str, key_type: int) -> dict[str, An
     broker = ctx.broker
     if key_type not in (GROUP_KEY, TRANSACTION_KEY):
         return {"key": key, **NO_NODE, "error_code": ErrorCode.INVALID_REQUEST, "error_message": f"Unknown key type {key_type}"}
+    if broker.authorizer is not None:
+        if key_type == GROUP_KEY and not ctx.allowed(DESCRIBE, GROUP, key):
+            return {"key": key, **NO_NODE, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "error_message": GROUP_DENIED}
+        if key_type == TRANSACTION_KEY and not ctx.allowed(DESCRIBE, TRANSACTIONAL_ID, key):
+            return {
+                "key": key, **NO_NODE, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                "error_message": TRANSACTIONAL_ID_DENIED,
+            }
     service = broker.groups if key_type == GROUP_KEY else broker.transactions
     try:
         await service.topic.create()  # as Kafka: the coordinator's topic exists once a client has found the coordinator
@@ -87,6 +126,9 @@ async def find_coordinator(ctx: RequestContext, body: dict[str, Any]) -> dict[st
 
 @api(11, 0, 9)
 async def join_group(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    refused = refusal(ctx, body, READ, GROUP, body["group_id"])
+    if refused is not None:
+        return refused
     version = ctx.api_version
     request = JoinRequest(
         group_id=body["group_id"],
@@ -116,6 +158,9 @@ async def join_group(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any
 
 @api(14, 0, 5)
 async def sync_group(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    refused = refusal(ctx, body, READ, GROUP, body["group_id"])
+    if refused is not None:
+        return refused
     future, respond = answer_later()
     coordinator(ctx).sync_group(
         body["group_id"], body["member_id"], body["group_instance_id"], body["generation_id"],
@@ -128,12 +173,18 @@ async def sync_group(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any
 
 @api(12, 0, 4)
 async def heartbeat(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    refused = refusal(ctx, body, READ, GROUP, body["group_id"])
+    if refused is not None:
+        return refused
     error = coordinator(ctx).heartbeat(body["group_id"], body["member_id"], body["group_instance_id"], body["generation_id"])
     return {"error_code": error}
 
 
 @api(13, 0, 5)
 async def leave_group(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    refused = refusal(ctx, body, READ, GROUP, body["group_id"])
+    if refused is not None:
+        return refused
     if ctx.api_version >= 3:
         leaving = [LeavingMember(m["member_id"], m["group_instance_id"], m["reason"]) for m in body["members"]]
     else:
@@ -154,13 +205,17 @@ CommitAnswers = dict[str, dict[int, ErrorCode]]
 
 
 def known_commits(ctx: RequestContext, topics: list[dict[str, Any]]) -> tuple[CommitAnswers, list[PartitionCommit]]:
-    """Partitions of unknown topics are refused here, before the coordinator, as in Kafka's KafkaApis: (answers so
-    far, commits of known partitions)."""
+    """Partitions of topics the principal may not READ, then of unknown topics, are refused here, before the
+    coordinator, as in Kafka's KafkaApis: (answers so far, commits of known partitions)."""
     answers: CommitAnswers = {}
     commits = []
+    denied = refused_topics(ctx, {topic["name"] for topic in topics}, READ)
     for topic in topics:
         answers[topic["name"]] = {}
         for p in topic["partitions"]:
+            if denied and topic["name"] in denied:
+                answers[topic["name"]][p["partition_index"]] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             if ctx.broker.partition(topic["name"], p["partition_index"]) is None:
                 answers[topic["name"]][p["partition_index"]] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
@@ -184,6 +239,9 @@ def commit_response(answers: CommitAnswers, commits: list[PartitionCommit], erro
 
 @api(8, 2, 9)
 async def offset_commit(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    refused = refusal(ctx, body, READ, GROUP, body["group_id"])
+    if refused is not None:
+        return refused
     answers, commits = known_commits(ctx, body["topics"])
     errors = []
     if commits:
@@ -211,6 +269,10 @@ def transaction_error(ctx: RequestContext, body: dict[str, Any]) -> ErrorCode:
 async def txn_offset_commit(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     """v3 (KIP-447) carries the consumer's group metadata (generation, member id, group instance id), checked as
     Kafka does; older versions name no member. The offsets stay invisible until the transaction commits."""
+    refused = refusal(ctx, body, WRITE, TRANSACTIONAL_ID, body["transactional_id"])
+    refused = refused or refusal(ctx, body, READ, GROUP, body["group_id"])
+    if refused is not None:
+        return refused
     answers, commits = known_commits(ctx, body["topics"])
     errors: list[ErrorCode] = []
     if commits:
@@ -232,19 +294,45 @@ def requested_topics(topics: list[dict[str, Any]] | None) -> list[tuple[str, lis
     return None if topics is None else [(t["name"], t["partition_indexes"]) for t in topics]
 
 
+def fetch_group_offsets(
+    ctx: RequestContext, group_id: str, topics: list[tuple[str, list[int]]] | None, stable: bool,
+    member_id: str | None = None, member_epoch: int = -1,
+) -> dict[str, Any]:
+    """One group's OffsetFetch answer; with the authorizer on, as KafkaApis: DESCRIBE on the group, and only the
+    topics the principal may DESCRIBE (named ones it may not answer TOPIC_AUTHORIZATION_FAILED)."""
+    if ctx.broker.authorizer is None:
+        return coordinator(ctx).fetch_offsets(group_id, topics, stable, member_id, member_epoch)
+    if not ctx.allowed(DESCRIBE, GROUP, group_id):
+        return {"group_id": group_id, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "topics": []}
+    if topics is None:
+        group = coordinator(ctx).fetch_offsets(group_id, None, stable, member_id, member_epoch)
+        denied = refused_topics(ctx, {t["name"] for t in group["topics"]}, DESCRIBE)
+        group["topics"] = [t for t in group["topics"] if t["name"] not in denied]
+        return group
+    denied = refused_topics(ctx, {name for name, _ in topics}, DESCRIBE)
+    group = coordinator(ctx).fetch_offsets(group_id, [t for t in topics if t[0] not in denied], stable, member_id, member_epoch)
+    if group["error_code"] == ErrorCode.NONE:
+        group["topics"] += [
+            {"name": name, "partitions": [
+                {"partition_index": p, "committed_offset": -1, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+                for p in partitions
+            ]}
+            for name, partitions in topics if name in denied
+        ]
+    return group
+
+
 @api(9, 1, 9)
 async def offset_fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     stable = body["require_stable"]
     if ctx.api_version >= 8:
         groups = [
-            coordinator(ctx).fetch_offsets(
-                g["group_id"], requested_topics(g["topics"]), stable, g["member_id"], g["member_epoch"],
-            )
+            fetch_group_offsets(ctx, g["group_id"], requested_topics(g["topics"]), stable, g["member_id"], g["member_epoch"])
             for g in body["groups"]
         ]
         return {"groups": groups}
     topics = requested_topics(body["topics"])
-    group = coordinator(ctx).fetch_offsets(body["group_id"], topics, stable)
+    group = fetch_group_offsets(ctx, body["group_id"], topics, stable)
     error = group["error_code"]
     if error != ErrorCode.NONE and ctx.api_version < 2:
         # v0-1 have no group-level error: every requested partition carries it.
@@ -261,10 +349,19 @@ async def offset_fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, A
 
 @api(47, 0, 0)
 async def offset_delete(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    refused = refusal(ctx, body, DELETE, GROUP, body["group_id"])
+    if refused is not None:
+        return refused
     unknown: list[dict[str, Any]] = []
     topics: list[tuple[str, list[int]]] = []
+    denied = refused_topics(ctx, {topic["name"] for topic in body["topics"]}, READ)
     for topic in body["topics"]:
         indexes = [p["partition_index"] for p in topic["partitions"]]
+        if denied and topic["name"] in denied:
+            unknown.append({"name": topic["name"], "partitions": [
+                {"partition_index": p, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED} for p in indexes
+            ]})
+            continue
         known = [p for p in indexes if ctx.broker.partition(topic["name"], p) is not None]
         if known:
             topics.append((topic["name"], known))
@@ -285,21 +382,41 @@ async def offset_delete(ctx: RequestContext, body: dict[str, Any]) -> dict[str, 
 
 @api(16, 0, 5)
 async def list_groups(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    """With the authorizer on, only the groups the principal may DESCRIBE (all with DESCRIBE on the cluster)."""
     error, groups = coordinator(ctx).list_groups(body["states_filter"], body["types_filter"])
+    if ctx.broker.authorizer is not None and not ctx.allowed(DESCRIBE, CLUSTER, CLUSTER_NAME, log_denied=False):
+        groups = [g for g in groups if ctx.allowed(DESCRIBE, GROUP, g["group_id"], log_denied=False)]
     return {"error_code": error, "groups": groups}
 
 
 @api(15, 0, 5)
 async def describe_groups(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
-    operations = GROUP_OPERATIONS if body["include_authorized_operations"] else NO_AUTHORIZED_OPERATIONS
-    return {"groups": [
-        {**coordinator(ctx).describe_group(group_id), "authorized_operations": operations} for group_id in body["groups"]
-    ]}
+    groups = []
+    for group_id in body["groups"]:
+        if ctx.broker.authorizer is not None and not ctx.allowed(DESCRIBE, GROUP, group_id):
+            groups.append({
+                "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "group_id": group_id, "group_state": "",
+                "protocol_type": "", "protocol_data": "", "members": [], "authorized_operations": NO_AUTHORIZED_OPERATIONS,
+            })
+            continue
+        described = coordinator(ctx).describe_group(group_id)
+        described["authorized_operations"] = (
+            ctx.authorized_operations(GROUP, group_id) if body["include_authorized_operations"] else NO_AUTHORIZED_OPERATIONS
+        )
+        groups.append(described)
+    return {"groups": groups}
 
 
 @api(42, 0, 2)
 async def delete_groups(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
-    results = coordinator(ctx).delete_groups(body["groups_names"])
+    names = body["groups_names"]
+    denied = set()
+    if ctx.broker.authorizer is not None:
+        denied = set(names) - ctx.allowed_names(DELETE, GROUP, set(names))
+    results = coordinator(ctx).delete_groups([name for name in names if name not in denied])
+    results += [
+        {"group_id": name, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED} for name in dict.fromkeys(names) if name in denied
+    ]
     await ctx.broker.groups.flush()
     return {"results": results}
 
@@ -320,6 +437,10 @@ def owned_partitions(topics: list[dict[str, Any]] | None) -> dict[bytes, frozens
 @api(68, 0, 1)
 async def consumer_group_heartbeat(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     from minibroker.groups.consumer_coordinator import HeartbeatRequest  # with the coordinator: on first use
+
+    refused = refusal(ctx, body, READ, GROUP, body["group_id"])
+    if refused is not None:
+        return refused
 
     request = HeartbeatRequest(
         group_id=body["group_id"],
@@ -346,7 +467,10 @@ async def consumer_group_describe(ctx: RequestContext, body: dict[str, Any]) -> 
     include = body["include_authorized_operations"]
     groups = []
     for group_id in body["group_ids"]:
+        if ctx.broker.authorizer is not None and not ctx.allowed(DESCRIBE, GROUP, group_id):
+            groups.append({"group_id": group_id, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "error_message": GROUP_DENIED})
+            continue
         described = coordinator(ctx).consumer_describe(group_id)
-        described["authorized_operations"] = GROUP_OPERATIONS if include else NO_AUTHORIZED_OPERATIONS
+        described["authorized_operations"] = ctx.authorized_operations(GROUP, group_id) if include else NO_AUTHORIZED_OPERATIONS
         groups.append(described)
     return {"groups": groups}

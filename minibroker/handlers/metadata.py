@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from minibroker.acl_operations import CLUSTER_OPERATIONS, NO_AUTHORIZED_OPERATIONS, TOPIC_OPERATIONS
+from minibroker.acl_operations import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, NO_AUTHORIZED_OPERATIONS, TOPIC
 from minibroker.context import RequestContext
 from minibroker.handlers.registry import api
 from minibroker.internal_topics import InternalTopic
@@ -94,12 +94,25 @@ async def auto_create(ctx: RequestContext, name: str) -> ErrorCode:
     return ErrorCode.NONE
 
 
+def may_describe(ctx: RequestContext, name: str, log_denied: bool = True) -> bool:
+    return ctx.broker.authorizer is None or ctx.allowed(DESCRIBE, TOPIC, name, log_denied)
+
+
+def may_create(ctx: RequestContext, name: str) -> bool:
+    """Auto-creation needs CREATE on the cluster or on the topic (KafkaApis.handleTopicMetadataRequest)."""
+    if ctx.broker.authorizer is None or ctx.allowed(CREATE, CLUSTER, CLUSTER_NAME, log_denied=False):
+        return True
+    return ctx.allowed(CREATE, TOPIC, name)
+
+
 @api(3, 0, 12)
 async def metadata(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    """With the authorizer on, topics the principal may not DESCRIBE are left out of an all-topics answer and answer
+    TOPIC_AUTHORIZATION_FAILED when named (without their id: their existence is not disclosed)."""
     broker = ctx.broker
     requested = body["topics"]
     if requested is None or (ctx.api_version == 0 and not requested):
-        topics = [topic_metadata(ctx, info) for info in broker.logs.topics.values()]
+        topics = [topic_metadata(ctx, info) for info in broker.logs.topics.values() if may_describe(ctx, info.name, False)]
     else:
         by_id = {info.topic_id: info for info in broker.logs.topics.values()}
         topics = []
@@ -107,12 +120,21 @@ async def metadata(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
             name = item.get("name")
             if name is None:
                 info = by_id.get(item["topic_id"])
-                topics.append(
-                    topic_metadata(ctx, info) if info else missing_topic(None, item["topic_id"], ErrorCode.UNKNOWN_TOPIC_ID)
-                )
+                if info is None:
+                    topics.append(missing_topic(None, item["topic_id"], ErrorCode.UNKNOWN_TOPIC_ID))
+                elif not may_describe(ctx, info.name):
+                    topics.append(missing_topic(None, item["topic_id"], ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                else:
+                    topics.append(topic_metadata(ctx, info))
+                continue
+            if not may_describe(ctx, name):
+                topics.append(missing_topic(name, bytes(16), ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                 continue
             info = broker.topic(name)
             if info is None and body["allow_auto_topic_creation"] and broker.config.auto_create_topics_enable:
+                if not may_create(ctx, name):
+                    topics.append(missing_topic(name, bytes(16), ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                    continue
                 error = await auto_create(ctx, name)
                 if error != ErrorCode.NONE:
                     topics.append(missing_topic(name, bytes(16), error))
@@ -122,13 +144,13 @@ async def metadata(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     if body["include_topic_authorized_operations"]:
         for topic in topics:
             if topic["error_code"] == ErrorCode.NONE:
-                topic["topic_authorized_operations"] = TOPIC_OPERATIONS
+                topic["topic_authorized_operations"] = ctx.authorized_operations(TOPIC, topic["name"])
     return {
         "brokers": broker_entries(ctx),
         "cluster_id": broker.logs.cluster_id,
         "controller_id": broker.node_ids[0],
         "cluster_authorized_operations": (
-            CLUSTER_OPERATIONS if body["include_cluster_authorized_operations"] else NO_AUTHORIZED_OPERATIONS
+            ctx.cluster_authorized_operations() if body["include_cluster_authorized_operations"] else NO_AUTHORIZED_OPERATIONS
         ),
         "topics": topics,
     }
@@ -144,6 +166,6 @@ async def describe_cluster(ctx: RequestContext, body: dict[str, Any]) -> dict[st
         "controller_id": ctx.broker.node_ids[0],
         "brokers": broker_entries(ctx),
         "cluster_authorized_operations": (
-            CLUSTER_OPERATIONS if body["include_cluster_authorized_operations"] else NO_AUTHORIZED_OPERATIONS
+            ctx.cluster_authorized_operations() if body["include_cluster_authorized_operations"] else NO_AUTHORIZED_OPERATIONS
         ),
     }

@@ -5,15 +5,19 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from minibroker.acl_operations import TOPIC, TRANSACTIONAL_ID, WRITE
+from minibroker.acls.model import TRANSACTIONAL_ID_DENIED
 from minibroker.context import LEADER_ERRORS, RequestContext
 from minibroker.handlers.metadata import broker_entries
 from minibroker.handlers.registry import api
 from minibroker.protocol.compression import ZSTD
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.records import (
+    BATCH_HEADER_SIZE,
     BatchHeader,
     InvalidRecordError,
     decode_batch,
+    parse_header,
     recompress_batch,
     validate_batches,
 )
@@ -135,14 +139,46 @@ def keyless_records(records: memoryview, header: BatchHeader, topic: str, index:
     return response
 
 
+def has_transactional_records(body: dict[str, Any]) -> bool:
+    """Kafka's RequestUtils.hasTransactionalRecords: some partition's first batch is transactional."""
+    for topic in body["topic_data"]:
+        for partition in topic["partition_data"]:
+            records = partition["records"]
+            if records is not None and len(records) >= BATCH_HEADER_SIZE and parse_header(records).is_transactional:
+                return True
+    return False
+
+
+def refused_topics(ctx: RequestContext, body: dict[str, Any]) -> set[str] | None:
+    """With the authorizer on, as KafkaApis.handleProduceRequest: None when transactional records come without WRITE on
+    their transactional id (the whole request is refused), else the topics the principal may not WRITE."""
+    if has_transactional_records(body):
+        transactional_id = body["transactional_id"]
+        if transactional_id is None or not ctx.allowed(WRITE, TRANSACTIONAL_ID, transactional_id):
+            return None
+    names = {topic["name"] for topic in body["topic_data"]}
+    return names - ctx.allowed_names(WRITE, TOPIC, names)
+
+
 @api(0, 3, 11)
 async def produce(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any] | None:
     acks = body["acks"]
+    denied: set[str] = set()
+    if ctx.broker.authorizer is not None:
+        refused = refused_topics(ctx, body)
+        if refused is None:
+            from minibroker.protocol.error_responses import error_response
+
+            answer = error_response(0, ctx.api_version, body, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_DENIED)
+            return None if acks == 0 else answer
+        denied = refused
     flush: list[tuple[PartitionLog, dict[str, Any]]] = []
     responses = []
     for topic in body["topic_data"]:
         name = topic["name"]
-        if acks not in (-1, 0, 1):
+        if denied and name in denied:
+            results = [partition_error(p["index"], ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in topic["partition_data"]]
+        elif acks not in (-1, 0, 1):
             results = [partition_error(p["index"], ErrorCode.INVALID_REQUIRED_ACKS) for p in topic["partition_data"]]
         else:
             results = [append_partition(ctx, name, p["index"], p["records"], acks, flush) for p in topic["partition_data"]]

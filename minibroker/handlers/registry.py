@@ -26,6 +26,11 @@ class Handler:
 HANDLERS: dict[int, Handler] = {}
 
 
+class UnreadableRequest(Exception):
+    """Raised by a handler for a request Kafka's request classes refuse to build (e.g. ACL codes Kafka does not
+    know): Kafka closes such a connection, and so does the dispatcher, logging the reason."""
+
+
 def api(api_key: int, min_version: int, max_version: int) -> Callable[[HandlerFn], HandlerFn]:
     """Register an async handler; it gets the request context and decoded body, and returns the response body
     (or ``None`` when no response is sent, as for Produce with acks=0)."""

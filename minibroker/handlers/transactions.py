@@ -8,12 +8,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from minibroker.acl_operations import (
+    ALTER,
+    CLUSTER,
+    CLUSTER_ACTION,
+    CLUSTER_NAME,
+    DESCRIBE,
+    GROUP,
+    IDEMPOTENT_WRITE,
+    READ,
+    TOPIC,
+    TRANSACTIONAL_ID,
+    WRITE,
+)
+from minibroker.acls.model import CLUSTER_DENIED, TOPIC_DENIED
 from minibroker.context import RequestContext
 from minibroker.handlers.registry import api
 from minibroker.internal_topics import PendingFlushes
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import StorageError
-from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC
+from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, is_internal
 from minibroker.transactions.markers import write_markers
 
 if TYPE_CHECKING:
@@ -32,9 +46,27 @@ def fenced_error(error: ErrorCode, version: int, first_version_with_fenced: int)
     return error
 
 
+def init_refusal(ctx: RequestContext, transactional_id: str | None) -> ErrorCode:
+    """KafkaApis.handleInitProducerIdRequest: WRITE on the transactional id; an idempotent producer needs
+    IDEMPOTENT_WRITE on the cluster or WRITE on some topic (authorizeByResourceType)."""
+    if transactional_id is not None:
+        allowed = ctx.allowed(WRITE, TRANSACTIONAL_ID, transactional_id)
+        return ErrorCode.NONE if allowed else ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if ctx.allowed(IDEMPOTENT_WRITE, CLUSTER, CLUSTER_NAME, log_denied=False):
+        return ErrorCode.NONE
+    if ctx.broker.authorizer.authorize_any(ctx.principal, ctx.host, WRITE, TOPIC):
+        return ErrorCode.NONE
+    ctx.allowed(IDEMPOTENT_WRITE, CLUSTER, CLUSTER_NAME)  # logs the denial, once
+    return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
 @api(22, 0, 4)
 async def init_producer_id(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     transactional_id = body["transactional_id"]
+    if ctx.broker.authorizer is not None:
+        refused = init_refusal(ctx, transactional_id)
+        if refused != ErrorCode.NONE:
+            return {"error_code": refused, "producer_id": -1, "producer_epoch": -1}
     if transactional_id is None:
         return {"error_code": ErrorCode.NONE, "producer_id": ctx.broker.producer_ids.allocate(), "producer_epoch": 0}
     try:
@@ -62,6 +94,12 @@ FIRST_ADD_PARTITIONS_WITH_ABORTABLE = 5
 
 @api(24, 0, 5)
 async def add_partitions_to_txn(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    """Versions 4+ come from brokers only: with the authorizer on they need CLUSTER_ACTION on the cluster."""
+    if (
+        ctx.broker.authorizer is not None and ctx.api_version >= FIRST_BATCHED_ADD_PARTITIONS
+        and not ctx.allowed(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME)
+    ):
+        return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "results_by_transaction": []}
     if ctx.api_version < FIRST_BATCHED_ADD_PARTITIONS:
         topics = add_or_verify(
             ctx, body["v3_and_below_transactional_id"], body["v3_and_below_producer_id"],
@@ -91,6 +129,10 @@ def add_or_verify(
     per-topic results of AddPartitionsToTxn."""
     txn_coordinator = coordinator(ctx)
     partitions = [(t["name"], p) for t in topics for p in t["partitions"]]
+    if ctx.broker.authorizer is not None and ctx.api_version < FIRST_BATCHED_ADD_PARTITIONS:
+        refused = add_refusals(ctx, transactional_id, partitions)
+        if refused is not None:
+            return topic_results(ctx, refused)
     if verify_only:
         results = {
             tp: txn_coordinator.verify_partition(transactional_id, producer_id, producer_epoch, tp) for tp in partitions
@@ -102,6 +144,31 @@ def add_or_verify(
         results = txn_coordinator.add_partitions(
             transactional_id, producer_id, producer_epoch, partitions, lambda tp: partition_exists(ctx, tp)
         )
+    return topic_results(ctx, results)
+
+
+def add_refusals(
+    ctx: RequestContext, transactional_id: str, partitions: list[tuple[str, int]],
+) -> dict[tuple[str, int], ErrorCode] | None:
+    """KafkaApis' checks of a client's AddPartitionsToTxn: WRITE on the transactional id (every partition answers
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then on each topic (internal ones aside); a refused topic fails the whole
+    transaction, the others answering OPERATION_NOT_ATTEMPTED. None when nothing is refused."""
+    if not ctx.allowed(WRITE, TRANSACTIONAL_ID, transactional_id):
+        return {tp: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED for tp in partitions}
+    names = {topic for topic, _ in partitions if not is_internal(topic)}
+    denied = names - ctx.allowed_names(WRITE, TOPIC, names)
+    if not denied:
+        return None
+    return {
+        tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED if tp[0] in denied
+        else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if not partition_exists(ctx, tp)
+        else ErrorCode.OPERATION_NOT_ATTEMPTED
+        for tp in partitions
+    }
+
+
+def topic_results(ctx: RequestContext, results: dict[tuple[str, int], ErrorCode]) -> list[dict[str, Any]]:
+    """Per-partition errors as AddPartitionsToTxn's per-topic results."""
     by_topic: dict[str, list[dict[str, int]]] = {}
     for (topic, partition), error in results.items():
         by_topic.setdefault(topic, []).append(
@@ -113,6 +180,11 @@ def add_or_verify(
 @api(25, 0, 3)
 async def add_offsets_to_txn(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     broker = ctx.broker
+    if broker.authorizer is not None:
+        if not ctx.allowed(WRITE, TRANSACTIONAL_ID, body["transactional_id"]):
+            return {"error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+        if not ctx.allowed(READ, GROUP, body["group_id"]):
+            return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
     try:
         await broker.groups.topic.create()
     except (OSError, StorageError):
@@ -127,6 +199,8 @@ async def add_offsets_to_txn(ctx: RequestContext, body: dict[str, Any]) -> dict[
 
 @api(26, 0, 4)
 async def end_txn(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    if ctx.broker.authorizer is not None and not ctx.allowed(WRITE, TRANSACTIONAL_ID, body["transactional_id"]):
+        return {"error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
     error = coordinator(ctx).end_transaction(
         body["transactional_id"], body["producer_id"], body["producer_epoch"], body["committed"]
     )
@@ -136,6 +210,12 @@ async def end_txn(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
 
 @api(27, 1, 2)
 async def write_txn_markers(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    if ctx.broker.authorizer is not None and not (
+        ctx.allowed(ALTER, CLUSTER, CLUSTER_NAME, log_denied=False) or ctx.allowed(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME)
+    ):
+        from minibroker.protocol.error_responses import error_response
+
+        return error_response(ctx.api_key, ctx.api_version, body, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, CLUSTER_DENIED)
     markers = []
     flushes = PendingFlushes(ctx.broker)
     for marker in body["markers"]:
@@ -161,11 +241,21 @@ def transaction_topics(partitions: set[tuple[str, int]]) -> list[dict[str, Any]]
     return [{"topic": topic, "partitions": ids} for topic, ids in by_topic.items()]
 
 
+def visible_partitions(ctx: RequestContext, partitions: set[tuple[str, int]]) -> set[tuple[str, int]]:
+    """Only the partitions of topics the principal may DESCRIBE (KafkaApis.handleDescribeTransactionsRequest)."""
+    if ctx.broker.authorizer is None:
+        return partitions
+    return {tp for tp in partitions if ctx.allowed(DESCRIBE, TOPIC, tp[0])}
+
+
 @api(65, 0, 0)
 async def describe_transactions(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     txn_coordinator = coordinator(ctx)
     states = []
     for transactional_id in body["transactional_ids"]:
+        if ctx.broker.authorizer is not None and not ctx.allowed(DESCRIBE, TRANSACTIONAL_ID, transactional_id):
+            states.append({"error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactional_id": transactional_id})
+            continue
         unavailable = txn_coordinator.availability(transactional_id)
         if unavailable != ErrorCode.NONE:
             states.append({"error_code": unavailable, "transactional_id": transactional_id})
@@ -183,7 +273,7 @@ async def describe_transactions(ctx: RequestContext, body: dict[str, Any]) -> di
                 "transaction_start_time_ms": txn.start_ms,
                 "producer_id": txn.producer_id,
                 "producer_epoch": txn.producer_epoch,
-                "topics": transaction_topics(txn.partitions),
+                "topics": transaction_topics(visible_partitions(ctx, txn.partitions)),
             }
         )
     return {"transaction_states": states}
@@ -210,6 +300,8 @@ async def list_transactions(ctx: RequestContext, body: dict[str, Any]) -> dict[s
             continue
         if min_duration >= 0 and (txn.start_ms < 0 or now - txn.start_ms < min_duration):
             continue
+        if ctx.broker.authorizer is not None and not ctx.allowed(DESCRIBE, TRANSACTIONAL_ID, txn.transactional_id):
+            continue
         states.append(
             {"transactional_id": txn.transactional_id, "producer_id": txn.producer_id, "transaction_state": txn.state.kafka_name}
         )
@@ -221,6 +313,13 @@ async def describe_producers(ctx: RequestContext, body: dict[str, Any]) -> dict[
     topics = []
     for topic in body["topics"]:
         partitions = []
+        if ctx.broker.authorizer is not None and not ctx.allowed(DESCRIBE, TOPIC, topic["name"]):
+            partitions = [
+                {"partition_index": index, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "error_message": TOPIC_DENIED}
+                for index in topic["partition_indexes"]
+            ]
+            topics.append({"name": topic["name"], "partitions": partitions})
+            continue
         for index in topic["partition_indexes"]:
             partition_log = ctx.broker.partition(topic["name"], index)
             if partition_log is None:

@@ -1,0 +1,57 @@
+"""ACL bindings kept in the data directory, crash-safe: each change writes the whole set to a new file, fsyncs it,
+renames it over the old one and fsyncs the directory, so a crash leaves the old set or the new one, never a mix.
+
+Kafka keeps ACLs as records of its metadata log; a set of bindings changed by hand now and then is small enough
+(1,000 bindings are about 150 kB) to be rewritten whole, and one JSON file is easy to read and back up.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, fields
+from pathlib import Path
+
+from minibroker.acls.model import Acl
+
+FILE_NAME = "acls.json"
+FORMAT_VERSION = 1
+_FIELDS = tuple(f.name for f in fields(Acl))
+
+
+class AclFileError(ValueError):
+    """The ACL file cannot be read: start-up stops rather than serve without the ACLs it holds."""
+
+
+def load(data_dir: Path) -> list[Acl]:
+    """The stored bindings, in the order they were created (none when there is no file yet)."""
+    path = data_dir / FILE_NAME
+    try:
+        stored = json.loads(path.read_text())
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError) as exc:
+        raise AclFileError(f"{path}: {exc}") from None
+    if not isinstance(stored, dict) or stored.get("version") != FORMAT_VERSION or not isinstance(stored.get("acls"), list):
+        raise AclFileError(f"{path}: not a version {FORMAT_VERSION} ACL file")
+    try:
+        return [Acl(**{name: entry[name] for name in _FIELDS}) for entry in stored["acls"]]
+    except (KeyError, TypeError) as exc:
+        raise AclFileError(f"{path}: malformed binding ({exc})") from None
+
+
+def save(data_dir: Path, acls: list[Acl]) -> None:
+    """Replace the stored bindings (blocking: run it in an executor)."""
+    path = data_dir / FILE_NAME
+    tmp = path.with_name(FILE_NAME + ".tmp")
+    text = json.dumps({"version": FORMAT_VERSION, "acls": [asdict(acl) for acl in acls]}, indent=1)
+    with open(tmp, "w") as out:
+        out.write(text)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, path)
+    directory = os.open(data_dir, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
