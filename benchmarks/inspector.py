@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -32,12 +33,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import free_port, produce_all, wait_for_api_versions  # noqa: E402
+from benchmarks.common import cpu_seconds, free_port, produce_all, wait_for_api_versions  # noqa: E402
 from minibroker.testing import Broker  # noqa: E402
 
 RECORD_BYTES = 1024
 CHROMIUM = Path("/usr/bin/chromium")
-PAGE_POLL_S = 1.0
+PAGE_POLL_S = 1.5  # the page's own interval (app.js POLL_MS)
 
 
 def get(url: str) -> bytes:
@@ -98,24 +99,25 @@ def big_partition(gigabytes: float) -> None:
 class PageOpen:
     """The inspector's page on ``url`` for the duration of a ``with``: Chromium headless, else its calls polled."""
 
-    def __init__(self, control_url: str, topic: str) -> None:
-        self.control_url, self.topic = control_url, topic
+    def __init__(self, control_url: str, topic: str, browser: bool) -> None:
+        self.control_url, self.topic, self.browser = control_url, topic, browser
         self.process: subprocess.Popen[bytes] | None = None
         self.profile: str | None = None
         self.stop = threading.Event()
         self.poller: threading.Thread | None = None
+        self.cpu_s = 0.0  # the browser's own CPU time (its whole process group), once closed
 
     @property
     def kind(self) -> str:
-        return "headless Chromium" if CHROMIUM.exists() else "a poller of the page's calls"
+        return "headless Chromium" if self.browser else "a poller making the page's calls"
 
     def __enter__(self) -> PageOpen:
-        if CHROMIUM.exists():
+        if self.browser:
             self.profile = tempfile.mkdtemp(prefix="inspector-bench-")
             self.process = subprocess.Popen(
                 [str(CHROMIUM), "--headless=new", "--no-sandbox", "--disable-gpu", f"--user-data-dir={self.profile}",
                  f"{self.control_url}/topics/{self.topic}"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
             )
         else:
             self.poller = threading.Thread(target=self._poll, daemon=True)
@@ -124,7 +126,8 @@ class PageOpen:
 
     def _poll(self) -> None:
         while not self.stop.wait(PAGE_POLL_S):
-            for path in ("/v1/cluster", f"/v1/topics/{self.topic}", f"/v1/partitions/{self.topic}/0/records?max=50"):
+            for path in ("/v1/health", f"/v1/topics/{self.topic}", f"/v1/partitions/{self.topic}/0/records?max=50"
+                         "&value_bytes=1024"):
                 get(self.control_url + path)
 
     def __exit__(self, *exc: object) -> None:
@@ -132,6 +135,7 @@ class PageOpen:
         if self.poller is not None:
             self.poller.join()
         if self.process is not None:
+            self.cpu_s = cpu_seconds(self.process.pid, whole_group=True)
             self.process.terminate()
             try:
                 self.process.wait(10)
@@ -142,7 +146,7 @@ class PageOpen:
             shutil.rmtree(self.profile, ignore_errors=True)
 
 
-def producer_under_a_page(rounds: int, seconds: float) -> None:
+def producer_under_a_page(rounds: int, seconds: float, browser: bool) -> None:
     port, control_port = free_port(), free_port()
     data_dir = tempfile.mkdtemp(prefix="inspector-bench-data-")
     broker = subprocess.Popen(
@@ -154,17 +158,26 @@ def producer_under_a_page(rounds: int, seconds: float) -> None:
         bootstrap, control_url = f"127.0.0.1:{port}", f"http://127.0.0.1:{control_port}"
         get(control_url + "/v1/health")
         count = int(seconds * 300_000)  # about ``seconds`` of 100-byte records at this machine's rate
-        alone, watched = [], []
-        kind = PageOpen(control_url, "watched").kind
+        alone, watched, broker_cpu, page_cpu = [], [], {"alone": 0.0, "watched": 0.0}, 0.0
+        kind = PageOpen(control_url, "watched", browser).kind
         for _ in range(rounds):
+            before = cpu_seconds(broker.pid)
             alone.append(produce_all(bootstrap, "watched", count, 100).msgs_per_s)
-            with PageOpen(control_url, "watched"):
+            broker_cpu["alone"] += cpu_seconds(broker.pid) - before
+            with PageOpen(control_url, "watched", browser) as page:
                 time.sleep(2.0)  # the page loads and starts polling
+                before = cpu_seconds(broker.pid)
                 watched.append(produce_all(bootstrap, "watched", count, 100).msgs_per_s)
+                broker_cpu["watched"] += cpu_seconds(broker.pid) - before
+            page_cpu += page.cpu_s
         a, w = statistics.median(alone), statistics.median(watched)
         print(f"a producer (100-byte records, {count:,} a round, {rounds} alternating rounds), page: {kind}:")
-        print(f"  {'alone':<52} {a:>12,.0f} msgs/s")
-        print(f"  {'with the inspector open on its topic':<52} {w:>12,.0f} msgs/s ({(w / a - 1) * 100:+.1f} %)")
+        print(f"  {'alone':<52} {a:>12,.0f} msgs/s   broker CPU {broker_cpu['alone'] / rounds:.2f} s a round")
+        print(f"  {'with the inspector open on its topic':<52} {w:>12,.0f} msgs/s ({(w / a - 1) * 100:+.1f} %)   "
+              f"broker CPU {broker_cpu['watched'] / rounds:.2f} s a round")
+        if browser:
+            print(f"  the browser's own CPU: {page_cpu / rounds:.2f} s a round (on a machine of "
+                  f"{os.cpu_count()} CPUs it competes with the producer and the broker)")
     finally:
         broker.terminate()
         broker.wait(30)
@@ -177,13 +190,15 @@ def main() -> int:
     parser.add_argument("--gigabytes", type=float, default=1.0, help="size of the big partition (0: skip)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the producer comparison (0: skip)")
     parser.add_argument("--seconds", type=float, default=5.0, help="length of one producer round, roughly")
+    parser.add_argument("--page", choices=("chromium", "poll"), default="chromium" if CHROMIUM.exists() else "poll",
+                        help="open the page in headless Chromium (the default when installed) or make its calls")
     args = parser.parse_args()
     if args.partitions:
         wide_topic(args.partitions)
     if args.gigabytes:
         big_partition(args.gigabytes)
     if args.rounds:
-        producer_under_a_page(args.rounds, args.seconds)
+        producer_under_a_page(args.rounds, args.seconds, args.page == "chromium")
     return 0
 
 

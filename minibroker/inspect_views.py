@@ -16,7 +16,7 @@ from minibroker.dump import batch_fields, json_ready
 from minibroker.internal_topics import read_batches
 from minibroker.observe import mark_aborted, partition_log, shown_record
 from minibroker.protocol.messages import REQUESTS
-from minibroker.protocol.records import decode_batch
+from minibroker.protocol.records import decode_batch, iter_records
 from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from minibroker.storage.uuid import uuid_to_str
 
@@ -153,11 +153,11 @@ def record_view(broker: Broker, topic: str, partition: int | str, offset: int) -
     for data, header in read_batches(log, max(offset, log.log_start_offset)):
         if header.base_offset > offset:
             break
-        for record in decode_batch(data, header):
-            if record.offset == offset:
-                batch = batch_fields(data, header)
-                mark_aborted(log, [batch], offset, offset + 1)
-                return json_ready({**shown_record(header, record, None), "aborted": batch["aborted"], "batch": batch})
+        record = next(iter_records(data, header, offset), None)
+        if record is not None and record.offset == offset:
+            batch = batch_fields(data, header)
+            mark_aborted(log, [batch], offset, offset + 1)
+            return json_ready({**shown_record(header, record, None), "aborted": batch["aborted"], "batch": batch})
         break
     raise LookupError(f"no record at offset {offset} of {topic}-{partition}")
 

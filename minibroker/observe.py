@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from minibroker.cluster import NO_LEADER
 from minibroker.dump import batch_fields, json_ready, record_fields
 from minibroker.internal_topics import read_batches, replay
-from minibroker.protocol.records import BatchHeader, Record, decode_batch
+from minibroker.protocol.records import BatchHeader, Record, iter_records
 from minibroker.storage.topic_names import TRANSACTION_STATE_TOPIC
 
 if TYPE_CHECKING:
@@ -51,11 +52,12 @@ def partition_records(
     count, next_offset = 0, offset
     for data, header in read_batches(log, offset) if limit > 0 else ():
         batch = batch_fields(data, header)
-        records = [r for r in decode_batch(data, header) if r.offset >= offset][:limit - count]
+        wanted = limit - count
+        records = list(islice(iter_records(data, header, offset), wanted))
         batch["records"] = [shown_record(header, r, value_bytes) for r in records]
         batches.append(batch)
         count += len(records)
-        next_offset = records[-1].offset + 1 if records else header.last_offset + 1
+        next_offset = records[-1].offset + 1 if len(records) == wanted else header.last_offset + 1
         if count >= limit:
             break
     mark_aborted(log, batches, offset, next_offset)

@@ -310,8 +310,36 @@ def decode_batch(buf: Buffer, header: BatchHeader) -> list[Record]:
     return _plain_records(buf, header)[1]
 
 
-def _plain_records(buf: Buffer, header: BatchHeader) -> tuple[bytes, list[Record]]:
-    """One batch's records section uncompressed, and its records decoded from it."""
+def iter_records(buf: Buffer, header: BatchHeader, from_offset: int = -1) -> Iterator[Record]:
+    """The records of one batch at or after ``from_offset``, decoded one at a time as they are asked for: showing 50
+    records of a batch of 10,000 decodes 50 (the ones before ``from_offset`` are only skipped over). Unlike
+    decode_batch it does not check the bytes after the last record it yields; InvalidRecordError on malformed data."""
+    body = memoryview(_records_section(buf, header))
+    position = 0
+    try:
+        for _ in range(header.records_count):
+            length, position = decode_varint(body, position)
+            end = position + length
+            if length < 0 or end > len(body):
+                raise ValueError(f"record length {length} overruns the batch")
+            if from_offset > header.base_offset and _offset_of(body[position:end], header) < from_offset:
+                position = end
+                continue
+            yield _decode_record(_Reader(body[position:end]), header)
+            position = end
+    except ValueError as exc:
+        raise InvalidRecordError(INVALID_RECORD, f"malformed record in batch at byte {header.position}: {exc}") from exc
+
+
+def _offset_of(record: memoryview, header: BatchHeader) -> int:
+    reader = _Reader(record)
+    reader.take(1)  # attributes
+    reader.varlong()  # timestamp delta
+    return header.base_offset + reader.varint()
+
+
+def _records_section(buf: Buffer, header: BatchHeader) -> bytes:
+    """One batch's records section, uncompressed."""
     _check_codec(header)
     if header.records_count < 0:
         raise InvalidRecordError(
@@ -324,6 +352,12 @@ def _plain_records(buf: Buffer, header: BatchHeader) -> tuple[bytes, list[Record
             body = decompress(header.compression, body)
         except CompressionError as exc:
             raise InvalidRecordError(exc.error_code, str(exc)) from exc
+    return body
+
+
+def _plain_records(buf: Buffer, header: BatchHeader) -> tuple[bytes, list[Record]]:
+    """One batch's records section uncompressed, and its records decoded from it."""
+    body = _records_section(buf, header)
     try:
         return body, _decode_records(memoryview(body), header)
     except ValueError as exc:

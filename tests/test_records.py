@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import struct
 import sys
 
@@ -27,6 +28,7 @@ from minibroker.protocol.records import (
     decode_all,
     decode_batch,
     iter_batches,
+    iter_records,
     parse_control_record,
     parse_header,
     set_log_append_time,
@@ -589,3 +591,24 @@ def test_batch_header_api_is_unchanged() -> None:
     assert header.size == header.batch_length + 12
     assert header.last_offset == header.base_offset + 3
     assert header.compression == 2 and header.is_transactional and not header.is_control
+
+
+@pytest.mark.parametrize("compression", [0, 1, 3, 4])  # none, gzip, lz4, zstd
+def test_iter_records_decodes_only_the_records_asked_for(compression: int) -> None:
+    data = bytearray(build_batch([RecordInput(f"k{i}".encode(), f"v{i}".encode()) for i in range(1000)],
+                                 base_offset=100, compression=compression))
+    header = parse_header(data, 0)
+    assert [(r.offset, r.value) for r in itertools.islice(iter_records(data, header, 105), 2)] == [
+        (105, b"v5"), (106, b"v6")]
+    assert [r.offset for r in iter_records(data, header)] == list(range(100, 1100))
+    assert [r.offset for r in iter_records(data, header, 1099)] == [1099]
+
+
+def test_iter_records_stops_at_a_malformed_record_only_when_it_gets_there() -> None:
+    data = bytearray(build_batch([RecordInput(None, b"x" * 10) for _ in range(3)]))
+    header = parse_header(data, 0)
+    data[-1] = 0x02  # the last record now claims a header it does not have
+    records = iter_records(data, header)
+    assert [r.offset for r in itertools.islice(records, 2)] == [0, 1]
+    with pytest.raises(InvalidRecordError, match="malformed record"):
+        next(records)
