@@ -9,8 +9,9 @@ member, AddPartitionsToTxn of a partition already in the transaction, and a whol
 user+system time over the run divided by the requests (/proc/PID/stat, 10 ms ticks: thousands of requests keep it
 within a few percent). Round trips are medians and 99th percentiles.
 
-``--profile`` then runs the same requests against an in-process broker with cProfile on the broker's event loop
-thread and sorts the time of every function into a stage: frame read, header parse, body decode, handler, encode,
+``--profile`` then runs the same requests against an in-process broker with cProfile (measuring the thread's CPU time,
+so waiting in epoll counts for nothing) on the broker's event loop thread and sorts the time of every function into a
+stage: frame read, header parse, body decode, handler, encode,
 write, and the event loop itself (scheduling, selectors). cProfile slows every call alike, so the shares are what
 matters, not the absolute figures. Run from the repository root:
 ``python benchmarks/request_cost.py [--requests N] [--profile]``.
@@ -245,7 +246,7 @@ def profile(requests: int) -> None:
             print(f"\nwhere the broker's time goes (cProfile on its event loop thread, {requests:,} requests each):")
             print(f"{'request':<46} " + " ".join(f"{stage:>11}" for stage, _ in STAGES) + f" {'other':>8}")
             for step in steps:
-                profiler = cProfile.Profile()
+                profiler = cProfile.Profile(time.thread_time)  # CPU time: a wait in epoll is not work
                 broker._on_loop(call_on_loop(profiler.enable))
                 measure(client, step, requests, None)
                 broker._on_loop(call_on_loop(profiler.disable))
