@@ -88,6 +88,8 @@ class HeartbeatRequest:
     client_id: str
     client_host: str
     api_version: int
+    # Whether the member's principal may DESCRIBE a topic (None: no authorizer): what its regular expression may match.
+    may_describe: Callable[[str], bool] | None = None
 
 
 def error_answer(error: ErrorCode, message: str | None = None) -> dict[str, Any]:
@@ -120,6 +122,9 @@ class ConsumerGroups:
         self.groups: dict[str, ConsumerGroup] = {}
         self._compiled: dict[str, re.Pattern[str]] = {}
         self._regexes_resolved_at: dict[str, int] = {}  # group -> the topic catalog version its regexes were matched at
+        # group -> may_describe of the last member that heartbeated with a regex: Kafka (KAFKA-18813) resolves the
+        # regexes with the rights of the member whose heartbeat triggered it
+        self._regex_viewers: dict[str, Callable[[str], bool] | None] = {}
 
     # ---- validation ----
 
@@ -186,6 +191,8 @@ class ConsumerGroups:
             ))
         records = list(prefix)
         member, replaced = self._member(group, request, member_id, records)
+        if _regex_update(request, member) is not None:
+            self._regex_viewers[group_id] = request.may_describe
         updated = replace(
             member,
             instance_id=request.instance_id if request.instance_id is not None else member.instance_id,
@@ -330,6 +337,7 @@ class ConsumerGroups:
             return
         version = self.topics.version
         used = {m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex is not None}
+        visible = self._regex_viewers.get(group_id) or (lambda name: True)
         resolved = {}
         records: list[Record] = []
         now = self.timer.now_ms()
@@ -340,7 +348,7 @@ class ConsumerGroups:
                 log.warning("consumer group %s: %s; it matches no topic", group_id, exc)
                 pattern = None
             resolved[regex] = frozenset(
-                name for name in self.topics.names() if pattern is not None and pattern.fullmatch(name)
+                name for name in self.topics.names() if pattern is not None and pattern.fullmatch(name) and visible(name)
             )
             if resolved[regex] != group.regexes.get(regex):
                 records.append(regex_record(group_id, regex, resolved[regex], version, now))
@@ -479,6 +487,7 @@ class ConsumerGroups:
         self.cancel_group_timers(group)
         self.timer.cancel(_regex_key(group_id))
         self._regexes_resolved_at.pop(group_id, None)
+        self._regex_viewers.pop(group_id, None)
 
     # ---- replay and administration ----
 
@@ -488,6 +497,7 @@ class ConsumerGroups:
         if group is not None and key.group not in self.groups:
             self.cancel_group_timers(group)
             self._regexes_resolved_at.pop(key.group, None)
+            self._regex_viewers.pop(key.group, None)
             log.info("consumer group %s deleted", key.group)
 
     def deletion_records(self, group: ConsumerGroup) -> list[Record]:

@@ -153,15 +153,19 @@ async def create_topics(ctx: RequestContext, body: dict[str, Any]) -> dict[str, 
 
 
 def delete_refusal(ctx: RequestContext, request: dict[str, Any], name: str | None) -> dict[str, Any] | None:
-    """KafkaApis' checks: a topic named by id that the principal may not DESCRIBE keeps its name secret; DELETE is
-    needed on the topic. None when allowed (or when the id names no topic: UNKNOWN_TOPIC_ID follows)."""
-    if name is None:
+    """Kafka's controller (ControllerApis.deleteTopics): DELETE on the cluster allows every topic; else a topic the
+    principal may not DESCRIBE is refused whether it exists or not, its id (named by id: its name) kept secret, and
+    one it may DESCRIBE needs DELETE. None when allowed, or when an unknown topic's error follows."""
+    if name is None or ctx.allowed(DELETE, CLUSTER, CLUSTER_NAME, log_denied=False):
         return None
-    if request["name"] is None and not ctx.allowed(DESCRIBE, TOPIC, name):
-        return {"name": None, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
-    if not ctx.allowed(DELETE, TOPIC, name):
-        return {"error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
-    return None
+    by_id = request["name"] is None
+    denied = {"error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "error_message": TOPIC_DENIED}
+    secret = {"name": None} if by_id else {"topic_id": bytes(16)}
+    if not ctx.allowed(DESCRIBE, TOPIC, name):
+        return {**denied, **secret}
+    if ctx.broker.topic(name) is None or ctx.allowed(DELETE, TOPIC, name):
+        return None
+    return denied if by_id else {**denied, **secret}
 
 
 @api(20, 1, 6)
@@ -197,8 +201,8 @@ async def create_partitions(ctx: RequestContext, body: dict[str, Any]) -> dict[s
         name = request["name"]
         info = broker.topic(name)
         result = {"name": name, "error_code": ErrorCode.NONE, "error_message": None}
-        if broker.authorizer is not None and not ctx.allowed(ALTER, TOPIC, name):
-            result.update(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message="The topic authorization is failed.")
+        if broker.authorizer is not None and not ctx.allowed(ALTER, TOPIC, name):  # Kafka's controller: no message
+            result.update(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         elif info is None:
             result.update(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message=f"The topic '{name}' does not exist.")
         elif request["count"] <= len(info.partitions):
@@ -323,8 +327,8 @@ def check_resource(ctx: RequestContext, resource: dict[str, Any]) -> dict | None
     base = {"resource_type": resource["resource_type"], "resource_name": resource["resource_name"]}
     if ctx.broker.authorizer is not None:
         refused = config_refusal(ctx, resource["resource_type"], resource["resource_name"], ALTER_CONFIGS)
-        if refused is not None:
-            return {**base, "error_code": refused[0], "error_message": None}
+        if refused is not None:  # as Kafka's controller answers (ControllerApis.authorizeAlterResource)
+            return {**base, "error_code": refused[0], "error_message": refused[1]}
     if resource["resource_type"] != TOPIC_RESOURCE:
         return {**base, "error_code": ErrorCode.INVALID_REQUEST, "error_message": "Only topic configs can be altered."}
     if ctx.broker.topic(resource["resource_name"]) is None:

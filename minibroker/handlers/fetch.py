@@ -111,11 +111,20 @@ def read_partitions(ctx: RequestContext, body: dict[str, Any], denied: set[str])
     return responses, total, erred
 
 
+def fetch_refusals(ctx: RequestContext, body: dict[str, Any]) -> set[str]:
+    """KafkaApis.handleFetchRequest: a follower (replica_id >= 0) needs CLUSTER_ACTION on the cluster, else none of
+    its topics may be read; a consumer needs READ on each topic."""
+    names = {t["topic"] for t in body["topics"]}
+    if ctx.broker.authorizer is None or body["replica_id"] < 0:
+        return refused_topics(ctx, names, READ)
+    return set() if ctx.allowed(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME) else names
+
+
 @api(1, 4, 12)
 async def fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     deadline = time.monotonic() + max(body["max_wait_ms"], 0) / 1000
     keys = [(t["topic"], p["partition"]) for t in body["topics"] for p in t["partitions"]]
-    denied = refused_topics(ctx, {t["topic"] for t in body["topics"]}, READ)
+    denied = fetch_refusals(ctx, body)
     while True:
         responses, total, erred = read_partitions(ctx, body, denied)
         if total >= body["min_bytes"] or erred or not keys:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from minibroker.acl_operations import (
     CLUSTER,
@@ -65,16 +65,34 @@ def client_host(ctx: RequestContext) -> str:
     return "/" + ctx.peer.rpartition(":")[0]
 
 
+# APIs whose error answer (Kafka's getErrorResponse) is the error code alone: Heartbeat, LeaveGroup, SyncGroup,
+# OffsetDelete, ConsumerGroupHeartbeat. JoinGroup's adds an unknown member; the others mirror the request.
+ERROR_CODE_ONLY = frozenset((12, 13, 14, 47, 68))
+JOIN_GROUP = 11
+FIRST_JOIN_GROUP_WITH_NULL_PROTOCOL = 7
+
+
 def refusal(ctx: RequestContext, body: dict[str, Any], operation: int, resource_type: int, name: str) -> dict[str, Any] | None:
     """With the authorizer on and the operation denied: Kafka's whole-request error answer (GROUP_AUTHORIZATION_FAILED,
     or TRANSACTIONAL_ID_AUTHORIZATION_FAILED for a transactional id); else None."""
     if ctx.broker.authorizer is None or ctx.allowed(operation, resource_type, name):
         return None
+    if resource_type == TRANSACTIONAL_ID:
+        return denied_answer(ctx, body, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_DENIED)
+    return denied_answer(ctx, body, ErrorCode.GROUP_AUTHORIZATION_FAILED, GROUP_DENIED)
+
+
+def denied_answer(ctx: RequestContext, body: dict[str, Any], error: ErrorCode, message: str) -> dict[str, Any]:
+    """A whole request refused, answered as Kafka's getErrorResponse of its API answers (clients read these fields)."""
+    if ctx.api_key in ERROR_CODE_ONLY:
+        return {"error_code": error}
+    if ctx.api_key == JOIN_GROUP:
+        protocol = None if ctx.api_version >= FIRST_JOIN_GROUP_WITH_NULL_PROTOCOL else ""
+        return {"error_code": error, "generation_id": -1, "protocol_name": protocol, "leader": "", "member_id": "",
+                "members": []}
     from minibroker.protocol.error_responses import error_response
 
-    if resource_type == TRANSACTIONAL_ID:
-        return error_response(ctx.api_key, ctx.api_version, body, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_DENIED)
-    return error_response(ctx.api_key, ctx.api_version, body, ErrorCode.GROUP_AUTHORIZATION_FAILED, GROUP_DENIED)
+    return error_response(ctx.api_key, ctx.api_version, body, error, message)
 
 
 def refused_topics(ctx: RequestContext, names: set[str], operation: int) -> set[str]:
@@ -434,6 +452,16 @@ def owned_partitions(topics: list[dict[str, Any]] | None) -> dict[bytes, frozens
     return owned
 
 
+def topic_viewer(ctx: RequestContext) -> Callable[[str], bool] | None:
+    """Whether the principal may DESCRIBE a topic, for the topics its regular expression matches (no authorizer:
+    None); holds the principal and address, not the connection."""
+    authorizer = ctx.broker.authorizer
+    if authorizer is None:
+        return None
+    principal, host = ctx.principal, ctx.host
+    return lambda name: authorizer.authorize(principal, host, DESCRIBE, TOPIC, name)
+
+
 @api(68, 0, 1)
 async def consumer_group_heartbeat(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     from minibroker.groups.consumer_coordinator import HeartbeatRequest  # with the coordinator: on first use
@@ -441,7 +469,9 @@ async def consumer_group_heartbeat(ctx: RequestContext, body: dict[str, Any]) ->
     refused = refusal(ctx, body, READ, GROUP, body["group_id"])
     if refused is not None:
         return refused
-
+    names = set(body["subscribed_topic_names"] or ())
+    if names and refused_topics(ctx, names, DESCRIBE):  # Kafka 4.0 (KAFKA-18813): no subscribing to hidden topics
+        return {"error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
     request = HeartbeatRequest(
         group_id=body["group_id"],
         member_id=body["member_id"],
@@ -456,10 +486,22 @@ async def consumer_group_heartbeat(ctx: RequestContext, body: dict[str, Any]) ->
         client_id=ctx.client_id or "",
         client_host=client_host(ctx),
         api_version=ctx.api_version,
+        may_describe=topic_viewer(ctx),
     )
     response = coordinator(ctx).consumer_heartbeat(request)
     await ctx.broker.groups.flush()
     return response
+
+
+HIDDEN_TOPICS = "The group has described topic(s) that the client is not authorized to describe."
+
+
+def assigned_topics(described: dict[str, Any]) -> set[str]:
+    """The topics of a described group's members' assignments and target assignments (what KAFKA-18813 checks)."""
+    return {
+        topic["topic_name"] for member in described.get("members", ())
+        for assignment in (member["assignment"], member["target_assignment"]) for topic in assignment["topic_partitions"]
+    }
 
 
 @api(69, 0, 1)
@@ -468,9 +510,13 @@ async def consumer_group_describe(ctx: RequestContext, body: dict[str, Any]) -> 
     groups = []
     for group_id in body["group_ids"]:
         if ctx.broker.authorizer is not None and not ctx.allowed(DESCRIBE, GROUP, group_id):
-            groups.append({"group_id": group_id, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "error_message": GROUP_DENIED})
+            groups.append({"group_id": group_id, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "error_message": None})
             continue
         described = coordinator(ctx).consumer_describe(group_id)
+        if refused_topics(ctx, assigned_topics(described), DESCRIBE):
+            groups.append({"group_id": group_id, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                           "error_message": HIDDEN_TOPICS, "members": []})
+            continue
         described["authorized_operations"] = ctx.authorized_operations(GROUP, group_id) if include else NO_AUTHORIZED_OPERATIONS
         groups.append(described)
     return {"groups": groups}

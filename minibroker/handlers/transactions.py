@@ -313,7 +313,7 @@ async def describe_producers(ctx: RequestContext, body: dict[str, Any]) -> dict[
     topics = []
     for topic in body["topics"]:
         partitions = []
-        if ctx.broker.authorizer is not None and not ctx.allowed(DESCRIBE, TOPIC, topic["name"]):
+        if ctx.broker.authorizer is not None and not ctx.allowed(READ, TOPIC, topic["name"]):  # READ, not DESCRIBE
             partitions = [
                 {"partition_index": index, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "error_message": TOPIC_DENIED}
                 for index in topic["partition_indexes"]
