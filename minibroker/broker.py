@@ -46,6 +46,7 @@ from minibroker.tls import server_context
 
 if TYPE_CHECKING:
     from minibroker.acls.authorizer import Authorizer
+    from minibroker.acls.ssl_mapping import PrincipalMapper
     from minibroker.faults import Fault, Faults
     from minibroker.groups.service import GroupService
     from minibroker.sasl.session import SaslAuthority
@@ -90,6 +91,7 @@ class Broker:
         self.live_nodes = set(self.node_ids)
         self.placements = Placements(config.data_dir, self.node_ids)
         self._tls: ssl.SSLContext | None = None
+        self.ssl_principal_mapper: PrincipalMapper | None = None  # ssl.principal.mapping.rules, with SSL listeners
         self.sasl: SaslAuthority | None = None
         # With authorizer.class.name: the ACLs and the checks; None (the default) means every request is allowed, and
         # handlers test only this attribute, so authorization off costs nothing more.
@@ -337,6 +339,10 @@ class Broker:
         specs = parse_listeners(self.config)
         advertised = advertised_addresses(self.config)
         tls = self._tls = server_context(self.config) if any(spec.protocol.uses_tls for spec in specs) else None
+        if tls is not None:
+            from minibroker.acls.ssl_mapping import parse_rules  # TLS only
+
+            self.ssl_principal_mapper = parse_rules(self.config.ssl_principal_mapping_rules)
         if any(spec.protocol.uses_sasl for spec in specs):
             from minibroker.sasl.credentials import CredentialStore  # SASL only
             from minibroker.sasl.session import SaslAuthority

@@ -107,6 +107,12 @@ class BrokerConfig:
     ssl_client_auth: str = setting(
         "ssl.client.auth", "none", "Client certificates on SSL listeners: none, requested (checked if sent) or required."
     )
+    ssl_principal_mapping_rules: str = setting(
+        "ssl.principal.mapping.rules", "DEFAULT",
+        "Rules mapping a client certificate's subject to its principal's name, Kafka's syntax: RULE:pattern/replacement/ "
+        "(/L or /U: lower or upper case) and DEFAULT (the subject), comma-separated, the first that matches applies; "
+        "when none does, the connection is closed.",
+    )
     sasl_enabled_mechanisms: str = setting(
         "sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", "SASL mechanisms offered on SASL listeners."
     )

@@ -61,6 +61,20 @@ class KafkaConnection(asyncio.BufferedProtocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.broker.connections.add(self)
+        if self.listener.protocol.uses_tls and self.sasl is None:
+            self.name_certificate()
+
+    def name_certificate(self) -> None:
+        """On SSL the principal is known once the handshake is done; a certificate ``ssl.principal.mapping.rules``
+        cannot map closes the connection, as in Kafka (there at the first request: the principal cannot be built)."""
+        from minibroker.acls.principal import connection_principal
+        from minibroker.acls.ssl_mapping import MappingError
+
+        try:
+            self.principal = connection_principal(self)
+        except MappingError as exc:
+            log.error("closing %s: ssl.principal.mapping.rules cannot name its certificate: %s", self.peer, exc)
+            self.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.decoder.buffered and not self.closed_by_us:

@@ -46,7 +46,9 @@ def login(broker: BrokerProcess, user: str) -> RawConnection:
     return conn
 
 
-def grant(broker: BrokerProcess, user: str, resource_type: int, name: str, operation: int, pattern: int = LITERAL) -> None:
+def grant(
+    broker: BrokerProcess, user: str, resource_type: int, name: str, operation: int, pattern: int = LITERAL,
+) -> None:
     with login(broker, ADMIN) as conn:
         [result] = call(conn, CREATE_ACLS, 3, {"creations": [{
             "resource_type": resource_type, "resource_name": name, "resource_pattern_type": pattern,

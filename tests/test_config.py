@@ -38,6 +38,7 @@ def test_properties_file_environment_and_flags_in_that_order(tmp_path: Path) -> 
         ({"log.roll.hours": "0"}, "log.roll.hours"),
         ({"num.network.threads": "many"}, "num.network.threads"),
         ({"process.roles": "broker,observer"}, "process.roles"),
+        ({"ssl.principal.mapping.rules": "RULE:^CN=(.*)$/$1/L/U"}, "ssl.principal.mapping.rules: Invalid rule"),
     ],
 )
 def test_invalid_settings_are_named(settings: dict[str, str], fragment: str) -> None:

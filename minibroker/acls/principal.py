@@ -1,7 +1,7 @@
 """The principal Kafka's DefaultKafkaPrincipalBuilder gives a connection: ``User:ANONYMOUS`` on PLAINTEXT (and on SSL
 without a client certificate), ``User:NAME`` for a SASL login, and ``User:`` followed by the client certificate's
-subject on SSL, written as Java's X500Principal.getName() writes it (RFC 2253: the last RDN first, ``CN=client,O=Org``),
-which is what ACLs and ``super.users`` name (``ssl.principal.mapping.rules`` is not applied).
+subject on SSL, written as Java's X500Principal.getName() writes it (RFC 2253: the last RDN first, ``CN=client,O=Org``)
+and mapped by ``ssl.principal.mapping.rules``, which is what ACLs and ``super.users`` name.
 """
 
 from __future__ import annotations
@@ -21,14 +21,17 @@ SPECIAL = ',+"\\<>;'
 
 
 def connection_principal(connection: KafkaConnection) -> str:
-    """The connection's principal, once it is known (a SASL connection's before login is ANONYMOUS)."""
+    """The connection's principal, once it is known (a SASL connection's before login is ANONYMOUS); MappingError
+    when no ``ssl.principal.mapping.rules`` rule maps its certificate."""
     session = connection.sasl
     if session is not None:
         return f"User:{session.username}" if session.authenticated else ANONYMOUS
     if connection.listener.protocol.uses_tls and connection.transport is not None:
         certificate = connection.transport.get_extra_info("peercert")
         if certificate and certificate.get("subject"):
-            return "User:" + distinguished_name(certificate["subject"])
+            subject = distinguished_name(certificate["subject"])
+            mapper = connection.broker.ssl_principal_mapper
+            return "User:" + (mapper.name(subject) if mapper is not None else subject)
     return ANONYMOUS
 
 

@@ -1,6 +1,7 @@
 """The authorizer's settings, with Kafka's names so Kafka configurations carry over: ``authorizer.class.name``
 (Kafka's StandardAuthorizer, or the AclAuthorizer of Kafka before 4.0 that 3.x configurations name; empty: no
-authorizer), ``super.users`` (``User:alice;User:bob``) and ``allow.everyone.if.no.acl.found``."""
+authorizer), ``super.users`` (``User:alice;User:bob``), ``allow.everyone.if.no.acl.found``, and the
+``ssl.principal.mapping.rules`` that name certificate principals."""
 
 from __future__ import annotations
 
@@ -35,5 +36,8 @@ def parse_super_users(text: str) -> frozenset[str]:
 
 
 def check_authorizer_settings(config: BrokerConfig) -> None:
+    from minibroker.acls.ssl_mapping import parse_rules  # its regular expressions: only when settings are checked
+
     authorizer_enabled(config)
     parse_super_users(config.super_users)
+    parse_rules(config.ssl_principal_mapping_rules)
