@@ -10,8 +10,9 @@ starts.
 
 Each round produces ``--messages`` records of ``--size`` bytes to a new topic of each broker, in an order that rotates
 between rounds; the table gives the median msgs/s of each configuration and the median of the per-round ratios to
-"off". Small batches (``batch.size`` 16 KiB, Kafka's default) make many requests, each one checked. Last, the cost
-of one check in-process (WRITE on a topic, with each broker's ACLs), remembered and decided afresh.
+"off", with the middle half of those ratios (the spread between rounds). Small batches (``batch.size`` 16 KiB,
+Kafka's default) make many requests, each one checked. Last, the cost of one check in-process (WRITE on a topic,
+with each broker's ACLs), remembered and decided afresh.
 
     python benchmarks/authorization.py                    # 7 rounds of 200,000 x 100 B
     python benchmarks/authorization.py --rounds 3 --messages 50000
@@ -131,10 +132,12 @@ def main() -> int:
             for broker in brokers.values():
                 broker.stop()
     print(f"\n{args.rounds} rounds of {args.messages:,} x {args.size} B, batch.size 16 KiB, acks=all")
-    print(f"{'configuration':<16} {'median msgs/s':>14} {'median ratio to off':>20}")
+    print(f"{'configuration':<16} {'median msgs/s':>14} {'median ratio to off':>20} {'middle half of ratios':>22}")
     for name in names:
         ratios = [rate / off for rate, off in zip(rates[name], rates["off"])]
-        print(f"{name:<16} {statistics.median(rates[name]):>14,.0f} {statistics.median(ratios):>20.3f}")
+        low, _, high = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else (ratios[0],) * 3
+        print(f"{name:<16} {statistics.median(rates[name]):>14,.0f} {statistics.median(ratios):>20.3f} "
+              f"{f'{low:.3f}-{high:.3f}':>22}")
     for name, (authorizer, acls) in configs.items():
         if authorizer:
             remembered, decided = check_costs(acls)
