@@ -167,10 +167,30 @@ def encode_request(api_key: int, api_version: int, correlation_id: int, client_i
     return _SIZE.pack(len(w)) + w.getvalue()
 
 
-def encode_response(api_key: int, api_version: int, correlation_id: int, body: dict) -> list[bytes | bytearray | memoryview]:
+@dataclass(frozen=True, slots=True)
+class EncodedAnswer:
+    """A response body encoded once, sent as it is to every request that gets the same answer (ApiVersions);
+    ``body`` is what it encodes, for whoever needs to read or change an answer."""
+
+    body: dict[str, Any]
+    data: bytes
+
+    @classmethod
+    def of(cls, api_key: int, api_version: int, body: dict[str, Any]) -> EncodedAnswer:
+        w = Writer()
+        codec(RESPONSES[api_key], api_version).encode(w, body)
+        return cls(body, w.getvalue())
+
+
+def encode_response(
+    api_key: int, api_version: int, correlation_id: int, body: dict | EncodedAnswer,
+) -> list[bytes | bytearray | memoryview]:
     """Build a response frame as a list of buffers (size prefix, header, body parts)."""
     w = Writer()
     codec(RESPONSE_HEADER, response_header_version(api_key, api_version)).encode(w, {"correlation_id": correlation_id})
+    if isinstance(body, EncodedAnswer):
+        header = w.getvalue()
+        return [_SIZE.pack(len(header) + len(body.data)), header, body.data]
     codec(RESPONSES[api_key], api_version).encode(w, body)
     return [_SIZE.pack(len(w)), *w.getparts()]
 
