@@ -3,7 +3,8 @@
 Three figures, each printed:
 
 - a topic of ``--partitions`` partitions (10,000): how long the calls its page makes take (the topic list, the topic
-  with its first 100 partitions, the cluster), medians of 5;
+  with its first 100 partitions, the cluster), and the page itself in headless Chromium until its partitions show
+  (when chromium and chromedriver are installed), medians of 5;
 - a partition of ``--gigabytes`` (1 GB of 1 KB records): the records of its start, of its end and from a timestamp in
   its middle, one record in full, and the topic view, medians of 5;
 - a producer's throughput with and without the inspector's page open on its topic (a real headless Chromium when
@@ -60,21 +61,25 @@ def report(rows: list[tuple[str, float]]) -> None:
         print(f"  {name:<52} {ms:>9.1f} ms")
 
 
-def wide_topic(partitions: int) -> None:
+def wide_topic(partitions: int, browser: Browser | None) -> None:
     with Broker(control=True) as broker:
         started = time.perf_counter()
         broker.create_topic("wide", partitions)
         print(f"a topic of {partitions:,} partitions (created in {time.perf_counter() - started:.1f} s):")
         url = broker.control_url
-        report([
+        rows = [
             ("GET /v1/topics (the topic list)", median_ms(lambda: get(f"{url}/v1/topics?limit=100"))),
             ("GET /v1/topics/wide (first 100 partitions)", median_ms(lambda: get(f"{url}/v1/topics/wide"))),
             ("GET /v1/topics/wide?offset=9900 (a last page)", median_ms(lambda: get(f"{url}/v1/topics/wide?offset=9900"))),
             ("GET /v1/cluster", median_ms(lambda: get(f"{url}/v1/cluster"))),
-        ])
+        ]
+        if browser is not None:
+            rows.append(("the page /topics/wide, until its 100 partitions show", browser.open_ms(
+                f"{url}/topics/wide", "document.querySelectorAll('table.partitions tbody tr').length >= 100")))
+        report(rows)
 
 
-def big_partition(gigabytes: float) -> None:
+def big_partition(gigabytes: float, browser: Browser | None) -> None:
     count = int(gigabytes * 1e9 / RECORD_BYTES)
     with Broker(control=True) as broker:
         broker.create_topic("big", 1)
@@ -93,7 +98,45 @@ def big_partition(gigabytes: float) -> None:
                                                                                        "&max=50"))),
             ("GET one record in full (the middle)", median_ms(lambda: get(f"{records}/{count // 2}"))),
             ("GET /v1/topics/big", median_ms(lambda: get(f"{broker.control_url}/v1/topics/big"))),
-        ])
+        ] + ([] if browser is None else [
+            ("the page /topics/big/0, until its first records show", browser.open_ms(
+                f"{broker.control_url}/topics/big/0", "document.querySelectorAll('tr[data-offset]').length >= 50")),
+        ]))
+
+
+class Browser:
+    """Headless Chromium driven by chromedriver (the browser tests' small WebDriver client), to time page loads."""
+
+    def __init__(self) -> None:
+        from tests.webdriver import Session, start_chromedriver
+
+        self.log = tempfile.NamedTemporaryFile(prefix="chromedriver-", suffix=".log")
+        self.process, driver_url = start_chromedriver(Path(self.log.name))
+        self.session = Session(driver_url)
+
+    def open_ms(self, url: str, ready: str, runs: int = 5) -> float:
+        """Median time from asking for ``url`` until the script ``ready`` holds, over ``runs`` fresh loads."""
+        times = []
+        for _ in range(runs):
+            self.session.get("about:blank")
+            started = time.perf_counter()
+            self.session.get(url)
+            deadline = started + 30
+            while not self.session.execute(f"return {ready};"):
+                if time.perf_counter() > deadline:
+                    raise RuntimeError(f"{url}: not ready after 30 s ({ready})")
+                time.sleep(0.005)
+            times.append((time.perf_counter() - started) * 1000)
+        return statistics.median(times)
+
+    def close(self) -> None:
+        from tests.webdriver import stop_process_group
+
+        try:
+            self.session.close()
+        finally:
+            stop_process_group(self.process)
+            self.log.close()
 
 
 class PageOpen:
@@ -193,10 +236,16 @@ def main() -> int:
     parser.add_argument("--page", choices=("chromium", "poll"), default="chromium" if CHROMIUM.exists() else "poll",
                         help="open the page in headless Chromium (the default when installed) or make its calls")
     args = parser.parse_args()
-    if args.partitions:
-        wide_topic(args.partitions)
-    if args.gigabytes:
-        big_partition(args.gigabytes)
+    browser = Browser() if CHROMIUM.exists() and shutil.which("chromedriver") and (args.partitions or args.gigabytes) \
+        else None
+    try:
+        if args.partitions:
+            wide_topic(args.partitions, browser)
+        if args.gigabytes:
+            big_partition(args.gigabytes, browser)
+    finally:
+        if browser is not None:
+            browser.close()
     if args.rounds:
         producer_under_a_page(args.rounds, args.seconds, args.page == "chromium")
     return 0

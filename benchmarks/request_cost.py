@@ -58,9 +58,14 @@ class Client:
 
     def call(self, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
         self.correlation_id += 1
-        self.sock.sendall(encode_request(api_key, version, self.correlation_id, "bench", body))
+        return decode_response(api_key, version, self.exchange(
+            encode_request(api_key, version, self.correlation_id, "bench", body)))[1]
+
+    def exchange(self, frame: bytes) -> bytes:
+        """Send a whole request frame and read the answer frame (without its size): all a raw client does."""
+        self.sock.sendall(frame)
         (size,) = struct.unpack(">i", self._exactly(4))
-        return decode_response(api_key, version, self._exactly(size))[1]
+        return self._exactly(size)
 
     def _exactly(self, size: int) -> bytes:
         data = bytearray()
@@ -163,7 +168,8 @@ def join_group(client: Client) -> tuple[str, int]:
 
 def measure(client: Client, step: Step, requests: int, broker_pid: int | None) -> tuple[float, float, float]:
     """(round trip p50 us, p99 us, broker CPU us per request; NaN without a pid)."""
-    body = step.body()
+    frame = encode_request(step.api_key, step.version, 1, "bench", step.body())  # encoded once: only the broker works
+    error_free(step, client.exchange(frame))
     times: list[float] = []
     cpu_before = cpu_seconds(broker_pid) if broker_pid else 0.0
     untimed_cpu = 0.0
@@ -173,11 +179,30 @@ def measure(client: Client, step: Step, requests: int, broker_pid: int | None) -
             step.before()
             untimed_cpu += (cpu_seconds(broker_pid) - mark) if broker_pid else 0.0
         started = time.perf_counter()
-        client.call(step.api_key, step.version, body)
+        client.exchange(frame)
         times.append((time.perf_counter() - started) * 1e6)
     cpu = ((cpu_seconds(broker_pid) - cpu_before - untimed_cpu) / requests * 1e6) if broker_pid else float("nan")
     times.sort()
     return percentile(times, 0.5), percentile(times, 0.99), cpu
+
+
+def error_free(step: Step, answer: bytes) -> None:
+    """The step's answer carries no error code: the figures are of requests served, not refused."""
+    _, body = decode_response(step.api_key, step.version, answer)
+    codes = list(error_codes(body))
+    assert not any(codes), f"{step.name}: error codes {codes}"
+
+
+def error_codes(value: Any) -> Any:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key.endswith("error_code") and isinstance(item, int):
+                yield item
+            else:
+                yield from error_codes(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from error_codes(item)
 
 
 def table(requests: int) -> None:

@@ -35,6 +35,7 @@ from minibroker.listeners import (
 from minibroker.producer_ids import FILE_NAME as PRODUCER_ID_FILE
 from minibroker.producer_ids import ProducerIdAllocator
 from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.frames import EncodedAnswer
 from minibroker.protocol.group_records import partition_for
 from minibroker.server import KafkaConnection, start_server
 from minibroker.storage.errors import InvalidConfigError, InvalidTopicError, TopicExistsError
@@ -113,6 +114,7 @@ class Broker:
         # producer ids never go back; ACLs are not the topics' state
         self.snapshots = SnapshotStore(keep=(PRODUCER_ID_FILE, ACL_FILE))
         self.request_counts: Counter[int] = Counter()  # requests served by API key, for the inspector's rates
+        self.api_versions_answers: dict[int, EncodedAnswer] = {}  # by version: the same answer for every request
         self.started_at = time.monotonic()
 
     # lifecycle

@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING, Any
 from minibroker.context import RequestContext
 from minibroker.handlers.registry import Handler, UnreadableRequest
 from minibroker.protocol.errors import ErrorCode
-from minibroker.protocol.frames import API_VERSIONS_KEY, decode_request_body, encode_response, parse_request_header
+from minibroker.protocol.frames import (
+    API_VERSIONS_KEY,
+    EncodedAnswer,
+    decode_request_body,
+    encode_response,
+    parse_request_header,
+)
 from minibroker.protocol.primitives import ProtocolError
 from minibroker.sasl.mechanism import AuthenticationFailed
 
@@ -117,16 +123,21 @@ async def dispatch(broker: Broker, frame: memoryview, peer: str, connection: Kaf
             outcome = "no answer"
             return None
         if fault is not None and fault.action == "throttle":
-            response["throttle_time_ms"] = fault.throttle_ms
+            response = {**answer_body(response), "throttle_time_ms": fault.throttle_ms}
         outcome = "answered"
         return encode_response(header.api_key, header.api_version, header.correlation_id, response)
     finally:
         if broker.transcript is not None:
             broker.transcript.note(
                 header.api_key, header.api_version, header.correlation_id, header.client_id, peer, ctx.node_id,
-                body, response, broker.clock(), (time.perf_counter() - started) * 1000,
+                body, None if response is None else answer_body(response), broker.clock(),
+                (time.perf_counter() - started) * 1000,
                 None if fault is None else fault.id, outcome,
             )
+
+
+def answer_body(response: dict[str, Any] | EncodedAnswer) -> dict[str, Any]:
+    return response.body if isinstance(response, EncodedAnswer) else response
 
 
 async def apply_fault(fault: Fault, ctx: RequestContext, body: dict[str, Any], peer: str) -> dict[str, Any] | None:

@@ -17,6 +17,7 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from minibroker.dispatch import Disconnect, dispatch
+from minibroker.eager import start_eagerly
 from minibroker.protocol.frames import FrameReader, FrameTooLarge
 from minibroker.protocol.primitives import FileRegion
 
@@ -126,7 +127,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.queue.extend(frames)
         self.update_reading()
         if self.worker is None or self.worker.done():
-            self.worker = asyncio.get_running_loop().create_task(self.serve_queue())
+            try:  # answered right here unless a request has to wait (minibroker.eager)
+                self.worker = start_eagerly(asyncio.get_running_loop(), self.serve_queue())
+            except Exception:
+                log.exception("closing %s: serving its requests failed", self.peer)
+                self.close()
 
     async def serve_queue(self) -> None:
         while self.queue:

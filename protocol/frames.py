@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from .messages import REQUEST_HEADER, REQUESTS, RESPONSE_HEADER, RESPONSES
@@ -19,6 +20,8 @@ from .schema import codec, in_range, is_flexible
 
 API_VERSIONS_KEY = 18
 _SIZE = struct.Struct(">i")
+_CORRELATION_ID = struct.Struct(">i")
+_REQUEST_HEADER_FIXED = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
 
 
 class FrameTooLarge(ProtocolError):
@@ -121,11 +124,20 @@ class RequestHeader:
     tagged: dict[str, Any] = field(default_factory=dict)
 
 
+@cache
 def request_header_version(api_key: int, api_version: int) -> int:
     message = REQUESTS.get(api_key)
     return 2 if message is not None and is_flexible(message, api_version) else 1
 
 
+@cache
+def _header_has_tagged_fields(api_key: int, api_version: int) -> bool:
+    """A request of a known API at a version we can read carries header v2: its tagged fields precede the body."""
+    message = REQUESTS.get(api_key)
+    return message is not None and in_range(api_version, message.valid) and is_flexible(message, api_version)
+
+
+@cache
 def response_header_version(api_key: int, api_version: int) -> int:
     """ApiVersions answers with header v0 at every version, so old clients can read a fallback answer."""
     if api_key == API_VERSIONS_KEY:
@@ -136,16 +148,29 @@ def response_header_version(api_key: int, api_version: int) -> int:
 
 def parse_request_header(frame: memoryview) -> RequestHeader:
     """Read the header; for a known API and version also its tagged fields, so the body can follow."""
-    r = Reader(frame)
-    api_key, api_version, correlation_id = r.int16(), r.int16(), r.int32()
-    client_id = r.nullable_string()
-    header = RequestHeader(api_key, api_version, correlation_id, client_id, r.pos)
-    message = REQUESTS.get(api_key)
-    if message is not None and in_range(api_version, message.valid) and is_flexible(message, api_version):
-        for _ in range(r.uvarint()):
-            r.uvarint()
-            r.raw(r.uvarint())
-        header.body_offset = r.pos
+    if len(frame) < _REQUEST_HEADER_FIXED.size:
+        raise ProtocolError(f"a request header of {len(frame)} bytes")
+    api_key, api_version, correlation_id, length = _REQUEST_HEADER_FIXED.unpack_from(frame)
+    position = _REQUEST_HEADER_FIXED.size
+    client_id = None
+    if length >= 0:
+        if position + length > len(frame):
+            raise ProtocolError(f"a client id of {length} bytes overruns the request header")
+        try:
+            client_id = str(frame[position:position + length], "utf-8")
+        except UnicodeDecodeError as exc:
+            raise ProtocolError(f"invalid UTF-8 string: {exc}") from None
+        position += length
+    header = RequestHeader(api_key, api_version, correlation_id, client_id, position)
+    if _header_has_tagged_fields(api_key, api_version):
+        if position < len(frame) and frame[position] == 0:  # no tagged fields, as clients send it
+            header.body_offset = position + 1
+        else:
+            r = Reader(frame, position)
+            for _ in range(r.uvarint()):
+                r.uvarint()
+                r.raw(r.uvarint())
+            header.body_offset = r.pos
     return header
 
 
@@ -167,12 +192,33 @@ def encode_request(api_key: int, api_version: int, correlation_id: int, client_i
     return _SIZE.pack(len(w)) + w.getvalue()
 
 
-def encode_response(api_key: int, api_version: int, correlation_id: int, body: dict) -> list[bytes | bytearray | memoryview]:
+@dataclass(frozen=True, slots=True)
+class EncodedAnswer:
+    """A response body encoded once, sent as it is to every request that gets the same answer (ApiVersions);
+    ``body`` is what it encodes, for whoever needs to read or change an answer."""
+
+    body: dict[str, Any]
+    data: bytes
+
+    @classmethod
+    def of(cls, api_key: int, api_version: int, body: dict[str, Any]) -> EncodedAnswer:
+        w = Writer()
+        codec(RESPONSES[api_key], api_version).encode(w, body)
+        return cls(body, w.getvalue())
+
+
+def encode_response(
+    api_key: int, api_version: int, correlation_id: int, body: dict | EncodedAnswer,
+) -> list[bytes | bytearray | memoryview]:
     """Build a response frame as a list of buffers (size prefix, header, body parts)."""
+    header = _CORRELATION_ID.pack(correlation_id)
+    if response_header_version(api_key, api_version) == 1:
+        header += b"\x00"  # no tagged fields
+    if isinstance(body, EncodedAnswer):
+        return [_SIZE.pack(len(header) + len(body.data)), header, body.data]
     w = Writer()
-    codec(RESPONSE_HEADER, response_header_version(api_key, api_version)).encode(w, {"correlation_id": correlation_id})
     codec(RESPONSES[api_key], api_version).encode(w, body)
-    return [_SIZE.pack(len(w)), *w.getparts()]
+    return [_SIZE.pack(len(header) + len(w)), header, *w.getparts()]
 
 
 def decode_response(api_key: int, api_version: int, frame: bytes | memoryview) -> tuple[int, dict]:

@@ -146,3 +146,27 @@ def test_all_messages_build_codecs_for_every_version() -> None:
             w = Writer()
             codec(message, version).encode(w, {})
             assert isinstance(codec(message, version).decode(Reader(w.getvalue())), dict)
+
+
+@pytest.mark.parametrize("client_id, tags", [
+    ("c", b"\x00"),  # the usual header v2: no tagged fields
+    (None, b"\x00"),  # a null client id
+    ("\u00e9t\u00e9", b"\x01\x07\x02ab"),  # a tagged field the broker does not know, skipped
+])
+def test_request_headers_v2_are_read_with_their_tagged_fields(client_id: str | None, tags: bytes) -> None:
+    name = b"\xff\xff" if client_id is None else struct.pack(">h", len(client_id.encode())) + client_id.encode()
+    body = b"BODY"
+    frame = memoryview(struct.pack(">hhi", 3, 12, 7) + name + tags + body)
+    header = frames.parse_request_header(frame)
+    assert (header.api_key, header.api_version, header.correlation_id, header.client_id) == (3, 12, 7, client_id)
+    assert bytes(frame[header.body_offset:]) == body
+
+
+@pytest.mark.parametrize("frame, problem", [
+    (b"\x00\x03\x00\x0c\x00\x00", "a request header of 6 bytes"),
+    (b"\x00\x03\x00\x0c\x00\x00\x00\x07\x00\x09ab", "overruns the request header"),
+    (b"\x00\x03\x00\x0c\x00\x00\x00\x07\x00\x02\xff\xfe", "invalid UTF-8"),
+])
+def test_malformed_request_headers_are_protocol_errors(frame: bytes, problem: str) -> None:
+    with pytest.raises(ProtocolError, match=problem):
+        frames.parse_request_header(memoryview(frame))

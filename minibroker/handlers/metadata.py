@@ -10,6 +10,7 @@ from minibroker.context import RequestContext
 from minibroker.handlers.registry import api
 from minibroker.internal_topics import InternalTopic
 from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.frames import API_VERSIONS_KEY, EncodedAnswer
 from minibroker.replicas import replication_problem
 from minibroker.storage.errors import StorageError
 from minibroker.storage.log_manager import TopicInfo
@@ -19,13 +20,19 @@ log = logging.getLogger(__name__)
 
 
 @api(18, 0, 4)
-async def api_versions(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
-    """The broker's API table (with kafka.version, capped at that release's): what it advertises is what it serves."""
-    keys = [
-        {"api_key": h.api_key, "min_version": h.min_version, "max_version": h.max_version}
-        for h in sorted(ctx.broker.apis.values(), key=lambda h: h.api_key)
-    ]
-    return {"error_code": ErrorCode.NONE, "api_keys": keys}
+async def api_versions(ctx: RequestContext, body: dict[str, Any]) -> EncodedAnswer:
+    """The broker's API table (with kafka.version, capped at that release's): what it advertises is what it serves.
+    The same for every request of a version, so encoded once per version."""
+    answers = ctx.broker.api_versions_answers
+    answer = answers.get(ctx.api_version)
+    if answer is None:
+        keys = [
+            {"api_key": h.api_key, "min_version": h.min_version, "max_version": h.max_version}
+            for h in sorted(ctx.broker.apis.values(), key=lambda h: h.api_key)
+        ]
+        answer = answers[ctx.api_version] = EncodedAnswer.of(
+            API_VERSIONS_KEY, ctx.api_version, {"error_code": ErrorCode.NONE, "api_keys": keys})
+    return answer
 
 
 def broker_entries(ctx: RequestContext) -> list[dict[str, Any]]:
