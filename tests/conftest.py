@@ -12,6 +12,7 @@ import pytest
 
 from tests.asyncutil import quiet_event_loop
 from tests.brokerproc import BrokerProcess
+from tests.tlsutil import TlsFiles, make_tls_files
 
 SUMMARY_LINES = pytest.StashKey[list[str]]()
 # Apache Kafka's message JSON: CI has it at ../shared beside the checkout; MINIBROKER_SPEC_DIR points elsewhere.
@@ -26,6 +27,12 @@ needs_kafka_spec = pytest.mark.skipif(
 def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> dict[str, Callable[[], asyncio.AbstractEventLoop]]:
     """pytest-asyncio's hook: every async test's loop logs unretrieved client errors quietly."""
     return {"quiet": quiet_event_loop}
+
+
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
+    """A test CA with server and client certificates, for the module's TLS brokers and clients."""
+    return make_tls_files(tmp_path_factory.mktemp("tls"))
 
 
 @pytest.fixture(scope="session")

@@ -39,7 +39,7 @@ from minibroker.testing import Broker
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import RawConnection
 from tests.test_security import call, raw_login
-from tests.tlsutil import TlsFiles, make_tls_files
+from tests.tlsutil import TlsFiles
 
 ADMIN, ADMIN_PASSWORD = "admin", "Admin-pw-3k9"
 ALICE, ALICE_PASSWORD = "alice", "Alice-pw-7f3k"
@@ -50,11 +50,6 @@ DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
 TIMEOUT_S = 15
 TOPIC_AUTHORIZATION_FAILED, GROUP_AUTHORIZATION_FAILED = 29, 30
 CLUSTER_AUTHORIZATION_FAILED, INVALID_REQUEST, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, SECURITY_DISABLED = 31, 42, 53, 54
-
-
-@pytest.fixture(scope="module")
-def tls(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
-    return make_tls_files(tmp_path_factory.mktemp("tls"))
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,7 @@ from tests.clientutil import (
 )
 from tests.test_clients_kafka_python import consume as kafka_python_consume
 from tests.test_clients_kafka_python import produce as kafka_python_produce
-from tests.tlsutil import TlsFiles, make_tls_files
+from tests.tlsutil import TlsFiles
 
 ALICE, ALICE_PASSWORD = "alice", "Alice-pw-7f3k"
 BOB, BOB_PASSWORD = "bob", "Bob:pw-9q2z"
@@ -41,11 +41,6 @@ ADVERTISED_EXTERNAL = ("broker.example", 29092)
 SASL_HANDSHAKE, API_VERSIONS, METADATA, SASL_AUTHENTICATE, DESCRIBE_CONFIGS = 17, 18, 3, 36, 32
 UNSUPPORTED_SASL_MECHANISM, ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED = 33, 34, 58
 MESSAGES = 30
-
-
-@pytest.fixture(scope="module")
-def tls(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
-    return make_tls_files(tmp_path_factory.mktemp("tls"))
 
 
 @pytest.fixture(scope="module")
