@@ -169,6 +169,8 @@ def join_group(client: Client) -> tuple[str, int]:
 def measure(client: Client, step: Step, requests: int, broker_pid: int | None) -> tuple[float, float, float]:
     """(round trip p50 us, p99 us, broker CPU us per request; NaN without a pid)."""
     frame = encode_request(step.api_key, step.version, 1, "bench", step.body())  # encoded once: only the broker works
+    if step.before is not None:
+        step.before()
     error_free(step, client.exchange(frame))
     times: list[float] = []
     cpu_before = cpu_seconds(broker_pid) if broker_pid else 0.0
