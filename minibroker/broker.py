@@ -37,12 +37,13 @@ from minibroker.producer_ids import ProducerIdAllocator
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import EncodedAnswer
 from minibroker.protocol.group_records import partition_for
+from minibroker.replicas import replication_problem
 from minibroker.server import KafkaConnection, start_server
 from minibroker.storage.errors import InvalidConfigError, InvalidTopicError, TopicExistsError
 from minibroker.storage.log_manager import LogManager, NewTopic, TopicInfo, validate_topic_name
 from minibroker.storage.partition_log import PartitionLog
 from minibroker.storage.snapshots import SnapshotInfo, SnapshotStore
-from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, INTERNAL_TOPICS, TRANSACTION_STATE_TOPIC
 from minibroker.tls import server_context
 
 if TYPE_CHECKING:
@@ -57,7 +58,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-INTERNAL_TOPICS = (CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC)
 CHECKPOINT_INTERVAL_S = 30.0
 FLUSH_CHECK_INTERVAL_S = 1.0
 SHUTDOWN_GRACE_S = 5.0  # longest wait for in-flight requests and unsent answers when stopping
@@ -259,8 +259,7 @@ class Broker:
     async def snapshot(self, name: str) -> SnapshotInfo:
         """Save every topic, group and transaction as snapshot ``name`` (POST /v1/snapshots), for ``restore``.
         Faults, the transcript and the clock are the test's, not the broker's state: they are not saved."""
-        if self._creating:
-            await asyncio.wait(list(self._creating.values()), timeout=SHUTDOWN_GRACE_S)
+        await self._creations_landed()
         info = self.snapshots.save(name, self.config.data_dir, self.logs.checkpoint_files(complete=True))
         log.info("snapshot %s: %d file(s), %d bytes", name, info.files, info.bytes)
         return info
@@ -280,11 +279,15 @@ class Broker:
         log.info("restored snapshot %s: %d topic(s)", name, len(self.logs.topics))
         return info
 
+    async def _creations_landed(self) -> None:
+        """Wait (up to SHUTDOWN_GRACE_S) for topics whose partitions are being made in an executor thread."""
+        if self._creating:
+            await asyncio.wait(list(self._creating.values()), timeout=SHUTDOWN_GRACE_S)
+
     async def _drop_served_state(self) -> None:
         """Before the topics go or are replaced: creations finish, the coordinators resign and stop, long polls
         answer now."""
-        if self._creating:
-            await asyncio.wait(list(self._creating.values()), timeout=SHUTDOWN_GRACE_S)
+        await self._creations_landed()
         for service in (self._groups, self._transactions):
             if service is not None:
                 service.ownership.resign_all()
@@ -543,8 +546,7 @@ class Broker:
         if self._transactions is not None:
             self._transactions.stop()
         await self._finish_requests()
-        if self._creating:  # partitions being made in a thread: let them land before the logs close
-            await asyncio.wait(list(self._creating.values()), timeout=SHUTDOWN_GRACE_S)
+        await self._creations_landed()  # partitions being made in a thread land before the logs close
         for server in self._servers:
             await server.wait_closed()
         self._servers = []
@@ -640,6 +642,9 @@ class Broker:
             return ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
         if num_partitions < 1:
             return ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0."
+        problem = None if replicas is not None else replication_problem(replication_factor, len(self.live_nodes))
+        if problem is not None:
+            return ErrorCode.INVALID_REPLICATION_FACTOR, problem
         try:
             self.logs.default_config.with_overrides(overrides)
         except InvalidConfigError as exc:

@@ -112,7 +112,8 @@ def nodes_view(broker: Broker) -> list[dict[str, Any]]:
             "id": node,
             "running": node in broker.live_nodes,
             "listeners": [
-                {"name": lis.name, "address": "%s:%d" % lis.advertised} for lis in broker.listeners if lis.node_id == node
+                {"name": lis.name, "address": "%s:%d" % lis.advertised, "security_protocol": lis.protocol.name}
+                for lis in broker.listeners if lis.node_id == node
             ],
         }
         for node in broker.node_ids

@@ -43,16 +43,11 @@ async def topic(broker: Broker, request: HttpRequest, params: list[str]) -> Answ
 @route("POST", "/v1/topics")
 async def create_topic(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
     """``{"name", "partitions", "replication_factor", "config": {...}}``: as CreateTopics, errors named as Kafka's."""
-    from minibroker.replicas import replication_problem
-
     body = request.json()
     name = field(body, "name", str)
     partitions = field(body, "partitions", int, default=1)
     factor = field(body, "replication_factor", int, default=1)
     config = {key: str(value) for key, value in field(body, "config", dict, default={}).items()}
-    problem = replication_problem(factor, len(broker.live_nodes))
-    if problem is not None:
-        raise HttpError(400, f"INVALID_REPLICATION_FACTOR: {problem}")
     error, message = await broker.create_topic(name, partitions, config, replication_factor=factor)
     if error:
         raise HttpError(409 if error.name == "TOPIC_ALREADY_EXISTS" else 400, f"{error.name}: {message}")
@@ -61,7 +56,7 @@ async def create_topic(broker: Broker, request: HttpRequest, params: list[str]) 
 
 @route("DELETE", "/v1/topics/{name}")
 async def delete_topic(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
-    from minibroker.inspect_views import INTERNAL_TOPICS
+    from minibroker.storage.topic_names import INTERNAL_TOPICS
 
     name = params[0]
     if broker.topic(name) is None:

@@ -12,19 +12,19 @@ from typing import TYPE_CHECKING, Any
 from minibroker import __version__
 from minibroker.cluster import NO_LEADER
 from minibroker.config import SETTING_FIELDS, is_secret
+from minibroker.control_api import nodes_view
 from minibroker.dump import batch_fields, json_ready
 from minibroker.internal_topics import read_batches
 from minibroker.observe import mark_aborted, partition_log, shown_record
 from minibroker.protocol.messages import REQUESTS
 from minibroker.protocol.records import decode_batch, iter_records
-from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from minibroker.storage.topic_names import INTERNAL_TOPICS
 from minibroker.storage.uuid import uuid_to_str
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
     from minibroker.storage.log_manager import TopicInfo
 
-INTERNAL_TOPICS = (CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC)
 PAGE = 100
 MAX_PAGE = 1000
 EXPORT_MAX_RECORDS = 100_000
@@ -43,16 +43,7 @@ def cluster_view(broker: Broker) -> dict[str, Any]:
         "uptime_ms": int((time.monotonic() - broker.started_at) * 1000),
         "read_only": broker.config.control_read_only,
         "clock": {"now_ms": broker.clock(), "virtual": isinstance(broker.clock, VirtualClock)},
-        "nodes": [
-            {
-                "id": node, "running": node in broker.live_nodes,
-                "listeners": [
-                    {"name": lis.name, "address": "%s:%d" % lis.advertised, "security_protocol": lis.protocol.name}
-                    for lis in broker.listeners if lis.node_id == node
-                ],
-            }
-            for node in broker.node_ids
-        ],
+        "nodes": nodes_view(broker),
         "settings": given_settings(broker),
         "requests": request_counts(broker),
         "counts": {

@@ -190,14 +190,9 @@ class Broker:
 
     async def acreate_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
                             config: Mapping[str, Any] | None = None) -> None:
-        from minibroker.replicas import replication_problem
-
-        core = self._running_core()
-        problem = replication_problem(replication_factor, len(core.live_nodes))
-        if problem is not None:
-            raise ValueError(f"topic {name!r}: INVALID_REPLICATION_FACTOR: {problem}")
         overrides = {key: _as_text(value) for key, value in (config or {}).items()}
-        error, message = await core.create_topic(name, partitions, overrides, replication_factor=replication_factor)
+        error, message = await self._running_core().create_topic(name, partitions, overrides,
+                                                                  replication_factor=replication_factor)
         if error:
             raise ValueError(f"topic {name!r}: {error.name}: {message}")
 

@@ -11,7 +11,6 @@ from minibroker.handlers.registry import api
 from minibroker.internal_topics import InternalTopic
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import API_VERSIONS_KEY, EncodedAnswer
-from minibroker.replicas import replication_problem
 from minibroker.storage.errors import StorageError
 from minibroker.storage.log_manager import TopicInfo
 from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, is_internal
@@ -88,11 +87,10 @@ async def auto_create(ctx: RequestContext, name: str) -> ErrorCode:
     internal = internal_topic(ctx, name)
     if internal is None:
         factor = ctx.broker.config.default_replication_factor
-        problem = replication_problem(factor, len(ctx.broker.live_nodes))
-        if problem is not None:
-            log.info("topic %s not created: %s (default.replication.factor)", name, problem)
-            return ErrorCode.INVALID_REPLICATION_FACTOR
-        error, _ = await ctx.broker.create_topic(name, ctx.broker.config.num_partitions, {}, replication_factor=factor)
+        error, message = await ctx.broker.create_topic(name, ctx.broker.config.num_partitions, {},
+                                                       replication_factor=factor)
+        if error == ErrorCode.INVALID_REPLICATION_FACTOR:
+            log.info("topic %s not created: %s (default.replication.factor)", name, message)
         return ErrorCode.LEADER_NOT_AVAILABLE if error == ErrorCode.TOPIC_ALREADY_EXISTS else error  # being created
     try:
         await internal.create()
