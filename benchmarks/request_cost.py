@@ -6,8 +6,14 @@ time on one connection, by a raw client built on the project's codecs (no client
 Metadata, Produce of one small batch, Fetch that finds data, FindCoordinator, OffsetCommit, Heartbeat of a joined
 member, AddPartitionsToTxn of a partition already in the transaction, and a whole transaction step
 (AddPartitionsToTxn then EndTxn, with EndTxn's round trip on its own). The broker's CPU per request is the process's
-user+system time over the run divided by the requests (/proc/PID/stat, 10 ms ticks: thousands of requests keep it
-within a few percent). Round trips are medians and 99th percentiles.
+run time over the run divided by the requests (the scheduler's nanosecond figure of each thread, where the kernel
+keeps it; else 10 ms ticks of /proc/PID/stat, which thousands of requests keep within a few percent). Round trips are medians and 99th percentiles.
+
+``--instructions`` counts instead the machine instructions the broker process executes per request, under valgrind's
+callgrind (counters zeroed before and dumped after each step's requests; a step with an untimed preparation is counted with
+it: EndTxn with the AddPartitionsToTxn that opens its transaction, a transaction's whole coordinator work). Unlike times, the count is the same on a busy machine as on a quiet one, to a fraction of a
+percent, so one run before a change and one after tell what it saved. The broker runs about 50 times slower
+under valgrind: a few hundred requests of each kind are enough.
 
 ``--profile`` then runs the same requests against an in-process broker with cProfile (measuring the thread's CPU time,
 so waiting in epoll counts for nothing) on the broker's event loop thread and sorts the time of every function into a
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import inspect
 import pstats
 import shutil
 import socket
@@ -38,6 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from minibroker.protocol.frames import decode_response, encode_request  # noqa: E402
+from minibroker.protocol.primitives import Writer  # noqa: E402
 from minibroker.protocol.records import RecordInput, build_batch  # noqa: E402
 
 from benchmarks.common import cpu_seconds, free_port, percentile, wait_for_api_versions  # noqa: E402
@@ -89,6 +97,8 @@ class Step:
     version: int
     body: Callable[[], dict[str, Any]]
     before: Callable[[], None] | None = None
+    before_each: bool = True  # the preparation is needed before every request, not only the first
+    with_before: str = ""  # the step's name when counted together with its preparation (--instructions)
 
 
 def produce_body() -> dict[str, Any]:
@@ -139,9 +149,10 @@ def prepare(client: Client) -> list[Step]:
                 "committed_metadata": ""}]}]}),
         Step("Heartbeat v4", 12, 4, lambda: {"group_id": GROUP, "generation_id": generation, "member_id": member_id,
                                              "group_instance_id": None}),
-        Step("AddPartitionsToTxn v3 (already added)", 24, 3, lambda: add_partitions, before=add),
+        Step("AddPartitionsToTxn v3 (already added)", 24, 3, lambda: add_partitions, before=add, before_each=False),
         Step("EndTxn v3 (commit, after AddPartitionsToTxn)", 26, 3,
-             lambda: {**producer, "committed": True}, before=add),
+             lambda: {**producer, "committed": True}, before=add,
+             with_before="AddPartitionsToTxn v3 + EndTxn v3 (commit)"),
     ]
 
 
@@ -176,7 +187,7 @@ def measure(client: Client, step: Step, requests: int, broker_pid: int | None) -
     cpu_before = cpu_seconds(broker_pid) if broker_pid else 0.0
     untimed_cpu = 0.0
     for _ in range(requests):
-        if step.before is not None:
+        if step.before is not None and step.before_each:
             mark = cpu_seconds(broker_pid) if broker_pid else 0.0
             step.before()
             untimed_cpu += (cpu_seconds(broker_pid) - mark) if broker_pid else 0.0
@@ -205,6 +216,68 @@ def error_codes(value: Any) -> Any:
     elif isinstance(value, list):
         for item in value:
             yield from error_codes(item)
+
+
+def instructions(requests: int) -> None:
+    """The instruction count per request of each step, by a broker process run under callgrind."""
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        print("--instructions needs valgrind and callgrind_control (Debian: apt-get install valgrind)")
+        return
+    port = free_port()
+    data_dir = tempfile.mkdtemp(prefix="request-cost-")
+    dumps = Path(tempfile.mkdtemp(prefix="request-cost-callgrind-"))
+    settings = [arg for setting in BROKER_SETTINGS for arg in ("-c", setting)]
+    broker = subprocess.Popen(
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={dumps}/callgrind.%p",
+         sys.executable, "-m", "minibroker", "--port", str(port), "--data-dir", data_dir, *settings],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_api_versions(f"127.0.0.1:{port}", time.perf_counter(), broker)
+        client = Client(f"127.0.0.1:{port}")
+        try:
+            steps = prepare(client)
+            print(f"\ninstructions the broker process executes per request (callgrind, {requests:,} requests of each)")
+            for step in steps:
+                frame = encode_request(step.api_key, step.version, 1, "bench", step.body())
+
+                if step.before is not None:
+                    step.before()
+                error_free(step, client.exchange(frame))  # codecs built, caches warm: every counted request alike
+                each = step.before if step.before is not None and step.before_each else None
+
+                def send_all(frame: bytes = frame, each: Callable[[], None] | None = each) -> None:
+                    for _ in range(requests):
+                        if each is not None:
+                            each()
+                        client.exchange(frame)
+
+                count = counted_instructions(broker.pid, dumps, send_all)
+                name = step.name if each is None else step.with_before
+                print(f"{name:<46} {count / requests / 1000:>9.1f} k")
+        finally:
+            client.close()
+    finally:
+        broker.terminate()
+        broker.wait(60)
+        shutil.rmtree(data_dir, ignore_errors=True)
+        shutil.rmtree(dumps, ignore_errors=True)
+
+
+def counted_instructions(pid: int, dumps: Path, work: Callable[[], Any]) -> int:
+    """Instructions ``pid`` (run by callgrind) executes while ``work`` runs: counters zeroed, then dumped."""
+    subprocess.run(["callgrind_control", "--zero", str(pid)], check=True, capture_output=True)
+    work()
+    before = set(dumps.iterdir())
+    subprocess.run(["callgrind_control", "--dump", str(pid)], check=True, capture_output=True)
+    for _ in range(200):  # the dump is written by the broker's own thread, just after the command returns
+        written = [path for path in set(dumps.iterdir()) - before if path.stat().st_size]
+        if written:
+            for line in written[0].read_text().splitlines():
+                if line.startswith(("summary:", "totals:")):
+                    return int(line.split()[1])
+        time.sleep(0.05)
+    raise RuntimeError("callgrind wrote no dump")
 
 
 def table(requests: int) -> None:
@@ -243,7 +316,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("dispatch", ("minibroker/dispatch.py", "minibroker/server.py")),
     ("event loop", ("asyncio/", "selectors.py", "select.epoll", "_contextvars", "get_running_loop")),
 )
-READER_WRITER_SPLIT = 222  # protocol/primitives.py: Reader's methods above this line, Writer's from it
+READER_WRITER_SPLIT = inspect.getsourcelines(Writer)[1]  # protocol/primitives.py: Reader's methods come before
 
 
 def label_of(filename: str, line: int, name: str) -> str:
@@ -309,7 +382,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=3000, help="requests of each kind")
     parser.add_argument("--profile", action="store_true", help="also profile an in-process broker")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instructions per request under valgrind instead (use --requests 300)")
     args = parser.parse_args()
+    if args.instructions:
+        instructions(args.requests)
+        return 0
     table(args.requests)
     if args.profile:
         profile(min(args.requests, 1000))

@@ -64,6 +64,12 @@ SHUTDOWN_GRACE_S = 5.0  # longest wait for in-flight requests and unsent answers
 IDLE_SWEEP_MAX_INTERVAL_S = 5.0
 FREE_PORT_RANGE_ATTEMPTS = 20
 
+
+def _end_wait(waiter: asyncio.Future) -> None:
+    """A Fetch's wait for data timed out (None: woken by no partition)."""
+    if not waiter.done():
+        waiter.set_result(None)
+
 PartitionKey = tuple[str, int]
 
 
@@ -709,17 +715,21 @@ class Broker:
                     waiter.set_result(key)
 
     async def wait_for_append(self, keys: list[PartitionKey], timeout_s: float) -> bool:
-        """Wait until one of ``keys`` gets new data or the timeout passes; True if woken by data."""
+        """Wait until one of ``keys`` gets new data or the timeout passes; True if woken by data.
+
+        The Fetch awaits the waiter itself and a timer ends the wait (asyncio.wait_for would put two more turns of
+        the event loop between an append and the answer)."""
         if timeout_s <= 0:
             return False
-        waiter = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
+        timer = loop.call_later(timeout_s, _end_wait, waiter)
         for key in keys:
             self._waiters.setdefault(key, []).append(waiter)
         try:
-            return await asyncio.wait_for(waiter, timeout_s) is not None
-        except asyncio.TimeoutError:
-            return False
+            return await waiter is not None
         finally:
+            timer.cancel()
             for key in keys:
                 waiters = self._waiters.get(key)
                 if waiters and waiter in waiters:

@@ -13,10 +13,9 @@ from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.records import (
     BatchHeader,
     Record,
-    RecordInput,
-    build_batch,
     decode_batch,
     iter_batches,
+    new_batch,
     parse_header,
 )
 from minibroker.replicas import replication_problem
@@ -120,18 +119,21 @@ class InternalTopic:
     def append(
         self, partition: int, records: Sequence[tuple[bytes, bytes | None]], **batch_options: int | bool
     ) -> AppendInfo:
-        """Append ``(key, value)`` records as one batch (``batch_options`` go to ``build_batch``); raises LookupError
+        """Append ``(key, value)`` records as one batch (``batch_options`` go to ``new_batch``); raises LookupError
         for a partition that does not exist, StorageError or OSError when the log refuses or fails."""
-        self.ensure()
-        partition_log = self.broker.partition(self.name, partition)
+        broker = self.broker
+        partition_log = broker.partition(self.name, partition)
         if partition_log is None:
-            raise LookupError(f"no partition {self.name}-{partition}")
-        batch = bytearray(build_batch([RecordInput(key, value) for key, value in records], **batch_options))
+            self.ensure()
+            partition_log = broker.partition(self.name, partition)
+            if partition_log is None:
+                raise LookupError(f"no partition {self.name}-{partition}")
+        batch = new_batch(records, **batch_options)
         info = partition_log.append(
             batch, [parse_header(batch)], origin=AppendOrigin.COORDINATOR,
-            leader_epoch=self.broker.placements.of(self.name, partition).leader_epoch,
+            leader_epoch=broker.placements.of(self.name, partition).leader_epoch,
         )
-        self.broker.notify_append((self.name, partition))
+        broker.notify_append((self.name, partition))
         self.flushes.note(partition_log)
         return info
 

@@ -54,8 +54,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.accepting = True  # False once shutdown began: the request being served is the last one
         self.writable = asyncio.Event()
         self.writable.set()
-        self.closed = asyncio.get_running_loop().create_future()
-        self.last_active = asyncio.get_running_loop().time()
+        self.loop = asyncio.get_running_loop()  # kept: asking for the running loop costs a getpid() system call
+        self.closed = self.loop.create_future()
+        self.last_active = self.loop.time()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -94,7 +95,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def resume_writing(self) -> None:
         self.writable.set()
-        self.last_active = asyncio.get_running_loop().time()
+        self.last_active = self.loop.time()
         self.update_reading()
 
     def update_reading(self) -> None:
@@ -113,7 +114,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         return self.decoder.get_buffer(sizehint)
 
     def buffer_updated(self, nbytes: int) -> None:
-        self.last_active = asyncio.get_running_loop().time()
+        self.last_active = self.loop.time()
         if not self.accepting or self.closed_by_us:
             return  # the bytes are dropped: the decoder did not count them
         try:
@@ -125,10 +126,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if not frames:
             return
         self.queue.extend(frames)
-        self.update_reading()
+        if len(self.queue) >= MAX_QUEUED_FRAMES:
+            self.update_reading()
         if self.worker is None or self.worker.done():
             try:  # answered right here unless a request has to wait (minibroker.eager)
-                self.worker = start_eagerly(asyncio.get_running_loop(), self.serve_queue())
+                self.worker = start_eagerly(self.loop, self.serve_queue())
             except Exception:
                 log.exception("closing %s: serving its requests failed", self.peer)
                 self.close()
@@ -144,17 +146,20 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if self.transport.is_closing():
                 return
             if parts is not None:
-                if any(type(part) is FileRegion for part in parts):
+                if len(parts) == 1:  # a small answer: encoded in one buffer
+                    self.transport.write(parts[0])
+                elif any(type(part) is FileRegion for part in parts):
                     await self.write_with_regions(parts)
                 else:
                     self.transport.writelines(parts)
-                self.last_active = asyncio.get_running_loop().time()
+                self.last_active = self.loop.time()
             if self.close_after_answer:
                 self.close_soon()
                 return
             if not self.writable.is_set():
                 await self.writable.wait()
-            self.update_reading()
+            if self.reading_paused:
+                self.update_reading()
 
     async def write_with_regions(self, parts: list) -> None:
         """Write an answer holding FileRegions (large Fetch data): buffers with writelines, each region with

@@ -21,6 +21,7 @@ from .schema import codec, in_range, is_flexible
 API_VERSIONS_KEY = 18
 _SIZE = struct.Struct(">i")
 _CORRELATION_ID = struct.Struct(">i")
+_SIZE_AND_CORRELATION_ID = struct.Struct(">ii")
 _REQUEST_HEADER_FIXED = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
 
 
@@ -210,15 +211,21 @@ class EncodedAnswer:
 def encode_response(
     api_key: int, api_version: int, correlation_id: int, body: dict | EncodedAnswer,
 ) -> list[bytes | bytearray | memoryview]:
-    """Build a response frame as a list of buffers (size prefix, header, body parts)."""
-    header = _CORRELATION_ID.pack(correlation_id)
-    if response_header_version(api_key, api_version) == 1:
-        header += b"\x00"  # no tagged fields
+    """Build a response frame as a list of buffers to write in order. Size prefix, header and body are encoded
+    straight into one buffer (the prefix filled in last), so a small answer is one buffer; large record data
+    follows as parts of its own."""
+    flexible_header = response_header_version(api_key, api_version) == 1
     if isinstance(body, EncodedAnswer):
-        return [_SIZE.pack(len(header) + len(body.data)), header, body.data]
+        header = _SIZE.pack(len(body.data) + (5 if flexible_header else 4)) + _CORRELATION_ID.pack(correlation_id)
+        return [header + b"\x00" + body.data if flexible_header else header + body.data]
     w = Writer()
+    w.buf += _SIZE_AND_CORRELATION_ID.pack(0, correlation_id)
+    if flexible_header:
+        w.buf.append(0)  # no tagged fields
     codec(RESPONSES[api_key], api_version).encode(w, body)
-    return [_SIZE.pack(len(header) + len(w)), header, *w.getparts()]
+    parts = w.getparts()
+    _SIZE.pack_into(parts[0], 0, len(w) - _SIZE.size)
+    return parts
 
 
 def decode_response(api_key: int, api_version: int, frame: bytes | memoryview) -> tuple[int, dict]:

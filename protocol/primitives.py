@@ -38,10 +38,6 @@ class Reader:
         self.pos = pos
         self.end = len(self.buf) if end is None else end
 
-    @property
-    def remaining(self) -> int:
-        return self.end - self.pos
-
     def _take(self, n: int) -> int:
         start = self.pos
         if n < 0 or start + n > self.end:
@@ -155,15 +151,12 @@ class Reader:
         n = (self.uvarint() - 1) if compact else self.int32()
         return None if n < 0 else self.raw(n)
 
-    def array_length(self, compact: bool) -> int:
-        """Element count of an array, -1 for null; bounded by the bytes left so a forged count fails fast."""
-        n = (self.uvarint() - 1) if compact else self.int32()
-        if n > self.remaining:
-            raise ProtocolError(f"array length {n} exceeds the {self.remaining} bytes left")
-        return n
-
     def array(self, item: Callable[[Reader], object], compact: bool, nullable: bool) -> list | None:
-        n = self.array_length(compact)
+        """The elements, or None for a null array; the count is bounded by the bytes left, so a forged count fails
+        before anything is allocated for it."""
+        n = (self.uvarint() - 1) if compact else self.int32()
+        if n > self.end - self.pos:
+            raise ProtocolError(f"array length {n} exceeds the {self.end - self.pos} bytes left")
         if n < 0:
             if nullable:
                 return None

@@ -456,63 +456,112 @@ def build_batch(
     ``records`` holds RecordInput or tuples ``(key, value[, headers[, timestamp]])``. The base timestamp defaults to
     the first record's timestamp (as the Java client does), or now.
     """
-    inputs = [item if isinstance(item, RecordInput) else RecordInput(*item) for item in records]
+    return bytes(new_batch(
+        records, base_offset=base_offset, base_timestamp=base_timestamp, compression=compression,
+        producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence,
+        is_transactional=is_transactional, is_control=is_control, partition_leader_epoch=partition_leader_epoch,
+    ))
+
+
+def new_batch(
+    records: Sequence[RecordInput | tuple],
+    *,
+    base_offset: int = 0,
+    base_timestamp: int | None = None,
+    compression: int = 0,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+    is_transactional: bool = False,
+    is_control: bool = False,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+) -> bytearray:
+    """``build_batch`` in a buffer of its own, for the broker's own writes: the log assigns offsets in it in place,
+    so it is neither copied to bytes nor parsed back for its header."""
+    inputs = [_as_fields(item) for item in records]
     if not inputs:
         raise ValueError("a batch needs at least one record")
     if base_timestamp is None:
-        base_timestamp = inputs[0].timestamp if inputs[0].timestamp is not None else int(time.time() * 1000)
-    timestamps = [base_timestamp if item.timestamp is None else item.timestamp for item in inputs]
-    body = b"".join(
-        encode_record(delta, timestamp - base_timestamp, item)
-        for delta, (timestamp, item) in enumerate(zip(timestamps, inputs))
-    )
+        base_timestamp = inputs[0][3] if inputs[0][3] is not None else int(time.time() * 1000)
+    max_timestamp = base_timestamp
+    body = bytearray()
+    for delta, (key, value, headers, timestamp) in enumerate(inputs):
+        if timestamp is None:
+            timestamp = base_timestamp
+        elif timestamp > max_timestamp:
+            max_timestamp = timestamp
+        _append_record(body, delta, timestamp - base_timestamp, key, value, headers)
     if compression:
         body = compress(compression, body)
     attributes = compression | (TRANSACTIONAL_FLAG if is_transactional else 0) | (CONTROL_FLAG if is_control else 0)
-    batch = bytearray(BATCH_HEADER_SIZE)
-    batch += body
-    _HEADER.pack_into(
-        batch,
-        0,
+    batch = bytearray(_HEADER.pack(
         base_offset,
-        len(batch) - LOG_OVERHEAD,
+        BATCH_HEADER_SIZE - LOG_OVERHEAD + len(body),
         partition_leader_epoch,
         MAGIC_V2,
         0,  # CRC, computed below over the finished bytes
         attributes,
         len(inputs) - 1,
         base_timestamp,
-        max(timestamps),
+        max_timestamp,
         producer_id,
         producer_epoch,
         base_sequence,
         len(inputs),
-    )
+    ))
+    batch += body
     _UINT32.pack_into(batch, CRC_OFFSET, crc32c(memoryview(batch)[CRC_START:]))
-    return bytes(batch)
+    return batch
+
+
+def _as_fields(item: RecordInput | tuple) -> tuple[bytes | None, bytes | None, Sequence[RecordHeader], int | None]:
+    """A record to build as ``(key, value, headers, timestamp)``."""
+    if isinstance(item, RecordInput):
+        return item.key, item.value, item.headers, item.timestamp
+    if not 2 <= len(item) <= 4:
+        raise TypeError(f"a record is (key, value[, headers[, timestamp]]), not {len(item)} items")
+    return (*item, *_RECORD_DEFAULTS[len(item) - 2:])
+
+
+_RECORD_DEFAULTS = ((), None)  # headers and timestamp, where a record tuple leaves them out
 
 
 def encode_record(offset_delta: int, timestamp_delta: int, record: RecordInput | Record) -> bytes:
     """One record as Kafka's DefaultRecord writes it: length-prefixed attributes (0), deltas, key, value, headers."""
+    out = bytearray()
+    _append_record(out, offset_delta, timestamp_delta, record.key, record.value, record.headers)
+    return bytes(out)
+
+
+def _append_record(
+    out: bytearray, offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
+    headers: Sequence[RecordHeader],
+) -> None:
     body = bytearray(1)  # attributes: unused, always 0
-    body += encode_varlong(timestamp_delta)
-    body += encode_varint(offset_delta)
-    _put_nullable_bytes(body, record.key)
-    _put_nullable_bytes(body, record.value)
-    body += encode_varint(len(record.headers))
-    for name, value in record.headers:
+    body += _SMALL_VARINTS[timestamp_delta] if -64 <= timestamp_delta < 64 else encode_varlong(timestamp_delta)
+    body += _SMALL_VARINTS[offset_delta] if offset_delta < 64 else encode_varint(offset_delta)
+    _put_nullable_bytes(body, key)
+    _put_nullable_bytes(body, value)
+    body += encode_varint(len(headers))
+    for name, value in headers:
         encoded = name.encode()
         body += encode_varint(len(encoded))
         body += encoded
         _put_nullable_bytes(body, value)
-    return encode_varint(len(body)) + body
+    out += _SMALL_VARINTS[len(body)] if len(body) < 64 else encode_varint(len(body))
+    out += body
+
+
+# zig-zag varints of -64..63 (one byte each), indexed by the value: most deltas and lengths in a small batch
+_SMALL_VARINTS = {value: encode_varint(value) for value in range(-64, 64)}
 
 
 def _put_nullable_bytes(out: bytearray, data: bytes | None) -> None:
     if data is None:
-        out += encode_varint(-1)
+        out += _SMALL_VARINTS[-1]
     else:
-        out += encode_varint(len(data))
+        size = len(data)
+        out += _SMALL_VARINTS[size] if size < 64 else encode_varint(size)
         out += data
 
 

@@ -175,7 +175,10 @@ def _field_codecs(f: Field, version: int, flexible: bool) -> tuple[Decode, Encod
                     raise ValueError(f"{f.name} is not nullable in version {version}")
                 w.array_length(None, compact)
                 return
-            w.array_length(len(value), compact)
+            if compact:
+                w.uvarint(len(value) + 1)
+            else:
+                w.buf += _INT32.pack(len(value))
             for item in value:
                 item_write(w, item)
 
@@ -200,7 +203,9 @@ def _field_codecs(f: Field, version: int, flexible: bool) -> tuple[Decode, Encod
 
 
 _STRUCT_FORMATS = {"bool": "?", "int8": "b", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I", "int64": "q", "float64": "d"}
-_MISSING = object()
+_MUTABLE = (list, dict)
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
 
 
 def _is_fixed(f: Field) -> bool:
@@ -208,34 +213,38 @@ def _is_fixed(f: Field) -> bool:
     return f.element_type is None and f.type in _STRUCT_FORMATS
 
 
-def _struct_codec(fields: tuple[Field, ...], version: int, flexible: bool) -> StructCodec:
-    """Build the codec of a struct: regular fields in order, then (if flexible) the tagged-field buffer.
+@dataclass(slots=True)
+class _Tail:
+    """What follows a struct's regular fields: its tagged fields (flexible versions), read and written by closures,
+    and the defaults of fields absent in this version."""
 
-    The decoder and encoder are generated as straight-line Python for this struct and version (no per-field
-    loop, no per-field dict of options): each run of consecutive fixed-width fields is one precompiled
-    ``struct`` call, every other field calls its own codec.
-    """
-    regular: list[tuple[str, Decode, Encode, Any]] = []
+    decode: Callable[[Reader, dict], None]
+    encode: Encode | None  # None: no tagged field in this version, the tag buffer is written empty
+    absent: list[tuple[str, Any]]  # fields this version does not have, and the defaults decoded messages get
+
+
+def _tail(fields: tuple[Field, ...], version: int, flexible: bool) -> _Tail:
     tagged: dict[int, tuple[str, Decode, Encode, Any]] = {}
     absent: list[tuple[str, Any]] = []
     for f in fields:
         key = snake_case(f.name)
         if not in_range(version, f.versions):
             absent.append((key, f))
-            continue
-        read, write = _field_codecs(f, version, flexible)
-        entry = (key, read, write, f)
-        if flexible and in_range(version, f.tagged):
-            tagged[f.tag] = entry
-        else:
-            regular.append(entry)
+        elif flexible and in_range(version, f.tagged):
+            read, write = _field_codecs(f, version, flexible)
+            tagged[f.tag] = (key, read, write, f)
     tagged_in_order = sorted(tagged.items())
+    # Defaults are worked out once per codec; an empty list or dict is copied for each message that gets it.
+    tagged_defaults = [(key, default_value(f, version)) for _, (key, _, _, f) in tagged_in_order]
+    absent_defaults = [(key, default_value(f, version)) for key, f in absent]
+    tagged_to_write = [(tag, key, write, default) for (tag, (key, _, write, _)), (_, default)
+                       in zip(tagged_in_order, tagged_defaults)]
 
     def decode_tail(r: Reader, out: dict) -> None:
         """Tagged fields (defaults first, then what the buffer holds) and fields absent in this version."""
         if flexible:
-            for _, (key, _, _, f) in tagged_in_order:
-                out[key] = default_value(f, version)
+            for key, default in tagged_defaults:
+                out[key] = default.copy() if type(default) in _MUTABLE else default
             for _ in range(r.uvarint()):
                 tag = r.uvarint()
                 size = r.uvarint()
@@ -249,15 +258,15 @@ def _struct_codec(fields: tuple[Field, ...], version: int, flexible: bool) -> St
                 sub = Reader(r.buf, r.pos, end)
                 out[entry[0]] = entry[1](sub)
                 r.pos = end
-        for key, f in absent:
-            out[key] = default_value(f, version)
+        for key, default in absent_defaults:
+            out[key] = default.copy() if type(default) in _MUTABLE else default
 
     def encode_tagged(w: Writer, value: dict) -> None:
         get = value.get
         present = []
-        for tag, (key, _, write, f) in tagged_in_order:
+        for tag, key, write, default in tagged_to_write:
             v = get(key)
-            if v is not None and v != default_value(f, version):
+            if v is not None and v != default:
                 present.append((tag, write, v))
         w.uvarint(len(present))
         for tag, write, v in present:
@@ -268,55 +277,339 @@ def _struct_codec(fields: tuple[Field, ...], version: int, flexible: bool) -> St
             for part in sub.getparts():
                 w.raw(part)
 
-    namespace: dict[str, Any] = {
-        "M": _MISSING, "ProtocolError": ProtocolError, "decode_tail": decode_tail, "encode_tagged": encode_tagged,
-    }
-    dec = ["def decode(r):", "    out = {}"]
-    enc = ["def encode(w, value):", "    get = value.get"]
-    i = 0
-    while i < len(regular):
-        j = i
-        while j < len(regular) and _is_fixed(regular[j][3]):
-            j += 1
-        if j > i:
-            packer = struct.Struct(">" + "".join(_STRUCT_FORMATS[regular[k][3].type] for k in range(i, j)))
-            namespace[f"P{i}"], namespace[f"U{i}"] = packer.pack, packer.unpack_from
-            for k in range(i, j):
-                namespace[f"D{k}"] = default_value(regular[k][3], version)
-                enc.append(f"    v{k} = get({regular[k][0]!r}, M)")
-                enc.append(f"    if v{k} is M: v{k} = D{k}")
-            enc.append(f"    w.buf += P{i}({', '.join(f'v{k}' for k in range(i, j))})")
-            size = packer.size
-            targets = "".join(f"out[{regular[k][0]!r}], " for k in range(i, j))
-            dec.append("    pos = r.pos")
-            dec.append(f"    if pos + {size} > r.end:")
-            dec.append(f"        raise ProtocolError(f'truncated: need {size} bytes at {{pos}}, have {{r.end - pos}}')")
-            dec.append(f"    {targets}= U{i}(r.buf, pos)")
-            dec.append(f"    r.pos = pos + {size}")
-            i = j
-            continue
-        key, read, write, f = regular[i]
-        namespace[f"R{i}"], namespace[f"W{i}"], namespace[f"D{i}"] = read, write, default_value(f, version)
-        dec.append(f"    out[{key!r}] = R{i}(r)")
-        enc.append(f"    v = get({key!r}, M)")
-        # Kafka never writes null where a version has no null: a string or bytes left None is written empty.
-        empty_for_none = f.type in ("string", "bytes") and not in_range(version, f.nullable)
-        enc.append(f"    W{i}(w, D{i} if v is M{' or v is None' if empty_for_none else ''} else v)")
-        i += 1
-    if flexible and not tagged and not absent:
-        # The usual case: no known tagged field, so an empty tag buffer (one zero byte) needs no decoding.
-        dec.append("    pos = r.pos")
-        dec.append("    if pos < r.end and r.buf[pos] == 0:")
-        dec.append("        r.pos = pos + 1")
-        dec.append("    else:")
-        dec.append("        decode_tail(r, out)")
-    elif flexible or absent:
-        dec.append("    decode_tail(r, out)")
-    dec.append("    return out")
-    if flexible:
-        enc.append("    encode_tagged(w, value)" if tagged else "    w.buf.append(0)")
-    exec(compile("\n".join(dec) + "\n\n" + "\n".join(enc) + "\n", f"<codec {version}>", "exec"), namespace)
+    return _Tail(decode_tail, encode_tagged if tagged else None, absent_defaults)
+
+
+def _struct_codec(fields: tuple[Field, ...], version: int, flexible: bool) -> StructCodec:
+    """Build the codec of a struct: regular fields in order, then (if flexible) the tagged-field buffer.
+
+    The decoder and encoder are generated as straight-line Python for this struct and version, nested structs and
+    arrays written out inline (no per-field loop, no call per field): each run of consecutive fixed-width fields is
+    one precompiled ``struct`` call, lengths and strings are read and written in place.
+    """
+    namespace: dict[str, Any] = {"ProtocolError": ProtocolError, "Reader": Reader, "I16": _INT16.pack, "I32": _INT32.pack}
+    decoder = _DecoderSource(version, flexible, namespace)
+    decoder.top(fields)
+    encoder = _EncoderSource(version, flexible, namespace)
+    encoder.struct(fields, "value", 4)
+    source = "\n".join(["def decode(r):", *decoder.lines, "", "def encode(w, value):", "    buf = w.buf", *encoder.lines])
+    exec(compile(source + "\n", f"<codec {version}>", "exec"), namespace)
     return StructCodec(namespace["decode"], namespace["encode"])
+
+
+_BYTES_READERS = {(False, False): "bytes_", (False, True): "nullable_bytes",
+                  (True, False): "compact_bytes", (True, True): "compact_nullable_bytes"}
+
+
+class _DecoderSource:
+    """The source of one struct's decoder, nested structs and arrays written out inline. The position is a local
+    while the bytes are read in place; it is handed back to the Reader around the few calls that read through it
+    (bytes, records, long varints, tagged fields). Every read is bounds-checked first: malformed input raises
+    ProtocolError and nothing else."""
+
+    def __init__(self, version: int, flexible: bool, namespace: dict[str, Any]) -> None:
+        self.version = version
+        self.flexible = flexible
+        self.namespace = namespace
+        self.lines: list[str] = []
+        self.counter = 0
+
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def constant(self, value: Any) -> str:
+        name = self.fresh("K")  # the encoder's are C...: both share the namespace
+        self.namespace[name] = value
+        return name
+
+    def emit(self, indent: int, line: str) -> None:
+        self.lines.append(" " * indent + line)
+
+    def top(self, fields: tuple[Field, ...]) -> None:
+        self.emit(4, "buf = r.buf")
+        self.emit(4, "pos = r.pos")
+        self.emit(4, "end = r.end")
+        self.emit(4, "out = {}")
+        self.struct(fields, "out", 4)
+        self.emit(4, "r.pos = pos")
+        self.emit(4, "return out")
+
+    def need(self, size: str, indent: int) -> None:
+        self.emit(indent, f"if pos + {size} > end:")
+        self.emit(indent + 4, f"raise ProtocolError(f'truncated: need {{{size}}} bytes at {{pos}}, have {{end - pos}}')")
+
+    def call(self, target: str, expression: str, indent: int) -> None:
+        """A read through the Reader itself, from the current position."""
+        self.emit(indent, "r.pos = pos")
+        self.emit(indent, f"{target} = {expression}")
+        self.emit(indent, "pos = r.pos")
+
+    def struct(self, fields: tuple[Field, ...], out: str, indent: int) -> None:
+        regular = [f for f in fields if in_range(self.version, f.versions)
+                   and not (self.flexible and in_range(self.version, f.tagged))]
+        i = 0
+        while i < len(regular):
+            j = i
+            while j < len(regular) and _is_fixed(regular[j]):
+                j += 1
+            if j > i:
+                packer = struct.Struct(">" + "".join(_STRUCT_FORMATS[f.type] for f in regular[i:j]))
+                self.need(str(packer.size), indent)
+                targets = "".join(f"{out}[{snake_case(f.name)!r}], " for f in regular[i:j])
+                self.emit(indent, f"{targets}= {self.constant(packer.unpack_from)}(buf, pos)")
+                self.emit(indent, f"pos += {packer.size}")
+                i = j
+                continue
+            self.field(regular[i], f"{out}[{snake_case(regular[i].name)!r}]", indent)
+            i += 1
+        tail = _tail(fields, self.version, self.flexible)
+        for key, default in tail.absent:
+            value = repr(default) if type(default) in _MUTABLE else self.constant(default)  # a new [] or {} each
+            self.emit(indent, f"{out}[{key!r}] = {value}")
+        if not self.flexible:
+            return
+        if tail.encode is None:
+            # The usual case: no known tagged field, so an empty tag buffer (one zero byte) needs no decoding.
+            self.emit(indent, "if pos < end and buf[pos] == 0:")
+            self.emit(indent + 4, "pos += 1")
+            self.emit(indent, "else:")
+            indent += 4
+        self.call("_", f"{self.constant(tail.decode)}(r, {out})", indent)
+
+    def field(self, f: Field, target: str, indent: int) -> None:
+        version = self.version
+        compact = self.flexible and f.flexible is not False
+        nullable = in_range(version, f.nullable)
+        element = f.element_type
+        if element is not None:
+            n = self.length(compact, indent)
+            self.emit(indent, f"if {n} > end - pos:")
+            self.emit(indent + 4, f"raise ProtocolError(f'array length {{{n}}} exceeds the {{end - pos}} bytes left')")
+            self.emit(indent, f"if {n} < 0:")
+            if nullable:
+                self.emit(indent + 4, f"{target} = None")
+            else:
+                self.emit(indent + 4, "raise ProtocolError('null in a non-nullable array')")
+            self.emit(indent, "else:")
+            items = self.fresh("a")
+            self.emit(indent + 4, f"{items} = []")
+            self.emit(indent + 4, f"for _ in range({n}):")
+            if f.is_struct:
+                item = self.fresh("d")
+                self.emit(indent + 8, f"{item} = {{}}")
+                self.struct(f.fields, item, indent + 8)
+                self.emit(indent + 8, f"{items}.append({item})")
+            else:
+                item = self.fresh("e")
+                self.scalar(element, item, False, compact, indent + 8)
+                self.emit(indent + 8, f"{items}.append({item})")
+            self.emit(indent + 4, f"{target} = {items}")
+        elif f.is_struct:
+            inner = self.fresh("d")
+            if nullable:
+                self.need("1", indent)
+                self.emit(indent, "if buf[pos] >= 0x80:  # a negative int8: null")
+                self.emit(indent + 4, "pos += 1")
+                self.emit(indent + 4, f"{target} = None")
+                self.emit(indent, "else:")
+                self.emit(indent + 4, "pos += 1")
+                indent += 4
+            self.emit(indent, f"{inner} = {{}}")
+            self.struct(f.fields, inner, indent)
+            self.emit(indent, f"{target} = {inner}")
+        else:
+            self.scalar(f.type, target, nullable, compact, indent)
+
+    def length(self, compact: bool, indent: int) -> str:
+        """A length prefix into a fresh local: compact ones are varints of length + 1 (-1 is null)."""
+        n = self.fresh("n")
+        if compact:
+            self.emit(indent, "if pos < end and buf[pos] < 0x80:")
+            self.emit(indent + 4, f"{n} = buf[pos] - 1")
+            self.emit(indent + 4, "pos += 1")
+            self.emit(indent, "else:")
+            self.call(n, "r.uvarint() - 1", indent + 4)
+        else:
+            self.need("4", indent)
+            self.emit(indent, f"{n}, = {self.constant(_INT32.unpack_from)}(buf, pos)")
+            self.emit(indent, "pos += 4")
+        return n
+
+    def scalar(self, type_name: str, target: str, nullable: bool, compact: bool, indent: int) -> None:
+        if type_name in _STRUCT_FORMATS:
+            packer = struct.Struct(">" + _STRUCT_FORMATS[type_name])
+            self.need(str(packer.size), indent)
+            self.emit(indent, f"{target}, = {self.constant(packer.unpack_from)}(buf, pos)")
+            self.emit(indent, f"pos += {packer.size}")
+        elif type_name == "string":
+            if compact:
+                n = self.length(True, indent)
+            else:
+                n = self.fresh("n")
+                self.need("2", indent)
+                self.emit(indent, f"{n}, = {self.constant(_INT16.unpack_from)}(buf, pos)")
+                self.emit(indent, "pos += 2")
+            self.emit(indent, f"if {n} < 0:")
+            if nullable:
+                self.emit(indent + 4, f"{target} = None")
+            else:
+                self.emit(indent + 4, "raise ProtocolError('null in a non-nullable string')")
+            self.emit(indent, "else:")
+            self.need(n, indent + 4)
+            self.emit(indent + 4, "try:")
+            self.emit(indent + 8, f"{target} = str(buf[pos:pos + {n}], 'utf-8')")
+            self.emit(indent + 4, "except UnicodeDecodeError as exc:")
+            self.emit(indent + 8, "raise ProtocolError(f'invalid UTF-8 string: {exc}') from None")
+            self.emit(indent + 4, f"pos += {n}")
+        elif type_name == "uuid":
+            self.need("16", indent)
+            self.emit(indent, f"{target} = bytes(buf[pos:pos + 16])")
+            self.emit(indent, "pos += 16")
+        elif type_name == "records":
+            self.call(target, f"r.records({compact})", indent)
+        elif type_name == "bytes":
+            self.call(target, f"r.{_BYTES_READERS[compact, nullable]}()", indent)
+        else:
+            raise ValueError(f"unknown type {type_name}")
+
+
+class _EncoderSource:
+    """The source of one struct's encoder, nested structs and arrays written out inline: a message is encoded by
+    struct packing and bytearray appends into the writer's buffer, with a call only for bytes, UUIDs and tagged
+    fields (and nested structs that carry tagged fields, which use their own codec)."""
+
+    def __init__(self, version: int, flexible: bool, namespace: dict[str, Any]) -> None:
+        self.version = version
+        self.flexible = flexible
+        self.namespace = namespace
+        self.lines: list[str] = []
+        self.counter = 0
+
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def constant(self, value: Any) -> str:
+        name = self.fresh("C")
+        self.namespace[name] = value
+        return name
+
+    def emit(self, indent: int, line: str) -> None:
+        self.lines.append(" " * indent + line)
+
+    def present(self, fields: tuple[Field, ...]) -> tuple[list[Field], bool]:
+        """The regular fields of this version, and whether any field is tagged in it."""
+        regular = [f for f in fields if in_range(self.version, f.versions)
+                   and not (self.flexible and in_range(self.version, f.tagged))]
+        tagged = any(self.flexible and in_range(self.version, f.versions) and in_range(self.version, f.tagged)
+                     for f in fields)
+        return regular, tagged
+
+    def struct(self, fields: tuple[Field, ...], value: str, indent: int) -> None:
+        regular, _ = self.present(fields)
+        get = self.fresh("g")
+        self.emit(indent, f"{get} = {value}.get")
+        i = 0
+        while i < len(regular):
+            j = i
+            while j < len(regular) and _is_fixed(regular[j]):
+                j += 1
+            if j > i:
+                packer = self.constant(struct.Struct(">" + "".join(_STRUCT_FORMATS[f.type] for f in regular[i:j])).pack)
+                args = ", ".join(f"{get}({snake_case(f.name)!r}, {self.constant(default_value(f, self.version))})"
+                                 for f in regular[i:j])
+                self.emit(indent, f"buf += {packer}({args})")
+                i = j
+                continue
+            self.field(regular[i], get, indent)
+            i += 1
+        if self.flexible:
+            encode_tagged = _tail(fields, self.version, self.flexible).encode
+            if encode_tagged is not None:
+                self.emit(indent, f"{self.constant(encode_tagged)}(w, {value})")
+                self.emit(indent, "buf = w.buf")
+            else:
+                self.emit(indent, "buf.append(0)")
+
+    def field(self, f: Field, get: str, indent: int) -> None:
+        version = self.version
+        compact = self.flexible and f.flexible is not False
+        nullable = in_range(version, f.nullable)
+        key = snake_case(f.name)
+        default = self.constant(default_value(f, version))
+        v = self.fresh("v")
+        element = f.element_type
+        if element is None and not f.is_struct and not nullable and f.type in ("string", "bytes", "records"):
+            # Kafka never writes null where a version has no null: a string or bytes left None is written empty.
+            self.emit(indent, f"{v} = {get}({key!r})")
+            self.emit(indent, f"if {v} is None: {v} = {default}")
+        else:
+            self.emit(indent, f"{v} = {get}({key!r}, {default})")
+        if element is not None:
+            self.emit(indent, f"if {v} is None:")
+            if nullable:
+                self.emit(indent + 4, "buf.append(0)" if compact else "buf += b'\\xff\\xff\\xff\\xff'")
+            else:
+                self.emit(indent + 4, f"raise ValueError({f'{f.name} is not nullable in version {version}'!r})")
+            self.emit(indent, "else:")
+            self.length(f"len({v})", compact, indent + 4)
+            item = self.fresh("i")
+            self.emit(indent + 4, f"for {item} in {v}:")
+            if f.is_struct:
+                self.nested(f, item, indent + 8)
+            else:
+                self.scalar(element, item, True, compact, indent + 8)
+        elif f.is_struct:
+            if nullable:
+                self.emit(indent, f"if {v} is None:")
+                self.emit(indent + 4, "buf.append(0xff)")
+                self.emit(indent, "else:")
+                self.emit(indent + 4, "buf.append(1)")
+                self.nested(f, v, indent + 4)
+            else:
+                self.nested(f, v, indent)
+        else:
+            self.scalar(f.type, v, nullable, compact, indent)
+
+    def nested(self, f: Field, value: str, indent: int) -> None:
+        _, tagged = self.present(f.fields)
+        if tagged:  # rare: the nested struct's own codec writes its tagged fields
+            self.emit(indent, f"{self.constant(_struct_codec(f.fields, self.version, self.flexible).encode)}(w, {value})")
+            self.emit(indent, "buf = w.buf")
+        else:
+            self.struct(f.fields, value, indent)
+
+    def scalar(self, type_name: str, value: str, nullable: bool, compact: bool, indent: int) -> None:
+        if type_name in _STRUCT_FORMATS:
+            self.emit(indent, f"buf += {self.constant(struct.Struct('>' + _STRUCT_FORMATS[type_name]).pack)}({value})")
+        elif type_name == "string":
+            if nullable:
+                self.emit(indent, f"if {value} is None:")
+                self.emit(indent + 4, "buf.append(0)" if compact else "buf += b'\\xff\\xff'")
+                self.emit(indent, "else:")
+                indent += 4
+            data = self.fresh("s")
+            self.emit(indent, f"{data} = {value}.encode()")
+            if compact:
+                self.length(f"len({data})", True, indent)
+            else:
+                self.emit(indent, f"buf += I16(len({data}))")
+            self.emit(indent, f"buf += {data}")
+        elif type_name == "uuid":
+            self.emit(indent, f"w.uuid({value})")
+        else:  # bytes and records: large payloads become parts of their own, so the buffer may be a new one
+            self.emit(indent, f"w.bytes_({value}, {compact})")
+            self.emit(indent, "buf = w.buf")
+
+    def length(self, count: str, compact: bool, indent: int) -> None:
+        if compact:
+            n = self.fresh("n")
+            self.emit(indent, f"{n} = {count} + 1")
+            self.emit(indent, f"if {n} < 0x80: buf.append({n})")
+            self.emit(indent, f"else: w.uvarint({n})")
+        else:
+            self.emit(indent, f"buf += I32({count})")
 
 
 _CODECS: dict[tuple[str, int], StructCodec] = {}

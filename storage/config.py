@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Callable
 
 from ..protocol.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
@@ -78,14 +79,22 @@ class LogConfig:
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == LOG_APPEND_TIME
 
-    @property
+    @cached_property
     def delete(self) -> bool:
-        """Whether retention (time and size) applies: cleanup.policy contains "delete"."""
+        """Whether retention (time and size) applies: cleanup.policy contains "delete" (asked at every append and
+        retention pass, so parsed once per config)."""
         return "delete" in split_list(self.cleanup_policy)
 
-    @property
+    @cached_property
     def compact(self) -> bool:
         return "compact" in split_list(self.cleanup_policy)
+
+    @cached_property
+    def roll_ms(self) -> int:
+        """The age at which a segment rolls: segment.ms, or max.compaction.lag.ms if lower on a compacted topic."""
+        if self.compact and self.max_compaction_lag_ms > 0:
+            return min(self.segment_ms, self.max_compaction_lag_ms)
+        return self.segment_ms
 
     def with_overrides(self, overrides: dict[str, str]) -> LogConfig:
         """This config with Kafka topic configs (by Kafka name, as strings) applied, validated like Kafka."""

@@ -50,7 +50,7 @@ class _IndexFile:
 
     @property
     def is_full(self) -> bool:
-        return len(self) >= self.max_entries
+        return len(self._offsets) >= self.max_entries  # both kinds keep an offset per entry; asked at every append
 
     def _writable_fd(self) -> int:
         """The descriptor, opened on the first write after a release: only segments being written hold one."""

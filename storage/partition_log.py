@@ -81,9 +81,10 @@ def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class AppendInfo:
-    """What Produce needs back: assigned offsets, the LogAppendTime used (-1 for CreateTime), log start.
+    """What Produce needs back: assigned offsets, the LogAppendTime used (-1 for CreateTime), log start (a value:
+    not frozen only because a frozen dataclass costs four times as much to make, once per append).
 
     ``duplicate``: the batch repeated one of its producer's last five, so nothing was written; the offsets are those
     of the original, and ``log_append_time_ms`` is the original's max timestamp, as Kafka answers a retry.
@@ -625,12 +626,9 @@ class PartitionLog:
         config = self._config
         rolling_ts = active.first_batch_timestamp
         waited = max_timestamp - rolling_ts if rolling_ts is not None and rolling_ts >= 0 else now - active.created_ms
-        roll_ms = config.segment_ms
-        if config.compact and config.max_compaction_lag_ms > 0:
-            roll_ms = min(roll_ms, config.max_compaction_lag_ms)
         if (
             active.size > config.segment_size - size
-            or waited > roll_ms - active.roll_jitter_ms
+            or waited > config.roll_ms - active.roll_jitter_ms
             or active.index.is_full
             or active.time_index.is_full
             or last_offset - active.base_offset > INT32_MAX

@@ -270,7 +270,8 @@ class LogSegment:
         """
         start = self.size
         before = (self.first_batch_timestamp, self.max_timestamp, self.offset_of_max_timestamp,
-                  self.bytes_since_last_index_entry, len(self.index), len(self.time_index))
+                  self.bytes_since_last_index_entry)
+        entries = None  # the indexes' entry counts before this append's first entry, if it adds any
         try:
             pwrite_fully(self.fd, buf, start)
             if start == 0:
@@ -278,26 +279,30 @@ class LogSegment:
             for header in headers:
                 self._track_max_timestamp(header)
                 if self.bytes_since_last_index_entry > index_interval_bytes:
+                    if entries is None:
+                        entries = (len(self.index), len(self.time_index))
                     self.index.append(header.last_offset, start + header.position)
                     self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
                     self.bytes_since_last_index_entry = 0
                 self.bytes_since_last_index_entry += header.size
         except OSError:
-            self._undo_append(start, before)
+            self._undo_append(start, before, entries)
             raise
         self.size = start + len(buf)
         self.next_offset = headers[-1].last_offset + 1
 
-    def _undo_append(self, start: int, before: tuple[int | None, int, int, int, int, int]) -> None:
+    def _undo_append(
+        self, start: int, before: tuple[int | None, int, int, int], entries: tuple[int, int] | None,
+    ) -> None:
         """Forget a failed append. If even the truncation fails, the stray bytes lie past ``size``: never read, and
         overwritten by the next append or cut by recovery."""
         (self.first_batch_timestamp, self.max_timestamp, self.offset_of_max_timestamp,
-         self.bytes_since_last_index_entry, index_entries, time_entries) = before
-        for undo in (
-            partial(self.index.truncate_entries, index_entries),  # memory first, then the file: never half-undone
-            partial(self.time_index.truncate_entries, time_entries),
-            partial(os.ftruncate, self.fd, start),
-        ):
+         self.bytes_since_last_index_entry) = before
+        undos = [partial(os.ftruncate, self.fd, start)]
+        if entries is not None:  # memory first, then the file: never half-undone
+            undos[:0] = [partial(self.index.truncate_entries, entries[0]),
+                         partial(self.time_index.truncate_entries, entries[1])]
+        for undo in undos:
             try:
                 undo()
             except OSError as exc:
