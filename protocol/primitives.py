@@ -232,6 +232,8 @@ class Writer:
         return list(self.parts)
 
     def getvalue(self) -> bytes:
+        if not self.parts:  # everything small: still in the one buffer
+            return bytes(self.buf)
         return b"".join(part.read() if type(part) is FileRegion else part for part in self.getparts())
 
     def int8(self, v: int) -> None:

@@ -577,16 +577,13 @@ def build_control_batch(
     base_offset: int = 0,
     timestamp: int | None = None,
     partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
-) -> bytes:
-    """A COMMIT or ABORT transaction marker batch (MemoryRecords.withEndTransactionMarker)."""
-    record_type = ControlRecordType.COMMIT if commit else ControlRecordType.ABORT
-    marker = RecordInput(
-        key=_CONTROL_KEY.pack(_CONTROL_RECORD_VERSION, record_type),
-        value=_END_TXN_MARKER.pack(_CONTROL_RECORD_VERSION, coordinator_epoch),
-        timestamp=timestamp,
-    )
-    return build_batch(
-        [marker],
+) -> bytearray:
+    """A COMMIT or ABORT transaction marker batch (MemoryRecords.withEndTransactionMarker), in a buffer of its own
+    (the log assigns its offset in place)."""
+    key = _COMMIT_KEY if commit else _ABORT_KEY
+    value = _END_TXN_MARKER.pack(_CONTROL_RECORD_VERSION, coordinator_epoch)
+    return new_batch(
+        [(key, value, (), timestamp)],
         base_offset=base_offset,
         producer_id=producer_id,
         producer_epoch=producer_epoch,
@@ -595,6 +592,10 @@ def build_control_batch(
         is_control=True,
         partition_leader_epoch=partition_leader_epoch,
     )
+
+
+_COMMIT_KEY = _CONTROL_KEY.pack(_CONTROL_RECORD_VERSION, ControlRecordType.COMMIT)
+_ABORT_KEY = _CONTROL_KEY.pack(_CONTROL_RECORD_VERSION, ControlRecordType.ABORT)
 
 
 def parse_control_record(record: Record) -> tuple[int, int]:

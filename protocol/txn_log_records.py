@@ -55,7 +55,7 @@ def encode_value(value: TransactionLogValue) -> bytes:
         "transaction_timeout_ms": value.timeout_ms,
         "transaction_status": value.status,
         "transaction_partitions": [
-            {"topic": topic, "partition_ids": list(ids)} for topic, ids in sorted(value.partitions.items())
+            {"topic": topic, "partition_ids": ids} for topic, ids in sorted(value.partitions.items())
         ],
         "transaction_last_update_timestamp_ms": value.last_update_ms,
         "transaction_start_timestamp_ms": value.start_ms,

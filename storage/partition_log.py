@@ -516,10 +516,10 @@ class PartitionLog:
         if producer_id < 0:
             raise ValueError(f"a transaction marker needs a producer id, not {producer_id}")
         timestamp = self._clock() if timestamp_ms is None else timestamp_ms
-        buf = bytearray(build_control_batch(
+        buf = build_control_batch(
             commit=commit, producer_id=producer_id, producer_epoch=producer_epoch,
             coordinator_epoch=coordinator_epoch, timestamp=timestamp,
-        ))
+        )
         return self._append(buf, [parse_header(buf)], leader_epoch, AppendOrigin.COORDINATOR,
                             (commit, coordinator_epoch))
 

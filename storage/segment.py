@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import os
 import struct
+from array import array
+from bisect import bisect_left
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -29,6 +31,7 @@ log = logging.getLogger(__name__)
 
 INT32_MAX = 2**31 - 1
 _LOG_OVERHEAD = 12
+MAX_RECENT_BATCHES = 1024  # 16 bytes each: a partition of tiny batches keeps at most 16 KiB of them
 _MAGIC_POSITION = 16
 _MIN_FRAMING = _MAGIC_POSITION + 1  # enough to see batchLength and magic
 _BATCH_LENGTH = struct.Struct(">i")  # at position 8, after baseOffset
@@ -180,6 +183,10 @@ class LogSegment:
         self.created_ms = created_ms
         self.roll_jitter_ms = 0
         self.bytes_since_last_index_entry = 0
+        # The last offsets and positions of the batches this broker appended last, up to the end of the file: a
+        # read near the end (a consumer at the tail) finds its batch here instead of scanning from an index entry.
+        self._recent_last_offsets = array("q")
+        self._recent_positions = array("q")
 
     # ---- loading ----
 
@@ -224,6 +231,7 @@ class LogSegment:
         """
         self.index.reset()
         self.time_index.reset()
+        self._forget_recent()
         self.next_offset = self.base_offset
         self.max_timestamp = -1
         self.offset_of_max_timestamp = self.base_offset
@@ -284,10 +292,16 @@ class LogSegment:
                     self.index.append(header.last_offset, start + header.position)
                     self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
                     self.bytes_since_last_index_entry = 0
+                    self._forget_recent()  # the index entry now bounds any scan to this batch
                 self.bytes_since_last_index_entry += header.size
+                self._recent_last_offsets.append(header.last_offset)
+                self._recent_positions.append(start + header.position)
         except OSError:
+            self._forget_recent()
             self._undo_append(start, before, entries)
             raise
+        if len(self._recent_positions) > MAX_RECENT_BATCHES:
+            self._forget_recent()
         self.size = start + len(buf)
         self.next_offset = headers[-1].last_offset + 1
 
@@ -321,8 +335,20 @@ class LogSegment:
         """Batch headers from ``position`` to the end (the data was validated when loaded or appended)."""
         return iter(BatchScanner(self.fd, position, self.size, base_offset=self.base_offset, verify_crc=False))
 
+    def _forget_recent(self) -> None:
+        del self._recent_last_offsets[:]
+        del self._recent_positions[:]
+
     def find_batch(self, offset: int) -> BatchHeader | None:
-        """The first batch whose last offset is >= ``offset``, scanning from the offset index floor entry."""
+        """The first batch whose last offset is >= ``offset``: among the recent appends when it is one of them
+        after the first (every batch before that one ends below ``offset``), else scanning from the offset index
+        floor entry."""
+        recent = self._recent_last_offsets
+        if recent and recent[0] < offset <= recent[-1]:
+            position = self._recent_positions[bisect_left(recent, offset)]
+            header = parse_header(pread_fully(self.fd, BATCH_HEADER_SIZE, position))
+            header.position = position
+            return header
         for header in self.headers_from(self.index.lookup(offset)):
             if header.last_offset >= offset:
                 return header

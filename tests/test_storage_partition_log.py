@@ -85,6 +85,23 @@ def test_append_assigns_offsets_and_read_returns_valid_batches(tmp_path: Path) -
     assert len(data) == log.size_bytes == (tmp_path / "t-0" / seg_name(0, ".log")).stat().st_size
 
 
+@pytest.mark.parametrize("index_interval_bytes", [0, 300, 4096, 1 << 20])
+def test_reads_near_the_end_find_the_same_batches_as_a_reopened_log(tmp_path: Path, index_interval_bytes: int) -> None:
+    """Reads of recently appended offsets skip the scan from the index entry; they must find exactly what a scan
+    finds: compared, offset by offset, with the same log reopened (which remembers no appends)."""
+    log = open_log(tmp_path / "t-0", index_interval_bytes=index_interval_bytes)
+    for count in [1, 3, 1, 2, 5, 1, 1, 4] * 40:
+        append(log, batch(count), batch(1)) if count == 5 else append(log, batch(count))
+    end = log.log_end_offset
+    recent = [(offset, log.read(offset, 1), log.read(offset, 700), log.read(offset, 1, upper_offset=offset + 3))
+              for offset in range(end + 1)]
+    log.close()
+    reopened = open_log(tmp_path / "t-0", index_interval_bytes=index_interval_bytes)
+    assert recent == [(offset, reopened.read(offset, 1), reopened.read(offset, 700),
+                       reopened.read(offset, 1, upper_offset=offset + 3)) for offset in range(end + 1)]
+    assert all(parse_header(data).last_offset >= offset for offset, data, _, _ in recent[:-1])
+
+
 def test_leader_epoch_is_stamped(tmp_path: Path) -> None:
     log = open_log(tmp_path / "t-0")
     append_buf = bytearray(batch(2))
