@@ -77,8 +77,12 @@ def first_record_and_rebalance(bootstrap: str, topic: str, protocol: str) -> tup
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("-c", dest="settings", action="append", default=[], metavar="KEY=VALUE",
+                        help="broker setting, e.g. -c group.initial.rebalance.delay.ms=0 (repeatable)")
     args = parser.parse_args(argv)
-    with Broker({"group.consumer.heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS}) as broker:
+    settings = {"group.consumer.heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS}
+    settings.update(setting.split("=", 1) for setting in args.settings)
+    with Broker(settings) as broker:
         bootstrap = broker.bootstrap_servers
         topic = "group-join"
         create_topic(bootstrap, topic, PARTITIONS)

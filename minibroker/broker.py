@@ -36,7 +36,7 @@ from minibroker.producer_ids import FILE_NAME as PRODUCER_ID_FILE
 from minibroker.producer_ids import ProducerIdAllocator
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import EncodedAnswer
-from minibroker.protocol.group_records import partition_for
+from minibroker.protocol.key_partitions import partition_for
 from minibroker.replicas import replication_problem
 from minibroker.server import KafkaConnection, start_server
 from minibroker.storage.errors import InvalidConfigError, InvalidTopicError, TopicExistsError

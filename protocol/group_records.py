@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from functools import lru_cache
 from typing import Any
 
 from .messages import (
@@ -63,7 +62,6 @@ NO_TIMESTAMP = -1
 NO_LEADER_EPOCH = -1
 ZERO_UUID = bytes(16)
 
-_INT_MIN = -(1 << 31)
 
 TopicPartitions = dict[bytes, frozenset[int]]  # topic id (16-byte uuid) -> partitions
 Body = dict[str, Any]  # a struct as the generic codec reads and writes it (snake_case keys)
@@ -254,23 +252,6 @@ RecordValue = (
     | ConsumerGroupCurrentMemberAssignmentValue
     | ConsumerGroupRegularExpressionValue
 )
-
-
-def java_string_hash(text: str) -> int:
-    """Java's ``String.hashCode``: 31-polynomial over UTF-16 code units, as a signed 32-bit int."""
-    value = 0
-    units = text.encode("utf-16-be")
-    for i in range(0, len(units), 2):
-        value = (31 * value + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
-    return value - (1 << 32) if value & 0x80000000 else value
-
-
-@lru_cache(maxsize=65536)
-def partition_for(group_id: str, partitions: int) -> int:
-    """Kafka's ``Utils.abs(groupId.hashCode()) % partitions`` (``Utils.abs(Integer.MIN_VALUE)`` is 0); cached, as
-    coordinators ask for the same few ids on every request."""
-    hash_code = java_string_hash(group_id)
-    return (0 if hash_code == _INT_MIN else abs(hash_code)) % partitions
 
 
 # ---- the record types: dataclass <-> codec dict ----

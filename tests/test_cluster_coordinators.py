@@ -12,7 +12,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import decode_response
-from minibroker.protocol.group_records import partition_for
+from minibroker.protocol.key_partitions import partition_for
 from minibroker.protocol.records import parse_control_record
 from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 

@@ -22,9 +22,8 @@ from minibroker.protocol.group_records import (
     encode_group_value,
     encode_key,
     encode_offset_value,
-    java_string_hash,
-    partition_for,
 )
+from minibroker.protocol.key_partitions import java_string_hash, partition_for
 from minibroker.protocol.primitives import ProtocolError
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 from minibroker.protocol.errors import ErrorCode
-from minibroker.protocol.group_records import OffsetCommitKey, decode_key, partition_for
+from minibroker.protocol.group_records import OffsetCommitKey, decode_key
+from minibroker.protocol.key_partitions import partition_for
 
 from minibroker.groups.coordinator import GroupCoordinator
 from minibroker.groups.group import GroupState

@@ -17,7 +17,8 @@ from typing import Any, Iterator
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 from minibroker.protocol.errors import ErrorCode
-from minibroker.protocol.group_records import decode_offset_value, partition_for
+from minibroker.protocol.group_records import decode_offset_value
+from minibroker.protocol.key_partitions import partition_for
 
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import Message, confluent_consumer, confluent_create_topic, confluent_produce

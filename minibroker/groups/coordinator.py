@@ -50,8 +50,8 @@ from minibroker.protocol.group_records import (
     decode_value,
     encode_key,
     encode_value,
-    partition_for,
 )
+from minibroker.protocol.key_partitions import partition_for
 from minibroker.protocol.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 log = logging.getLogger(__name__)

@@ -27,7 +27,8 @@ from minibroker.groups.coordinator import CoordinatorWriteError, GroupCoordinato
 from minibroker.groups.timer import ClockTimer, LoopTimer
 from minibroker.internal_topics import InternalTopic, PendingFlushes, internal_replication_factor, replay
 from minibroker.protocol.errors import ErrorCode
-from minibroker.protocol.group_records import UnknownRecordTypeError, partition_for
+from minibroker.protocol.group_records import UnknownRecordTypeError
+from minibroker.protocol.key_partitions import partition_for
 from minibroker.protocol.primitives import ProtocolError
 from minibroker.protocol.records import (
     NO_PRODUCER_EPOCH,

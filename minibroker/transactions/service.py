@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Iterable
 from minibroker.coordinator_partitions import PartitionOwnership
 from minibroker.internal_topics import InternalTopic, PendingFlushes, internal_replication_factor, replay
 from minibroker.protocol.errors import ErrorCode
-from minibroker.protocol.group_records import partition_for
+from minibroker.protocol.key_partitions import partition_for
 from minibroker.protocol.txn_log_records import TransactionLogValue, decode_key, decode_value, encode_key, encode_value
 from minibroker.storage.topic_names import TRANSACTION_STATE_TOPIC
 from minibroker.transactions.coordinator import TransactionCoordinator
