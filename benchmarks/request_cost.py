@@ -7,7 +7,8 @@ Metadata, Produce of one small batch, Fetch that finds data, FindCoordinator, Of
 member, AddPartitionsToTxn of a partition already in the transaction, and a whole transaction step
 (AddPartitionsToTxn then EndTxn, with EndTxn's round trip on its own). The broker's CPU per request is the process's
 run time over the run divided by the requests (the scheduler's nanosecond figure of each thread, where the kernel
-keeps it; else 10 ms ticks of /proc/PID/stat, which thousands of requests keep within a few percent). Round trips are medians and 99th percentiles.
+keeps it; else 10 ms ticks of /proc/PID/stat, which thousands of requests keep within a few percent). Round trips
+are medians and 99th percentiles.
 
 ``--instructions`` counts instead the machine instructions the broker process executes per request, under valgrind's
 callgrind: counters zeroed before and dumped after each third of a step's requests, the least third kept, so the

@@ -64,13 +64,13 @@ SHUTDOWN_GRACE_S = 5.0  # longest wait for in-flight requests and unsent answers
 IDLE_SWEEP_MAX_INTERVAL_S = 5.0
 FREE_PORT_RANGE_ATTEMPTS = 20
 
+PartitionKey = tuple[str, int]
+
 
 def _end_wait(waiter: asyncio.Future) -> None:
     """A Fetch's wait for data timed out (None: woken by no partition)."""
     if not waiter.done():
         waiter.set_result(None)
-
-PartitionKey = tuple[str, int]
 
 
 class Broker:

@@ -287,12 +287,14 @@ def _struct_codec(fields: tuple[Field, ...], version: int, flexible: bool) -> St
     arrays written out inline (no per-field loop, no call per field): each run of consecutive fixed-width fields is
     one precompiled ``struct`` call, lengths and strings are read and written in place.
     """
-    namespace: dict[str, Any] = {"ProtocolError": ProtocolError, "Reader": Reader, "I16": _INT16.pack, "I32": _INT32.pack}
+    namespace: dict[str, Any] = {"ProtocolError": ProtocolError, "I16": _INT16.pack, "I32": _INT32.pack}
     decoder = _DecoderSource(version, flexible, namespace)
     decoder.top(fields)
     encoder = _EncoderSource(version, flexible, namespace)
     encoder.struct(fields, "value", 4)
-    source = "\n".join(["def decode(r):", *decoder.lines, "", "def encode(w, value):", "    buf = w.buf", *encoder.lines])
+    source = "\n".join(
+        ["def decode(r):", *decoder.lines, "", "def encode(w, value):", "    buf = w.buf", *encoder.lines]
+    )
     exec(compile(source + "\n", f"<codec {version}>", "exec"), namespace)
     return StructCodec(namespace["decode"], namespace["encode"])
 
@@ -337,7 +339,8 @@ class _DecoderSource:
 
     def need(self, size: str, indent: int) -> None:
         self.emit(indent, f"if pos + {size} > end:")
-        self.emit(indent + 4, f"raise ProtocolError(f'truncated: need {{{size}}} bytes at {{pos}}, have {{end - pos}}')")
+        self.emit(indent + 4, f"raise ProtocolError(f'truncated: need {{{size}}} bytes at {{pos}}, "
+                              f"have {{end - pos}}')")
 
     def call(self, target: str, expression: str, indent: int) -> None:
         """A read through the Reader itself, from the current position."""
@@ -575,7 +578,8 @@ class _EncoderSource:
     def nested(self, f: Field, value: str, indent: int) -> None:
         _, tagged = self.present(f.fields)
         if tagged:  # rare: the nested struct's own codec writes its tagged fields
-            self.emit(indent, f"{self.constant(_struct_codec(f.fields, self.version, self.flexible).encode)}(w, {value})")
+            encode = self.constant(_struct_codec(f.fields, self.version, self.flexible).encode)
+            self.emit(indent, f"{encode}(w, {value})")
             self.emit(indent, "buf = w.buf")
         else:
             self.struct(f.fields, value, indent)
