@@ -39,7 +39,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -226,24 +227,13 @@ def instructions(requests: int) -> None:
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         print("--instructions needs valgrind and callgrind_control (Debian: apt-get install valgrind)")
         return
-    port = free_port()
-    data_dir = tempfile.mkdtemp(prefix="request-cost-")
     dumps = Path(tempfile.mkdtemp(prefix="request-cost-callgrind-"))
-    settings = [arg for setting in BROKER_SETTINGS for arg in ("-c", setting)]
-    broker = subprocess.Popen(
-        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={dumps}/callgrind.%p",
-         sys.executable, "-m", "minibroker", "--port", str(port), "--data-dir", data_dir, *settings],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    callgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={dumps}/callgrind.%p"]
     try:
-        wait_for_api_versions(f"127.0.0.1:{port}", time.perf_counter(), broker)
-        client = Client(f"127.0.0.1:{port}")
-        try:
-            steps = prepare(client)
+        with broker_process(callgrind) as (broker, client, steps):
             print(f"\ninstructions the broker process executes per request (callgrind, {requests:,} requests of each)")
             for step in steps:
                 frame = encode_request(step.api_key, step.version, 1, "bench", step.body())
-
                 if step.before is not None:
                     step.before()
                 error_free(step, client.exchange(frame))  # codecs built, caches warm: every counted request alike
@@ -258,12 +248,7 @@ def instructions(requests: int) -> None:
                 counts = [counted_instructions(broker.pid, dumps, send_some) for _ in range(COUNTED_PARTS)]
                 name = step.name if each is None else step.with_before
                 print(f"{name:<46} {min(counts) / (requests // COUNTED_PARTS) / 1000:>9.1f} k")
-        finally:
-            client.close()
     finally:
-        broker.terminate()
-        broker.wait(60)
-        shutil.rmtree(data_dir, ignore_errors=True)
         shutil.rmtree(dumps, ignore_errors=True)
 
 
@@ -288,26 +273,35 @@ def counted_instructions(pid: int, dumps: Path, work: Callable[[], Any]) -> int:
 
 
 def table(requests: int) -> None:
+    with broker_process() as (broker, client, steps):
+        print(f"{requests:,} requests of each, one at a time on one connection, to a broker process")
+        print(f"{'request':<46} {'round trip p50':>15} {'p99':>9} {'broker CPU':>12}")
+        for step in steps:
+            p50, p99, cpu = measure(client, step, requests, broker.pid)
+            print(f"{step.name:<46} {p50:>12.0f} us {p99:>6.0f} us {cpu:>9.0f} us")
+
+
+@contextmanager
+def broker_process(wrapper: Sequence[str] = ()) -> Iterator[tuple[subprocess.Popen, Client, list[Step]]]:
+    """A broker process (run by ``wrapper``, such as valgrind, if given) on a free port with a fresh data directory,
+    a client connected to it and the steps prepared; all stopped and removed afterwards."""
     port = free_port()
     data_dir = tempfile.mkdtemp(prefix="request-cost-")
     settings = [arg for setting in BROKER_SETTINGS for arg in ("-c", setting)]
-    broker = subprocess.Popen([sys.executable, "-m", "minibroker", "--port", str(port), "--data-dir", data_dir,
-                               *settings], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    broker = subprocess.Popen(
+        [*wrapper, sys.executable, "-m", "minibroker", "--port", str(port), "--data-dir", data_dir, *settings],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
     try:
         wait_for_api_versions(f"127.0.0.1:{port}", time.perf_counter(), broker)
         client = Client(f"127.0.0.1:{port}")
         try:
-            steps = prepare(client)
-            print(f"{requests:,} requests of each, one at a time on one connection, to a broker process")
-            print(f"{'request':<46} {'round trip p50':>15} {'p99':>9} {'broker CPU':>12}")
-            for step in steps:
-                p50, p99, cpu = measure(client, step, requests, broker.pid)
-                print(f"{step.name:<46} {p50:>12.0f} us {p99:>6.0f} us {cpu:>9.0f} us")
+            yield broker, client, prepare(client)
         finally:
             client.close()
     finally:
         broker.terminate()
-        broker.wait(30)
+        broker.wait(60)
         shutil.rmtree(data_dir, ignore_errors=True)
 
 

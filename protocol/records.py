@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import Any
 
 from .compression import CODEC_NAMES, CompressionError, compress, decompress
 from .crc import crc32c
@@ -438,29 +439,9 @@ class _Reader:
 # ---- building batches (broker-written batches and tests) ----
 
 
-def build_batch(
-    records: Sequence[RecordInput | tuple],
-    *,
-    base_offset: int = 0,
-    base_timestamp: int | None = None,
-    compression: int = 0,
-    producer_id: int = NO_PRODUCER_ID,
-    producer_epoch: int = NO_PRODUCER_EPOCH,
-    base_sequence: int = NO_SEQUENCE,
-    is_transactional: bool = False,
-    is_control: bool = False,
-    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
-) -> bytes:
-    """Encode a complete V2 batch with a valid CRC.
-
-    ``records`` holds RecordInput or tuples ``(key, value[, headers[, timestamp]])``. The base timestamp defaults to
-    the first record's timestamp (as the Java client does), or now.
-    """
-    return bytes(new_batch(
-        records, base_offset=base_offset, base_timestamp=base_timestamp, compression=compression,
-        producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence,
-        is_transactional=is_transactional, is_control=is_control, partition_leader_epoch=partition_leader_epoch,
-    ))
+def build_batch(records: Sequence[RecordInput | tuple], **options: Any) -> bytes:
+    """A complete V2 batch with a valid CRC, as bytes (tests, tools, the cleaner); ``options`` as ``new_batch``."""
+    return bytes(new_batch(records, **options))
 
 
 def new_batch(
@@ -476,8 +457,11 @@ def new_batch(
     is_control: bool = False,
     partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
 ) -> bytearray:
-    """``build_batch`` in a buffer of its own, for the broker's own writes: the log assigns offsets in it in place,
-    so it is neither copied to bytes nor parsed back for its header."""
+    """Encode a complete V2 batch with a valid CRC, in a buffer of its own: the log assigns offsets in it in place.
+
+    ``records`` holds RecordInput or tuples ``(key, value[, headers[, timestamp]])``. The base timestamp defaults to
+    the first record's timestamp (as the Java client does), or now.
+    """
     inputs = [_as_fields(item) for item in records]
     if not inputs:
         raise ValueError("a batch needs at least one record")

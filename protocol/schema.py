@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -299,15 +300,11 @@ def _struct_codec(fields: tuple[Field, ...], version: int, flexible: bool) -> St
     return StructCodec(namespace["decode"], namespace["encode"])
 
 
-_BYTES_READERS = {(False, False): "bytes_", (False, True): "nullable_bytes",
-                  (True, False): "compact_bytes", (True, True): "compact_nullable_bytes"}
+class _Source:
+    """Python source being written for one codec: lines, fresh local names, and constants put in the namespace the
+    source is run in (packers, defaults, nested codecs), named with the class's ``CONSTANTS`` prefix."""
 
-
-class _DecoderSource:
-    """The source of one struct's decoder, nested structs and arrays written out inline. The position is a local
-    while the bytes are read in place; it is handed back to the Reader around the few calls that read through it
-    (bytes, records, long varints, tagged fields). Every read is bounds-checked first: malformed input raises
-    ProtocolError and nothing else."""
+    CONSTANTS = ""
 
     def __init__(self, version: int, flexible: bool, namespace: dict[str, Any]) -> None:
         self.version = version
@@ -321,12 +318,42 @@ class _DecoderSource:
         return f"{prefix}{self.counter}"
 
     def constant(self, value: Any) -> str:
-        name = self.fresh("K")  # the encoder's are C...: both share the namespace
+        name = self.fresh(self.CONSTANTS)
         self.namespace[name] = value
         return name
 
     def emit(self, indent: int, line: str) -> None:
         self.lines.append(" " * indent + line)
+
+    def runs(self, fields: tuple[Field, ...]) -> Iterator[tuple[list[Field], struct.Struct | None]]:
+        """The fields this version has outside the tagged buffer, in order: each run of consecutive fixed-width ones
+        with the one ``struct`` that packs them, every other field alone (with None)."""
+        regular = [f for f in fields if in_range(self.version, f.versions)
+                   and not (self.flexible and in_range(self.version, f.tagged))]
+        i = 0
+        while i < len(regular):
+            j = i
+            while j < len(regular) and _is_fixed(regular[j]):
+                j += 1
+            if j == i:
+                yield [regular[i]], None
+                i += 1
+            else:
+                yield regular[i:j], struct.Struct(">" + "".join(_STRUCT_FORMATS[f.type] for f in regular[i:j]))
+                i = j
+
+
+_BYTES_READERS = {(False, False): "bytes_", (False, True): "nullable_bytes",
+                  (True, False): "compact_bytes", (True, True): "compact_nullable_bytes"}
+
+
+class _DecoderSource(_Source):
+    """The source of one struct's decoder, nested structs and arrays written out inline. The position is a local
+    while the bytes are read in place; it is handed back to the Reader around the few calls that read through it
+    (bytes, records, long varints, tagged fields). Every read is bounds-checked first: malformed input raises
+    ProtocolError and nothing else."""
+
+    CONSTANTS = "K"  # the encoder's are C...: both share the namespace
 
     def top(self, fields: tuple[Field, ...]) -> None:
         self.emit(4, "buf = r.buf")
@@ -349,23 +376,14 @@ class _DecoderSource:
         self.emit(indent, "pos = r.pos")
 
     def struct(self, fields: tuple[Field, ...], out: str, indent: int) -> None:
-        regular = [f for f in fields if in_range(self.version, f.versions)
-                   and not (self.flexible and in_range(self.version, f.tagged))]
-        i = 0
-        while i < len(regular):
-            j = i
-            while j < len(regular) and _is_fixed(regular[j]):
-                j += 1
-            if j > i:
-                packer = struct.Struct(">" + "".join(_STRUCT_FORMATS[f.type] for f in regular[i:j]))
-                self.need(str(packer.size), indent)
-                targets = "".join(f"{out}[{snake_case(f.name)!r}], " for f in regular[i:j])
-                self.emit(indent, f"{targets}= {self.constant(packer.unpack_from)}(buf, pos)")
-                self.emit(indent, f"pos += {packer.size}")
-                i = j
+        for run, packer in self.runs(fields):
+            if packer is None:
+                self.field(run[0], f"{out}[{snake_case(run[0].name)!r}]", indent)
                 continue
-            self.field(regular[i], f"{out}[{snake_case(regular[i].name)!r}]", indent)
-            i += 1
+            self.need(str(packer.size), indent)
+            targets = "".join(f"{out}[{snake_case(f.name)!r}], " for f in run)
+            self.emit(indent, f"{targets}= {self.constant(packer.unpack_from)}(buf, pos)")
+            self.emit(indent, f"pos += {packer.size}")
         tail = _tail(fields, self.version, self.flexible)
         for key, default in tail.absent:
             value = repr(default) if type(default) in _MUTABLE else self.constant(default)  # a new [] or {} each
@@ -389,12 +407,7 @@ class _DecoderSource:
             n = self.length(compact, indent)
             self.emit(indent, f"if {n} > end - pos:")
             self.emit(indent + 4, f"raise ProtocolError(f'array length {{{n}}} exceeds the {{end - pos}} bytes left')")
-            self.emit(indent, f"if {n} < 0:")
-            if nullable:
-                self.emit(indent + 4, f"{target} = None")
-            else:
-                self.emit(indent + 4, "raise ProtocolError('null in a non-nullable array')")
-            self.emit(indent, "else:")
+            self.unless_null(n, target, nullable, "array", indent)
             items = self.fresh("a")
             self.emit(indent + 4, f"{items} = []")
             self.emit(indent + 4, f"for _ in range({n}):")
@@ -423,6 +436,13 @@ class _DecoderSource:
             self.emit(indent, f"{target} = {inner}")
         else:
             self.scalar(f.type, target, nullable, compact, indent)
+
+    def unless_null(self, n: str, target: str, nullable: bool, what: str, indent: int) -> None:
+        """A negative length is null: None where the version allows it, else refused; the caller's reading of the
+        value follows, one level in (under ``else:``)."""
+        self.emit(indent, f"if {n} < 0:")
+        self.emit(indent + 4, f"{target} = None" if nullable else f"raise ProtocolError('null in a non-nullable {what}')")
+        self.emit(indent, "else:")
 
     def length(self, compact: bool, indent: int) -> str:
         """A length prefix into a fresh local: compact ones are varints of length + 1 (-1 is null)."""
@@ -453,12 +473,7 @@ class _DecoderSource:
                 self.need("2", indent)
                 self.emit(indent, f"{n}, = {self.constant(_INT16.unpack_from)}(buf, pos)")
                 self.emit(indent, "pos += 2")
-            self.emit(indent, f"if {n} < 0:")
-            if nullable:
-                self.emit(indent + 4, f"{target} = None")
-            else:
-                self.emit(indent + 4, "raise ProtocolError('null in a non-nullable string')")
-            self.emit(indent, "else:")
+            self.unless_null(n, target, nullable, "string", indent)
             self.need(n, indent + 4)
             self.emit(indent + 4, "try:")
             self.emit(indent + 8, f"{target} = str(buf[pos:pos + {n}], 'utf-8')")
@@ -477,56 +492,23 @@ class _DecoderSource:
             raise ValueError(f"unknown type {type_name}")
 
 
-class _EncoderSource:
+class _EncoderSource(_Source):
     """The source of one struct's encoder, nested structs and arrays written out inline: a message is encoded by
     struct packing and bytearray appends into the writer's buffer, with a call only for bytes, UUIDs and tagged
     fields (and nested structs that carry tagged fields, which use their own codec)."""
 
-    def __init__(self, version: int, flexible: bool, namespace: dict[str, Any]) -> None:
-        self.version = version
-        self.flexible = flexible
-        self.namespace = namespace
-        self.lines: list[str] = []
-        self.counter = 0
-
-    def fresh(self, prefix: str) -> str:
-        self.counter += 1
-        return f"{prefix}{self.counter}"
-
-    def constant(self, value: Any) -> str:
-        name = self.fresh("C")
-        self.namespace[name] = value
-        return name
-
-    def emit(self, indent: int, line: str) -> None:
-        self.lines.append(" " * indent + line)
-
-    def present(self, fields: tuple[Field, ...]) -> tuple[list[Field], bool]:
-        """The regular fields of this version, and whether any field is tagged in it."""
-        regular = [f for f in fields if in_range(self.version, f.versions)
-                   and not (self.flexible and in_range(self.version, f.tagged))]
-        tagged = any(self.flexible and in_range(self.version, f.versions) and in_range(self.version, f.tagged)
-                     for f in fields)
-        return regular, tagged
+    CONSTANTS = "C"
 
     def struct(self, fields: tuple[Field, ...], value: str, indent: int) -> None:
-        regular, _ = self.present(fields)
         get = self.fresh("g")
         self.emit(indent, f"{get} = {value}.get")
-        i = 0
-        while i < len(regular):
-            j = i
-            while j < len(regular) and _is_fixed(regular[j]):
-                j += 1
-            if j > i:
-                packer = self.constant(struct.Struct(">" + "".join(_STRUCT_FORMATS[f.type] for f in regular[i:j])).pack)
-                args = ", ".join(f"{get}({snake_case(f.name)!r}, {self.constant(default_value(f, self.version))})"
-                                 for f in regular[i:j])
-                self.emit(indent, f"buf += {packer}({args})")
-                i = j
+        for run, packer in self.runs(fields):
+            if packer is None:
+                self.field(run[0], get, indent)
                 continue
-            self.field(regular[i], get, indent)
-            i += 1
+            args = ", ".join(f"{get}({snake_case(f.name)!r}, {self.constant(default_value(f, self.version))})"
+                             for f in run)
+            self.emit(indent, f"buf += {self.constant(packer.pack)}({args})")
         if self.flexible:
             encode_tagged = _tail(fields, self.version, self.flexible).encode
             if encode_tagged is not None:
@@ -576,7 +558,8 @@ class _EncoderSource:
             self.scalar(f.type, v, nullable, compact, indent)
 
     def nested(self, f: Field, value: str, indent: int) -> None:
-        _, tagged = self.present(f.fields)
+        tagged = self.flexible and any(in_range(self.version, g.versions) and in_range(self.version, g.tagged)
+                                       for g in f.fields)
         if tagged:  # rare: the nested struct's own codec writes its tagged fields
             encode = self.constant(_struct_codec(f.fields, self.version, self.flexible).encode)
             self.emit(indent, f"{encode}(w, {value})")
