@@ -14,7 +14,8 @@ are medians and 99th percentiles.
 callgrind: counters zeroed before and dumped after each third of a step's requests, the least third kept, so the
 broker's periodic work (checkpoints, the flush check) does not count. A step with a preparation before every request
 is counted with it: EndTxn with the AddPartitionsToTxn that opens its transaction, a transaction's whole coordinator
-work. Unlike times, the count is the same on a busy machine as on a quiet one, to a fraction of a percent, so one run
+work; and a transaction of 10 records from a confluent-kafka transactional producer, as ``compare.py`` commits
+them. Unlike times, the count is the same on a busy machine as on a quiet one, to a fraction of a percent, so one run
 before a change and one after tell what it saved. The broker runs about 50 times slower under valgrind: a few hundred
 requests of each kind are enough.
 
@@ -52,9 +53,16 @@ from minibroker.protocol.frames import decode_response, encode_request  # noqa: 
 from minibroker.protocol.primitives import Writer  # noqa: E402
 from minibroker.protocol.records import RecordInput, build_batch  # noqa: E402
 
-from benchmarks.common import cpu_seconds, free_port, percentile, wait_for_api_versions  # noqa: E402
+from benchmarks.common import (  # noqa: E402  (needs the repository root on the path)
+    client_config,
+    cpu_seconds,
+    free_port,
+    percentile,
+    wait_for_api_versions,
+)
 
 TOPIC, GROUP, TRANSACTIONAL_ID = "bench", "bench-group", "bench-txn"
+TRANSACTION_TIMEOUT_S = 120.0  # under valgrind a commit takes tens of milliseconds
 BROKER_SETTINGS = ("group.initial.rebalance.delay.ms=0", "num.partitions=1")
 ZERO_UUID = bytes(16)
 
@@ -63,6 +71,7 @@ class Client:
     """One connection; ``call`` sends a request and returns the decoded answer body."""
 
     def __init__(self, address: str) -> None:
+        self.address = address
         host, port = address.rsplit(":", 1)
         self.sock = socket.create_connection((host, int(port)), timeout=30)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -248,8 +257,34 @@ def instructions(requests: int) -> None:
                 counts = [counted_instructions(broker.pid, dumps, send_some) for _ in range(COUNTED_PARTS)]
                 name = step.name if each is None else step.with_before
                 print(f"{name:<46} {min(counts) / (requests // COUNTED_PARTS) / 1000:>9.1f} k")
+            per_transaction = transaction_instructions(broker.pid, dumps, client.address, max(requests // 10, 3))
+            print(f"{'a transaction of 10 records (confluent-kafka)':<46} {per_transaction / 1000:>9.1f} k")
     finally:
         shutil.rmtree(dumps, ignore_errors=True)
+
+
+def transaction_instructions(pid: int, dumps: Path, bootstrap: str, transactions: int) -> float:
+    """Instructions per committed transaction of 10 records from a confluent-kafka transactional producer, as
+    compare.py runs them: three requests (AddPartitionsToTxn, Produce, EndTxn) and the coordinator's writes."""
+    from confluent_kafka import Producer
+
+    producer = Producer(client_config(bootstrap, **{"transactional.id": "request-cost"}))
+    payload = bytes(100)
+
+    def commit_some() -> None:
+        for _ in range(transactions // COUNTED_PARTS):
+            producer.begin_transaction()
+            for _ in range(10):
+                producer.produce(TOPIC, payload, partition=0)
+            producer.commit_transaction(TRANSACTION_TIMEOUT_S)
+
+    try:
+        producer.init_transactions(TRANSACTION_TIMEOUT_S)
+        commit_some()  # the coordinator found, the partition known: every counted transaction alike
+        counts = [counted_instructions(pid, dumps, commit_some) for _ in range(COUNTED_PARTS)]
+    finally:
+        producer.close()
+    return min(counts) / (transactions // COUNTED_PARTS)
 
 
 COUNTED_PARTS = 3  # a step is counted in parts and the least is kept: the broker's periodic work (checkpoints every
