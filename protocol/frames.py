@@ -10,7 +10,8 @@ touching the body. ``encode_response`` returns the buffers to write, size prefix
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
+import threading
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -36,7 +37,8 @@ class FrameReader:
     out once each; a larger frame gets a buffer of its exact size as soon as its prefix is known, and the next
     reads fill it directly, so a megabyte of Produce data is never copied on its way in. Frames are writable memoryviews (offsets are assigned in place). Like Kafka, a large frame's buffer is
     allocated once its size is read, bounded by ``max_frame_bytes``. The scratch buffer is let go whenever it
-    holds no partial frame, so an idle connection holds no buffer at all.
+    holds no partial frame, so an idle connection holds no buffer at all; it becomes the thread's spare, which the
+    next read of any connection takes instead of allocating one.
     """
 
     SCRATCH = 8 * 1024
@@ -59,7 +61,7 @@ class FrameReader:
         if self._frame is not None:
             return memoryview(self._frame)[self._filled :]
         if self._scratch is None:
-            self._scratch = bytearray(self.SCRATCH)
+            self._scratch = _take_scratch(self.SCRATCH)
         if self._start == self._end:
             self._start = self._end = 0
         elif len(self._scratch) - self._end < self.SCRATCH // 4:
@@ -97,8 +99,9 @@ class FrameReader:
                 break
             frames.append(memoryview(buf[start + 4 : start + 4 + size]))  # a bytearray slice: a copy
             start += 4 + size
-        if start == end:
-            self._scratch, start, end = None, 0, 0  # nothing pending: an idle connection keeps no buffer
+        if start == end:  # nothing pending: an idle connection keeps no buffer, the next read reuses this one
+            _give_back_scratch(buf)
+            self._scratch, start, end = None, 0, 0
         self._start, self._end = start, end
         return frames
 
@@ -115,6 +118,23 @@ class FrameReader:
         return frames
 
 
+_SPARE = threading.local()  # per thread: each event loop reads its connections one callback at a time
+
+
+def _take_scratch(size: int) -> bytearray:
+    """The thread's spare scratch buffer, now the caller's alone, or a new one: a connection whose last read left
+    nothing pending hands its buffer back, so small requests do not allocate (and zero) a buffer each."""
+    spare = getattr(_SPARE, "buffer", None)
+    if spare is None or len(spare) != size:
+        return bytearray(size)
+    _SPARE.buffer = None
+    return spare
+
+
+def _give_back_scratch(buffer: bytearray) -> None:
+    _SPARE.buffer = buffer
+
+
 @dataclass(slots=True)
 class RequestHeader:
     api_key: int
@@ -122,7 +142,6 @@ class RequestHeader:
     correlation_id: int
     client_id: str | None
     body_offset: int = 0
-    tagged: dict[str, Any] = field(default_factory=dict)
 
 
 @cache

@@ -104,3 +104,22 @@ def test_small_frames_do_not_copy_each_other() -> None:
     buffer[: len(data)] = data
     views += reader.buffer_updated(len(data))
     assert first == [b"first"] and [bytes(v) for v in views] == [b"second"]
+
+
+def test_connections_sharing_the_spare_scratch_buffer_keep_their_own_bytes() -> None:
+    """Readers in one thread hand an emptied scratch buffer on to the next read: a reader holding a partial frame
+    keeps its bytes while others read through the spare, and frames already returned never change."""
+    rng = random.Random(11)
+    payloads = {name: [bytes([name, i]) * rng.randint(1, 900) for i in range(40)] for name in (1, 2, 3)}
+    streams = {name: stream_of(frames) for name, frames in payloads.items()}
+    readers = {name: FrameReader(1 << 20) for name in payloads}
+    positions = dict.fromkeys(payloads, 0)
+    received: dict[int, list[memoryview]] = {name: [] for name in payloads}
+    while any(positions[name] < len(streams[name]) for name in payloads):
+        name = rng.choice([n for n in payloads if positions[n] < len(streams[n])])
+        buffer = readers[name].get_buffer(-1)
+        size = min(len(buffer), len(streams[name]) - positions[name], rng.randint(1, 2000))
+        buffer[:size] = streams[name][positions[name] : positions[name] + size]
+        positions[name] += size
+        received[name] += readers[name].buffer_updated(size)
+    assert {name: [bytes(frame) for frame in frames] for name, frames in received.items()} == payloads
