@@ -15,6 +15,7 @@ import re
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Callable
 
 from .primitives import ProtocolError, Reader, Writer
@@ -176,10 +177,7 @@ def _field_codecs(f: Field, version: int, flexible: bool) -> tuple[Decode, Encod
                     raise ValueError(f"{f.name} is not nullable in version {version}")
                 w.array_length(None, compact)
                 return
-            if compact:
-                w.uvarint(len(value) + 1)
-            else:
-                w.buf += _INT32.pack(len(value))
+            w.array_length(len(value), compact)
             for item in value:
                 item_write(w, item)
 
@@ -224,7 +222,9 @@ class _Tail:
     absent: list[tuple[str, Any]]  # fields this version does not have, and the defaults decoded messages get
 
 
+@cache
 def _tail(fields: tuple[Field, ...], version: int, flexible: bool) -> _Tail:
+    """Built once per struct and version: the decoder and the encoder of a message both ask for it."""
     tagged: dict[int, tuple[str, Decode, Encode, Any]] = {}
     absent: list[tuple[str, Any]] = []
     for f in fields:
@@ -302,7 +302,7 @@ def _struct_codec(fields: tuple[Field, ...], version: int, flexible: bool) -> St
 
 class _Source:
     """Python source being written for one codec: lines, fresh local names, and constants put in the namespace the
-    source is run in (packers, defaults, nested codecs), named with the class's ``CONSTANTS`` prefix."""
+    source is run in (packers, defaults, tagged-field codecs), named with the class's ``CONSTANTS`` prefix."""
 
     CONSTANTS = ""
 
@@ -494,8 +494,8 @@ class _DecoderSource(_Source):
 
 class _EncoderSource(_Source):
     """The source of one struct's encoder, nested structs and arrays written out inline: a message is encoded by
-    struct packing and bytearray appends into the writer's buffer, with a call only for bytes, UUIDs and tagged
-    fields (and nested structs that carry tagged fields, which use their own codec)."""
+    struct packing and bytearray appends into the writer's buffer, with a call only for bytes, UUIDs and each
+    struct's tagged fields."""
 
     CONSTANTS = "C"
 
@@ -542,7 +542,7 @@ class _EncoderSource(_Source):
             item = self.fresh("i")
             self.emit(indent + 4, f"for {item} in {v}:")
             if f.is_struct:
-                self.nested(f, item, indent + 8)
+                self.struct(f.fields, item, indent + 8)
             else:
                 self.scalar(element, item, True, compact, indent + 8)
         elif f.is_struct:
@@ -551,21 +551,11 @@ class _EncoderSource(_Source):
                 self.emit(indent + 4, "buf.append(0xff)")
                 self.emit(indent, "else:")
                 self.emit(indent + 4, "buf.append(1)")
-                self.nested(f, v, indent + 4)
+                self.struct(f.fields, v, indent + 4)
             else:
-                self.nested(f, v, indent)
+                self.struct(f.fields, v, indent)
         else:
             self.scalar(f.type, v, nullable, compact, indent)
-
-    def nested(self, f: Field, value: str, indent: int) -> None:
-        tagged = self.flexible and any(in_range(self.version, g.versions) and in_range(self.version, g.tagged)
-                                       for g in f.fields)
-        if tagged:  # rare: the nested struct's own codec writes its tagged fields
-            encode = self.constant(_struct_codec(f.fields, self.version, self.flexible).encode)
-            self.emit(indent, f"{encode}(w, {value})")
-            self.emit(indent, "buf = w.buf")
-        else:
-            self.struct(f.fields, value, indent)
 
     def scalar(self, type_name: str, value: str, nullable: bool, compact: bool, indent: int) -> None:
         if type_name in _STRUCT_FORMATS:
