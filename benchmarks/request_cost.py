@@ -30,6 +30,7 @@ matters, not the absolute figures. Run from the repository root:
 from __future__ import annotations
 
 import argparse
+import asyncio
 import cProfile
 import inspect
 import pstats
@@ -62,6 +63,7 @@ from benchmarks.common import (  # noqa: E402  (needs the repository root on the
 )
 
 TOPIC, GROUP, TRANSACTIONAL_ID = "bench", "bench-group", "bench-txn"
+RAW_TRANSACTIONAL_ID = "bench-txn-raw"  # the raw client's whole transactions (table)
 TRANSACTION_TIMEOUT_S = 120.0  # under valgrind a commit takes tens of milliseconds
 BROKER_SETTINGS = ("group.initial.rebalance.delay.ms=0", "num.partitions=1")
 ZERO_UUID = bytes(16)
@@ -85,6 +87,10 @@ class Client:
     def exchange(self, frame: bytes) -> bytes:
         """Send a whole request frame and read the answer frame (without its size): all a raw client does."""
         self.sock.sendall(frame)
+        return self.answer()
+
+    def answer(self) -> bytes:
+        """The next answer frame, without its size."""
         (size,) = struct.unpack(">i", self._exactly(4))
         return self._exactly(size)
 
@@ -196,20 +202,43 @@ def measure(client: Client, step: Step, requests: int, broker_pid: int | None) -
     if step.before is not None:
         step.before()
     error_free(step, client.exchange(frame))
+    return round_trips(client, frame, requests, broker_pid, step.before if step.before_each else None)
+
+
+def round_trips(
+    client: Client, frame: bytes, requests: int, server_pid: int | None, before: Callable[[], None] | None = None,
+) -> tuple[float, float, float]:
+    """``frame`` sent ``requests`` times, one at a time: (round trip p50 us, p99 us, the server's CPU us per request,
+    without what ``before``, run untimed before each, costs it; NaN without a pid)."""
     times: list[float] = []
-    cpu_before = cpu_seconds(broker_pid) if broker_pid else 0.0
+    cpu_before = cpu_seconds(server_pid) if server_pid else 0.0
     untimed_cpu = 0.0
     for _ in range(requests):
-        if step.before is not None and step.before_each:
-            mark = cpu_seconds(broker_pid) if broker_pid else 0.0
-            step.before()
-            untimed_cpu += (cpu_seconds(broker_pid) - mark) if broker_pid else 0.0
+        if before is not None:
+            mark = cpu_seconds(server_pid) if server_pid else 0.0
+            before()
+            untimed_cpu += (cpu_seconds(server_pid) - mark) if server_pid else 0.0
         started = time.perf_counter()
         client.exchange(frame)
         times.append((time.perf_counter() - started) * 1e6)
-    cpu = ((cpu_seconds(broker_pid) - cpu_before - untimed_cpu) / requests * 1e6) if broker_pid else float("nan")
+    cpu = ((cpu_seconds(server_pid) - cpu_before - untimed_cpu) / requests * 1e6) if server_pid else float("nan")
     times.sort()
     return percentile(times, 0.5), percentile(times, 0.99), cpu
+
+
+def pipelined_cpu(client: Client, frame: bytes, requests: int, server_pid: int) -> float:
+    """The server's CPU us per request when ``IN_FLIGHT`` requests arrive back to back: the work of a request without
+    the wake-up from epoll, and the cold caches, that one request at a time brings."""
+    rounds = max(requests // IN_FLIGHT, 1)
+    cpu_before = cpu_seconds(server_pid)
+    for _ in range(rounds):
+        client.sock.sendall(frame * IN_FLIGHT)
+        for _ in range(IN_FLIGHT):
+            client.answer()
+    return (cpu_seconds(server_pid) - cpu_before) / (rounds * IN_FLIGHT) * 1e6
+
+
+IN_FLIGHT = 50
 
 
 def error_free(step: Step, answer: bytes) -> None:
@@ -308,12 +337,117 @@ def counted_instructions(pid: int, dumps: Path, work: Callable[[], Any]) -> int:
 
 
 def table(requests: int) -> None:
+    header = f"{'request':<46} {'round trip p50':>15} {'p99':>9} {'broker CPU':>12} {f'{IN_FLIGHT} in flight':>13}"
     with broker_process() as (broker, client, steps):
-        print(f"{requests:,} requests of each, one at a time on one connection, to a broker process")
-        print(f"{'request':<46} {'round trip p50':>15} {'p99':>9} {'broker CPU':>12}")
+        print(f"{requests:,} requests of each to a broker process, one at a time on one connection (round trip, CPU)")
+        print(f"and {IN_FLIGHT} at a time (the CPU of the same requests arriving back to back)")
+        print(header)
         for step in steps:
             p50, p99, cpu = measure(client, step, requests, broker.pid)
-            print(f"{step.name:<46} {p50:>12.0f} us {p99:>6.0f} us {cpu:>9.0f} us")
+            frame = encode_request(step.api_key, step.version, 1, "bench", step.body())
+            back_to_back = f"{pipelined_cpu(client, frame, requests, broker.pid):>10.0f} us" if not (
+                step.before is not None and step.before_each) else f"{'-':>13}"
+            print(f"{step.name:<46} {p50:>12.0f} us {p99:>6.0f} us {cpu:>9.0f} us {back_to_back}")
+        p50, p99, cpu, back_to_back = transaction_cost(client, max(requests // 3, IN_FLIGHT), broker.pid)
+        print(f"{'a transaction (AddPartitions, Produce x10, EndTxn)':<46} {p50:>12.0f} us {p99:>6.0f} us "
+              f"{cpu:>9.0f} us {back_to_back:>10.0f} us")
+    print("\nthe floor of one exchange on this machine: echo servers, timed the same way (an ApiVersions-sized frame)")
+    for name, command in echo_servers():
+        p50, p99, cpu, back_to_back = echo_floor(command, requests)
+        print(f"{name:<46} {p50:>12.0f} us {p99:>6.0f} us {cpu:>9.1f} us {back_to_back:>10.1f} us")
+
+
+def transaction_cost(client: Client, transactions: int, broker_pid: int) -> tuple[float, float, float, float]:
+    """A committed transaction as a transactional producer sends it (AddPartitionsToTxn, Produce of 10 records,
+    EndTxn), from its own transactional id: (round trip p50 and p99 of the three requests one at a time, the broker's
+    CPU per transaction then, and with ``IN_FLIGHT`` transactions' requests back to back)."""
+    started = client.call(22, 4, {"transactional_id": RAW_TRANSACTIONAL_ID, "transaction_timeout_ms": 60_000,
+                                  "producer_id": -1, "producer_epoch": -1})
+    assert started["error_code"] == 0, started
+    producer_id, epoch = started["producer_id"], started["producer_epoch"]
+    add = encode_request(24, 3, 1, "bench", {
+        "v3_and_below_transactional_id": RAW_TRANSACTIONAL_ID, "v3_and_below_producer_id": producer_id,
+        "v3_and_below_producer_epoch": epoch, "v3_and_below_topics": [{"name": TOPIC, "partitions": [0]}]})
+    end = encode_request(26, 3, 1, "bench", {"transactional_id": RAW_TRANSACTIONAL_ID, "producer_id": producer_id,
+                                             "producer_epoch": epoch, "committed": True})
+    sequences = iter(range(0, 1 << 31, 10))
+
+    def transaction() -> list[bytes]:
+        batch = build_batch([RecordInput(None, bytes(100))] * 10, producer_id=producer_id, producer_epoch=epoch,
+                            base_sequence=next(sequences), is_transactional=True)
+        produce = encode_request(0, 9, 1, "bench", {
+            "transactional_id": RAW_TRANSACTIONAL_ID, "acks": -1, "timeout_ms": 30_000,
+            "topic_data": [{"name": TOPIC, "partition_data": [{"index": 0, "records": batch}]}]})
+        return [add, produce, end]
+
+    for frame, api_key in zip(transaction(), (24, 0, 26)):  # the first one checked: every answer error-free
+        _, answer = decode_response(api_key, 3 if api_key else 9, client.exchange(frame))
+        assert not any(error_codes(answer)), answer
+    one_at_a_time = [transaction() for _ in range(transactions)]
+    times: list[float] = []
+    cpu_before = cpu_seconds(broker_pid)
+    for frames in one_at_a_time:
+        started_at = time.perf_counter()
+        for frame in frames:
+            client.exchange(frame)
+        times.append((time.perf_counter() - started_at) * 1e6)
+    cpu = (cpu_seconds(broker_pid) - cpu_before) / transactions * 1e6
+    rounds = max(transactions // IN_FLIGHT, 1)
+    back_to_back = [b"".join(frame for _ in range(IN_FLIGHT) for frame in transaction()) for _ in range(rounds)]
+    cpu_before = cpu_seconds(broker_pid)
+    for frames in back_to_back:
+        client.sock.sendall(frames)
+        for _ in range(3 * IN_FLIGHT):
+            client.answer()
+    pipelined = (cpu_seconds(broker_pid) - cpu_before) / (rounds * IN_FLIGHT) * 1e6
+    times.sort()
+    return percentile(times, 0.5), percentile(times, 0.99), cpu, pipelined
+
+
+def echo_servers() -> Iterator[tuple[str, list[str]]]:
+    """The asyncio echo server of this interpreter and, where a C compiler is found, ``echo_floor.c``."""
+    yield "asyncio echo server (BufferedProtocol)", [sys.executable, str(Path(__file__)), "--serve-echo"]
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        print("(no C compiler: the C echo server is not measured)")
+        return
+    build = Path(tempfile.mkdtemp(prefix="request-cost-echo-"))
+    try:
+        binary = build / "echo_floor"
+        subprocess.run([compiler, "-O2", "-o", str(binary), str(Path(__file__).with_name("echo_floor.c"))], check=True)
+        yield "C epoll echo server (echo_floor.c)", [str(binary)]
+    finally:
+        shutil.rmtree(build, ignore_errors=True)
+
+
+def connect_when_listening(port: int, server: subprocess.Popen) -> Client:
+    """The client's connection, once the server listens (the C server serves the first connection it accepts)."""
+    for _ in range(500):
+        if server.poll() is not None:
+            raise RuntimeError(f"the echo server exited with {server.returncode}")
+        try:
+            return Client(f"127.0.0.1:{port}")
+        except OSError:
+            time.sleep(0.01)
+    raise RuntimeError("the echo server did not listen")
+
+
+def echo_floor(command: list[str], requests: int) -> tuple[float, float, float, float]:
+    """An echo server timed as the broker is, with an ApiVersions request (its echo is a frame of the same size):
+    (round trip p50 us, p99 us, server CPU us per exchange one at a time, and with ``IN_FLIGHT`` at a time)."""
+    frame = encode_request(18, 3, 1, "bench", {"client_software_name": "bench", "client_software_version": "1"})
+    port = free_port()
+    server = subprocess.Popen([*command, str(port)])
+    try:
+        client = connect_when_listening(port, server)
+        try:
+            client.exchange(frame)
+            return (*round_trips(client, frame, requests, server.pid), pipelined_cpu(client, frame, requests, server.pid))
+        finally:
+            client.close()
+    finally:
+        server.terminate()
+        server.wait(10)
 
 
 @contextmanager
@@ -393,6 +527,28 @@ def profile(requests: int) -> None:
             client.close()
 
 
+async def serve_echo(port: int) -> None:
+    """The smallest asyncio server: a BufferedProtocol writing back what it reads, as the broker's loop reads."""
+
+    class Echo(asyncio.BufferedProtocol):
+        def __init__(self) -> None:
+            self.buffer = bytearray(1 << 16)
+            self.transport: asyncio.Transport | None = None
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            self.transport = transport  # type: ignore[assignment]
+
+        def get_buffer(self, sizehint: int) -> bytearray:
+            return self.buffer
+
+        def buffer_updated(self, nbytes: int) -> None:
+            self.transport.write(bytes(self.buffer[:nbytes]))
+
+    server = await asyncio.get_running_loop().create_server(Echo, "127.0.0.1", port)
+    async with server:
+        await server.serve_forever()
+
+
 async def call_on_loop(function: Callable[[], None]) -> None:
     function()  # cProfile follows the thread it is enabled on: the broker's loop
 
@@ -420,7 +576,11 @@ def main() -> int:
     parser.add_argument("--profile", action="store_true", help="also profile an in-process broker")
     parser.add_argument("--instructions", action="store_true",
                         help="count instructions per request under valgrind instead (use --requests 300)")
+    parser.add_argument("--serve-echo", type=int, metavar="PORT", help=argparse.SUPPRESS)  # the floor's server
     args = parser.parse_args()
+    if args.serve_echo is not None:
+        asyncio.run(serve_echo(args.serve_echo))
+        return 0
     if args.instructions:
         instructions(args.requests)
         return 0

@@ -526,7 +526,7 @@ def _append_record(
     body += _SMALL_VARINTS[offset_delta] if offset_delta < 64 else encode_varint(offset_delta)
     _put_nullable_bytes(body, key)
     _put_nullable_bytes(body, value)
-    body += encode_varint(len(headers))
+    body += _SMALL_VARINTS[len(headers)] if len(headers) < 64 else encode_varint(len(headers))
     for name, value in headers:
         encoded = name.encode()
         body += encode_varint(len(encoded))

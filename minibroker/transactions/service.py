@@ -60,7 +60,7 @@ class TransactionService:
             allocate_producer_id=self.broker.producer_ids.allocate,
             clock=self.broker.clock,
             max_timeout_ms=self.broker.config.transaction_max_timeout_ms,
-            crash_hook=self.crash_hook,
+            crash_hook=self.crash_hook if os.environ.get(CRASH_POINT_ENV) else None,
             owned=(),
         )
 
@@ -133,7 +133,8 @@ class TransactionService:
 
     @staticmethod
     def crash_hook(point: str) -> None:
-        """Fault injection for recovery tests: die like ``kill -9`` at the named point."""
+        """Fault injection for recovery tests: die like ``kill -9`` at the named point (set in the environment the
+        broker starts with)."""
         if os.environ.get(CRASH_POINT_ENV) == point:
             log.warning("test crash point %s reached: killing the broker", point)
             os.kill(os.getpid(), signal.SIGKILL)
