@@ -8,7 +8,13 @@ member, AddPartitionsToTxn of a partition already in the transaction, and a whol
 (AddPartitionsToTxn then EndTxn, with EndTxn's round trip on its own). The broker's CPU per request is the process's
 run time over the run divided by the requests (the scheduler's nanosecond figure of each thread, where the kernel
 keeps it; else 10 ms ticks of /proc/PID/stat, which thousands of requests keep within a few percent). Round trips
-are medians and 99th percentiles.
+are medians and 99th percentiles. Each step is then sent again ``IN_FLIGHT`` (50) requests at a time: the broker's CPU
+per request when requests arrive back to back is the work of the request itself, without the wake-up from epoll and
+the cold caches that one request at a time brings. A whole transaction as a producer sends it (AddPartitionsToTxn,
+Produce of 10 records, EndTxn) is timed both ways too. Last, the floor of one exchange on this machine: an asyncio
+echo server on this interpreter and a C epoll echo server (``echo_floor.c``, built with the C compiler if there is
+one), timed the same way. ``--placement`` puts client and server on one CPU or on two (default: where the scheduler
+likes): on a small VM a wake-up across CPUs costs more than most requests' work.
 
 ``--instructions`` counts instead the machine instructions the broker process executes per request, under valgrind's
 callgrind: counters zeroed before and dumped after each third of a step's requests, the least third kept, so the
@@ -33,6 +39,7 @@ import argparse
 import asyncio
 import cProfile
 import inspect
+import os
 import pstats
 import shutil
 import socket
@@ -336,9 +343,9 @@ def counted_instructions(pid: int, dumps: Path, work: Callable[[], Any]) -> int:
     raise RuntimeError("callgrind wrote no dump")
 
 
-def table(requests: int) -> None:
+def table(requests: int, server_cpus: set[int] | None) -> None:
     header = f"{'request':<46} {'round trip p50':>15} {'p99':>9} {'broker CPU':>12} {f'{IN_FLIGHT} in flight':>13}"
-    with broker_process() as (broker, client, steps):
+    with broker_process(server_cpus=server_cpus) as (broker, client, steps):
         print(f"{requests:,} requests of each to a broker process, one at a time on one connection (round trip, CPU)")
         print(f"and {IN_FLIGHT} at a time (the CPU of the same requests arriving back to back)")
         print(header)
@@ -353,7 +360,7 @@ def table(requests: int) -> None:
               f"{cpu:>9.0f} us {back_to_back:>10.0f} us")
     print("\nthe floor of one exchange on this machine: echo servers, timed the same way (an ApiVersions-sized frame)")
     for name, command in echo_servers():
-        p50, p99, cpu, back_to_back = echo_floor(command, requests)
+        p50, p99, cpu, back_to_back = echo_floor(command, requests, server_cpus)
         print(f"{name:<46} {p50:>12.0f} us {p99:>6.0f} us {cpu:>9.1f} us {back_to_back:>10.1f} us")
 
 
@@ -420,6 +427,23 @@ def echo_servers() -> Iterator[tuple[str, list[str]]]:
         shutil.rmtree(build, ignore_errors=True)
 
 
+def start_server(command: Sequence[str], server_cpus: set[int] | None, **options: Any) -> subprocess.Popen:
+    """A server process, on ``server_cpus`` if given (set in the child before exec, so each of its threads inherits)."""
+    pin = (lambda: os.sched_setaffinity(0, server_cpus)) if server_cpus is not None else None
+    return subprocess.Popen(list(command), preexec_fn=pin, **options)
+
+
+def placement_cpus(placement: str) -> tuple[set[int] | None, set[int] | None]:
+    """(this client's CPUs, the server's) for ``--placement``: free leaves both to the scheduler, same puts both on
+    the first CPU this process may use, split puts them on the first two."""
+    if placement == "free":
+        return None, None
+    cpus = sorted(os.sched_getaffinity(0))
+    if placement == "same" or len(cpus) < 2:
+        return {cpus[0]}, {cpus[0]}
+    return {cpus[0]}, {cpus[1]}
+
+
 def connect_when_listening(port: int, server: subprocess.Popen) -> Client:
     """The client's connection, once the server listens (the C server serves the first connection it accepts)."""
     for _ in range(500):
@@ -432,12 +456,12 @@ def connect_when_listening(port: int, server: subprocess.Popen) -> Client:
     raise RuntimeError("the echo server did not listen")
 
 
-def echo_floor(command: list[str], requests: int) -> tuple[float, float, float, float]:
+def echo_floor(command: list[str], requests: int, server_cpus: set[int] | None) -> tuple[float, float, float, float]:
     """An echo server timed as the broker is, with an ApiVersions request (its echo is a frame of the same size):
     (round trip p50 us, p99 us, server CPU us per exchange one at a time, and with ``IN_FLIGHT`` at a time)."""
     frame = encode_request(18, 3, 1, "bench", {"client_software_name": "bench", "client_software_version": "1"})
     port = free_port()
-    server = subprocess.Popen([*command, str(port)])
+    server = start_server([*command, str(port)], server_cpus)
     try:
         client = connect_when_listening(port, server)
         try:
@@ -451,15 +475,17 @@ def echo_floor(command: list[str], requests: int) -> tuple[float, float, float, 
 
 
 @contextmanager
-def broker_process(wrapper: Sequence[str] = ()) -> Iterator[tuple[subprocess.Popen, Client, list[Step]]]:
-    """A broker process (run by ``wrapper``, such as valgrind, if given) on a free port with a fresh data directory,
-    a client connected to it and the steps prepared; all stopped and removed afterwards."""
+def broker_process(
+    wrapper: Sequence[str] = (), server_cpus: set[int] | None = None,
+) -> Iterator[tuple[subprocess.Popen, Client, list[Step]]]:
+    """A broker process (run by ``wrapper``, such as valgrind, if given; on ``server_cpus`` if given) on a free port
+    with a fresh data directory, a client connected to it and the steps prepared; all stopped and removed afterwards."""
     port = free_port()
     data_dir = tempfile.mkdtemp(prefix="request-cost-")
     settings = [arg for setting in BROKER_SETTINGS for arg in ("-c", setting)]
-    broker = subprocess.Popen(
+    broker = start_server(
         [*wrapper, sys.executable, "-m", "minibroker", "--port", str(port), "--data-dir", data_dir, *settings],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        server_cpus, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
         wait_for_api_versions(f"127.0.0.1:{port}", time.perf_counter(), broker)
@@ -576,6 +602,9 @@ def main() -> int:
     parser.add_argument("--profile", action="store_true", help="also profile an in-process broker")
     parser.add_argument("--instructions", action="store_true",
                         help="count instructions per request under valgrind instead (use --requests 300)")
+    parser.add_argument("--placement", choices=("free", "same", "split"), default="free",
+                        help="where the client and the server run: as the scheduler likes (default), both on one CPU, "
+                             "or each on its own (the CPU a request costs depends on it on small VMs)")
     parser.add_argument("--serve-echo", type=int, metavar="PORT", help=argparse.SUPPRESS)  # the floor's server
     args = parser.parse_args()
     if args.serve_echo is not None:
@@ -584,7 +613,11 @@ def main() -> int:
     if args.instructions:
         instructions(args.requests)
         return 0
-    table(args.requests)
+    client_cpus, server_cpus = placement_cpus(args.placement)
+    if client_cpus is not None:
+        os.sched_setaffinity(0, client_cpus)
+        print(f"placement {args.placement}: client on CPU {sorted(client_cpus)}, server on CPU {sorted(server_cpus)}")
+    table(args.requests, server_cpus)
     if args.profile:
         profile(min(args.requests, 1000))
     return 0
