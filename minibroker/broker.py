@@ -108,6 +108,7 @@ class Broker:
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: list[asyncio.Task] = []
         self._waiters: dict[PartitionKey, list[asyncio.Future]] = {}
+        self.fetches_woken = False  # an append woke a waiting Fetch: the request that appended answers after it
         self._creating: dict[str, asyncio.Task[tuple[ErrorCode, str | None]]] = {}  # topics whose partitions are being made
         self.marker_listeners: list[Callable[[str, int, int, bool], None]] = []
         self.leader_listeners: list[Callable[[str], None]] = []  # told the topics whose partitions' leaders changed
@@ -713,6 +714,7 @@ class Broker:
             for waiter in waiters:
                 if not waiter.done():
                     waiter.set_result(key)
+                    self.fetches_woken = True
 
     async def wait_for_append(self, keys: list[PartitionKey], timeout_s: float) -> bool:
         """Wait until one of ``keys`` gets new data or the timeout passes; True if woken by data.

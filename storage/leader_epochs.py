@@ -21,6 +21,7 @@ log = logging.getLogger(__name__)
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 LEADER_EPOCH_CHECKPOINT_VERSION = 0
 UNDEFINED_EPOCH = -1
+INITIAL_LEADER_EPOCH = 0  # a new partition's first leader's epoch, as Kafka's controller gives it
 UNDEFINED_EPOCH_OFFSET = -1
 
 

@@ -36,6 +36,7 @@ from .errors import (
     TopicExistsError,
     UnknownTopicError,
 )
+from .leader_epochs import INITIAL_LEADER_EPOCH
 from .partition_log import Clock, PartitionLog, wall_clock_ms
 from .topic_names import collides, validate_topic_name
 from .topic_store import TOPIC_STORE_FILE, StoredTopic, read_topic_store, write_topic_store
@@ -98,6 +99,9 @@ def open_new_partitions(data_dir: Path, info: TopicInfo, indexes: range, clock: 
             partition_log = PartitionLog.open(directory, info.config, clock=clock)
             opened.append(partition_log)
             partition_log.assign_topic_id(info.topic_id)
+            # Kafka's makeLeader of a new partition: its first epoch checkpointed (fsynced) here, where the partition
+            # is made (an executor thread for CreateTopics), instead of on the event loop at the first append
+            partition_log.assign_leader_epoch(INITIAL_LEADER_EPOCH)
     except Exception:
         for partition_log in opened:
             partition_log.close(snapshot=False)
