@@ -9,7 +9,7 @@ import fcntl
 import logging
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .checkpoint import (
@@ -39,7 +39,7 @@ from .errors import (
 from .leader_epochs import INITIAL_LEADER_EPOCH
 from .partition_log import Clock, PartitionLog, wall_clock_ms
 from .topic_names import collides, validate_topic_name
-from .topic_store import TOPIC_STORE_FILE, StoredTopic, read_topic_store, write_topic_store
+from .topic_store import TOPIC_STORE_FILE, StoredTopic, TopicStoreFile, read_topic_store
 from .uuid import random_uuid, uuid_to_str
 
 log = logging.getLogger(__name__)
@@ -146,6 +146,7 @@ class LogManager:
         self._lock_fd = -1
         self._meta: MetaProperties | None = None
         self._stored: dict[str, StoredTopic] = {}
+        self._store_file = TopicStoreFile(self.data_dir / TOPIC_STORE_FILE)
         self.topics: dict[str, TopicInfo] = {}
         self.catalog_version = 0  # changes whenever a topic is created, deleted or grows: cached views compare it
 
@@ -348,12 +349,13 @@ class LogManager:
             raise InvalidPartitionsError(
                 f"The topic {name} currently has {current} partition(s); {new_total} would not be an increase."
             )
-        self._stored[name].partitions = new_total
+        stored = self._stored[name]
+        self._stored[name] = replace(stored, partitions=new_total)
         self._save_store()
         try:
             info.partitions += open_new_partitions(self.data_dir, info, range(current, new_total), self._clock)
         except Exception as exc:
-            self._stored[name].partitions = current
+            self._stored[name] = stored
             self._save_store()
             raise PartitionCreationError(f"could not add partitions to {name}: {exc}") from exc
         self.catalog_version += 1
@@ -385,7 +387,7 @@ class LogManager:
         config = self.default_config.with_overrides(overrides)
         info.overrides = dict(overrides)
         info.config = config
-        self._stored[name].overrides = dict(overrides)
+        self._stored[name] = replace(self._stored[name], overrides=dict(overrides))
         self._save_store()
         for partition_log in info.partitions:
             partition_log.update_config(config)
@@ -398,7 +400,7 @@ class LogManager:
         return info
 
     def _save_store(self) -> None:
-        write_topic_store(self.data_dir / TOPIC_STORE_FILE, self._stored)
+        self._store_file.write(self._stored)
 
     # ---- checkpoints and shutdown ----
 

@@ -18,8 +18,10 @@ TOPIC_STORE_FILE = "topic-configs.json"
 TOPIC_STORE_VERSION = 1
 
 
-@dataclass
+@dataclass(frozen=True)
 class StoredTopic:
+    """One topic's entry; replaced, never changed, so ``TopicStoreFile`` can keep each entry's encoded line."""
+
     topic_id: bytes
     partitions: int
     overrides: dict[str, str] = field(default_factory=dict)
@@ -48,16 +50,29 @@ def read_topic_store(path: Path) -> dict[str, StoredTopic]:
         raise CorruptFileError(f"{path}: malformed topic entry ({exc})") from exc
 
 
-def write_topic_store(path: Path, topics: dict[str, StoredTopic]) -> None:
-    document = {
-        "version": TOPIC_STORE_VERSION,
-        "topics": {
-            name: {
-                "topic_id": uuid_to_str(topic.topic_id),
-                "partitions": topic.partitions,
-                "configs": dict(sorted(topic.overrides.items())),
-            }
-            for name, topic in sorted(topics.items())
-        },
-    }
-    write_atomically(path, (json.dumps(document, indent=2) + "\n").encode("utf-8"))
+class TopicStoreFile:
+    """The store's file, rewritten whole at every change (a rename: never half-written), one topic per line. Each
+    entry's line is encoded once and kept while the entry object is the same: a test session creates topics by the
+    thousand, and re-encoding every topic at every CreateTopics made each slower than the last."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lines: dict[str, tuple[StoredTopic, str]] = {}
+
+    def write(self, topics: dict[str, StoredTopic]) -> None:
+        lines = []
+        for name, topic in sorted(topics.items()):
+            cached = self._lines.get(name)
+            if cached is None or cached[0] is not topic:
+                cached = self._lines[name] = (topic, _entry_line(name, topic))
+            lines.append(cached[1])
+        if len(self._lines) > len(topics):
+            self._lines = {name: cached for name, cached in self._lines.items() if name in topics}
+        body = ",\n".join(lines)
+        write_atomically(self.path, f'{{"version": {TOPIC_STORE_VERSION}, "topics": {{\n{body}\n}}}}\n'.encode())
+
+
+def _entry_line(name: str, topic: StoredTopic) -> str:
+    entry = {"topic_id": uuid_to_str(topic.topic_id), "partitions": topic.partitions,
+             "configs": dict(sorted(topic.overrides.items()))}
+    return f"    {json.dumps(name)}: {json.dumps(entry)}"
