@@ -74,6 +74,7 @@ RAW_TRANSACTIONAL_ID = "bench-txn-raw"  # the raw client's whole transactions (t
 TRANSACTION_TIMEOUT_S = 120.0  # under valgrind a commit takes tens of milliseconds
 BROKER_SETTINGS = ("group.initial.rebalance.delay.ms=0", "num.partitions=1")
 ZERO_UUID = bytes(16)
+IN_FLIGHT = 50  # requests sent back to back when the work of a request is measured without its wake-up
 
 
 class Client:
@@ -245,8 +246,6 @@ def pipelined_cpu(client: Client, frame: bytes, requests: int, server_pid: int) 
     return (cpu_seconds(server_pid) - cpu_before) / (rounds * IN_FLIGHT) * 1e6
 
 
-IN_FLIGHT = 50
-
 
 def error_free(step: Step, answer: bytes) -> None:
     """The step's answer carries no error code: the figures are of requests served, not refused."""
@@ -387,8 +386,8 @@ def transaction_cost(client: Client, transactions: int, broker_pid: int) -> tupl
             "topic_data": [{"name": TOPIC, "partition_data": [{"index": 0, "records": batch}]}]})
         return [add, produce, end]
 
-    for frame, api_key in zip(transaction(), (24, 0, 26)):  # the first one checked: every answer error-free
-        _, answer = decode_response(api_key, 3 if api_key else 9, client.exchange(frame))
+    for frame, (api_key, version) in zip(transaction(), ((24, 3), (0, 9), (26, 3))):  # the first one's answers
+        _, answer = decode_response(api_key, version, client.exchange(frame))
         assert not any(error_codes(answer)), answer
     one_at_a_time = [transaction() for _ in range(transactions)]
     times: list[float] = []
@@ -466,7 +465,8 @@ def echo_floor(command: list[str], requests: int, server_cpus: set[int] | None) 
         client = connect_when_listening(port, server)
         try:
             client.exchange(frame)
-            return (*round_trips(client, frame, requests, server.pid), pipelined_cpu(client, frame, requests, server.pid))
+            one_at_a_time = round_trips(client, frame, requests, server.pid)
+            return (*one_at_a_time, pipelined_cpu(client, frame, requests, server.pid))
         finally:
             client.close()
     finally:
