@@ -35,43 +35,73 @@ class Timer(Protocol):
 
 
 class LoopTimer:
-    """``Timer`` on an asyncio loop: each key is one ``loop.call_later`` handle."""
+    """``Timer`` on an asyncio loop: each key is one ``loop.call_later`` handle.
+
+    A key pushed later (a member's session deadline, at every heartbeat) keeps its handle and only moves its due time:
+    the handle, when it fires early, arms itself again for what is left. A heartbeat then makes and cancels no timer
+    handle: an eighth of its instructions (Heartbeat and OffsetCommit both push the member's session deadline).
+    """
 
     def __init__(self, loop: asyncio.AbstractEventLoop, clock: Callable[[], int]) -> None:
         self._loop = loop
         self._clock = clock
-        self._handles: dict[str, asyncio.TimerHandle] = {}
+        self._pending: dict[str, _Pending] = {}
 
     def now_ms(self) -> int:
         return self._clock()
 
     def schedule(self, key: str, delay_ms: int, action: Action) -> None:
+        due = self._loop.time() + max(delay_ms, 0) / 1000
+        pending = self._pending.get(key)
+        if pending is not None and pending.armed_for <= due:
+            pending.due = due
+            pending.action = action
+            return
         self.cancel(key)
-        handle: asyncio.TimerHandle
+        pending = self._pending[key] = _Pending(key, due, action)
+        self._arm(pending)
 
-        def fire() -> None:
-            if self._handles.get(key) is handle:
-                del self._handles[key]
-            try:
-                action()
-            except Exception:
-                log.exception("group coordinator timer %s failed", key)
+    def _arm(self, pending: _Pending) -> None:
+        pending.armed_for = pending.due
+        pending.handle = self._loop.call_at(pending.due, self._fire, pending)
 
-        handle = self._loop.call_later(max(delay_ms, 0) / 1000, fire)
-        self._handles[key] = handle
+    def _fire(self, pending: _Pending) -> None:
+        if self._pending.get(pending.key) is not pending:
+            return
+        if self._loop.time() < pending.due:  # pushed later since it was armed
+            self._arm(pending)
+            return
+        del self._pending[pending.key]
+        try:
+            pending.action()
+        except Exception:
+            log.exception("group coordinator timer %s failed", pending.key)
 
     def cancel(self, key: str) -> None:
-        handle = self._handles.pop(key, None)
-        if handle is not None:
-            handle.cancel()
+        pending = self._pending.pop(key, None)
+        if pending is not None:
+            pending.handle.cancel()
 
     def is_scheduled(self, key: str) -> bool:
-        return key in self._handles
+        return key in self._pending
 
     def close(self) -> None:
-        for handle in self._handles.values():
-            handle.cancel()
-        self._handles.clear()
+        for pending in self._pending.values():
+            pending.handle.cancel()
+        self._pending.clear()
+
+
+class _Pending:
+    """A key's action, when it is due (loop time), and when its handle was armed for (not later than due)."""
+
+    __slots__ = ("key", "due", "action", "armed_for", "handle")
+
+    def __init__(self, key: str, due: float, action: Action) -> None:
+        self.key = key
+        self.due = due
+        self.action = action
+        self.armed_for = due
+        self.handle: asyncio.TimerHandle | None = None
 
 
 class ClockTimer:
