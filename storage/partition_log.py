@@ -680,7 +680,10 @@ class PartitionLog:
         Batches whose base offset is >= ``upper_offset`` are left out; one segment is read per call.
         """
         found = self._locate(offset, upper_offset)
-        return b"" if found is None else self._read_bytes(*found, max_bytes, upper_offset)
+        if found is None:
+            return b""
+        segment, first = found
+        return self._read_bytes(segment, first, max_bytes, _read_end(segment, upper_offset)[0])
 
     def _locate(self, offset: int, upper_offset: int | None) -> tuple[LogSegment, BatchHeader] | None:
         """The segment and the first batch a read from ``offset`` starts with; None when no batch below
@@ -701,10 +704,14 @@ class PartitionLog:
         return None
 
     @staticmethod
-    def _read_bytes(segment: LogSegment, first: BatchHeader, max_bytes: int, upper_offset: int | None) -> bytes:
-        length = max(first.size, min(max_bytes, segment.size - first.position))
+    def _read_bytes(segment: LogSegment, first: BatchHeader, max_bytes: int, end: int) -> bytes:
+        """Whole batches from ``first`` up to ``max_bytes`` (at least ``first``), none past position ``end`` (a batch
+        boundary): cut only when ``max_bytes`` falls short of ``end``, and then at the last whole batch."""
+        length = max(first.size, min(max_bytes, end - first.position))
         data = segment.read(first.position, length)
-        return data[:_whole_batches_end(data, first.size, upper_offset)]
+        if first.position + length >= end:
+            return data
+        return data[:_whole_batches_end(data, first.size)]
 
     def read_region(
         self, offset: int, max_bytes: int, *, upper_offset: int | None = None, min_region_bytes: int = 64 * 1024
@@ -722,17 +729,10 @@ class PartitionLog:
             return b"", None
         segment, first = found
         start = first.position
-        end, end_offset = segment.size, segment.next_offset
-        if upper_offset is not None and upper_offset < segment.next_offset:
-            bound = segment.find_batch(upper_offset)
-            if bound is not None:
-                if bound.base_offset >= upper_offset:
-                    end, end_offset = bound.position, upper_offset
-                else:
-                    end, end_offset = bound.position + bound.size, bound.last_offset + 1
+        end, end_offset = _read_end(segment, upper_offset)
         limit = start + max(first.size, max_bytes)
         if end - start < min_region_bytes or limit - start < min_region_bytes:
-            return self._read_bytes(segment, first, max_bytes, upper_offset), None
+            return self._read_bytes(segment, first, max_bytes, end), None
         if end > limit:
             entry = segment.index.floor_by_position(limit)
             if entry is not None and entry[1] > start + first.size:
@@ -1015,12 +1015,24 @@ class PartitionLog:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def _whole_batches_end(data: bytes, first_size: int, upper_offset: int | None) -> int:
+def _read_end(segment: LogSegment, upper_offset: int | None) -> tuple[int, int]:
+    """Where a read of ``segment`` stops, as (position, offset): the segment's end, or the boundary before the first
+    batch at or past ``upper_offset`` (after the batch holding it, when it falls inside one)."""
+    if upper_offset is not None and upper_offset < segment.next_offset:
+        bound = segment.find_batch(upper_offset)
+        if bound is not None:
+            if bound.base_offset >= upper_offset:
+                return bound.position, upper_offset
+            return bound.position + bound.size, bound.last_offset + 1
+    return segment.size, segment.next_offset
+
+
+def _whole_batches_end(data: bytes, first_size: int) -> int:
     """Length of the prefix of ``data`` made of whole batches (the first is always kept)."""
     end = first_size
     while end + BATCH_HEADER_SIZE <= len(data):
-        header = parse_header(data, end)
-        if end + header.size > len(data) or (upper_offset is not None and header.base_offset >= upper_offset):
+        size = parse_header(data, end).size
+        if end + size > len(data):
             break
-        end += header.size
+        end += size
     return end
