@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
+from functools import lru_cache
 from typing import Any
 
 from .messages import (
@@ -543,7 +544,9 @@ def _encode(prefix: int, message: Message, version: int, body: Body) -> bytes:
     return writer.getvalue()
 
 
+@lru_cache(maxsize=65536)
 def encode_key(key: RecordKey) -> bytes:
+    """A record's key; cached, as a group's offsets are committed again and again under the same keys."""
     kind = _BY_KEY_CLASS[type(key)]
     return _encode(kind.record_type, kind.key.message, 0, kind.key.to_body(key))
 
