@@ -2,7 +2,7 @@
 consumer first (end-to-end latency), the producer's acknowledgement right after.
 
 The order is read from the kernel's receive timestamps of the two answers (SO_TIMESTAMPNS), which loopback stamps
-when the broker sends them.
+when the broker sends them; the control API's request counts say when the Fetch is waiting.
 """
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ import pytest
 from minibroker.protocol.frames import decode_response, encode_request
 from minibroker.protocol.records import build_batch
 
-from tests.brokerproc import BrokerProcess
-from tests.clientutil import RawConnection, confluent_create_topic
+from minibroker.control_client import ControlClient
+from minibroker.testing import Broker
+from tests.clientutil import RawConnection
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="kernel receive timestamps (SO_TIMESTAMPNS) are Linux's")
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="SO_TIMESTAMPNS receive timestamps are Linux's")
 
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux's value; Python 3.11 does not name it
 TIMESPEC = struct.Struct("@qq")
 PRODUCE, FETCH = 0, 1
-SETTLE_S = 0.3  # for the broker to read the Fetch and start waiting before the record is produced
 
 
 def stamped_answer(conn: RawConnection) -> tuple[bytes, int]:
@@ -40,24 +40,36 @@ def stamped_answer(conn: RawConnection) -> tuple[bytes, int]:
     return data[4:], seconds * 1_000_000_000 + nanoseconds
 
 
-def test_a_waiting_fetch_is_answered_before_the_produce_that_woke_it(broker: BrokerProcess, topic_name: str) -> None:
-    confluent_create_topic(broker.bootstrap, topic_name, 1)
-    with RawConnection(broker.bootstrap, timeout=20) as consumer, RawConnection(broker.bootstrap, timeout=20) as producer:
-        for conn in (consumer, producer):
-            conn.sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-        consumer.send(encode_request(FETCH, 12, 1, "waiting-consumer", {
-            "replica_id": -1, "max_wait_ms": 15_000, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
-            "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
-            "topics": [{"topic": topic_name, "partitions": [{
-                "partition": 0, "current_leader_epoch": -1, "fetch_offset": 0, "last_fetched_epoch": -1,
-                "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}]}))
-        time.sleep(SETTLE_S)
-        sent_ns = time.time_ns()
-        producer.send(encode_request(PRODUCE, 9, 1, "producer", {
-            "transactional_id": None, "acks": 1, "timeout_ms": 30_000,
-            "topic_data": [{"name": topic_name, "partition_data": [{"index": 0, "records": build_batch([(b"k", b"v")])}]}]}))
-        produced, produced_ns = stamped_answer(producer)
-        fetched, fetched_ns = stamped_answer(consumer)
+def fetches_served(control: ControlClient) -> int:
+    return control.request("GET", "/v1/cluster")["requests"]["by_api"].get("Fetch", 0)
+
+
+def test_a_waiting_fetch_is_answered_before_the_produce_that_woke_it() -> None:
+    with Broker(control=True, num_partitions=1) as broker:
+        broker.create_topic("woken", 1)
+        control = ControlClient(broker.control_url)
+        with RawConnection(broker.bootstrap_servers, timeout=20) as consumer, \
+                RawConnection(broker.bootstrap_servers, timeout=20) as producer:
+            for conn in (consumer, producer):
+                conn.sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+            before = fetches_served(control)
+            consumer.send(encode_request(FETCH, 12, 1, "waiting-consumer", {
+                "replica_id": -1, "max_wait_ms": 15_000, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+                "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
+                "topics": [{"topic": "woken", "partitions": [{
+                    "partition": 0, "current_leader_epoch": -1, "fetch_offset": 0, "last_fetched_epoch": -1,
+                    "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}]}))
+            deadline = time.monotonic() + 10
+            while fetches_served(control) == before:  # read, and so waiting: both happen in one step of the loop
+                assert time.monotonic() < deadline, "the broker never read the Fetch"
+                time.sleep(0.01)
+            sent_ns = time.time_ns()
+            batch = build_batch([(b"k", b"v")])
+            producer.send(encode_request(PRODUCE, 9, 1, "producer", {
+                "transactional_id": None, "acks": 1, "timeout_ms": 30_000,
+                "topic_data": [{"name": "woken", "partition_data": [{"index": 0, "records": batch}]}]}))
+            produced, produced_ns = stamped_answer(producer)
+            fetched, fetched_ns = stamped_answer(consumer)
 
     _, produce_answer = decode_response(PRODUCE, 9, produced)
     assert produce_answer["responses"][0]["partition_responses"][0]["error_code"] == 0
