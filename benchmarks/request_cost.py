@@ -210,41 +210,49 @@ def measure(client: Client, step: Step, requests: int, broker_pid: int | None) -
     if step.before is not None:
         step.before()
     error_free(step, client.exchange(frame))
-    return round_trips(client, frame, requests, broker_pid, step.before if step.before_each else None)
+    return round_trips(client, lambda: (frame,), requests, broker_pid, step.before if step.before_each else None)
+
+
+Exchange = Callable[[], Sequence[bytes]]  # the request frames of one exchange, sent one after the other
 
 
 def round_trips(
-    client: Client, frame: bytes, requests: int, server_pid: int | None, before: Callable[[], None] | None = None,
+    client: Client, exchange: Exchange, count: int, server_pid: int | None, before: Callable[[], None] | None = None,
 ) -> tuple[float, float, float]:
-    """``frame`` sent ``requests`` times, one at a time: (round trip p50 us, p99 us, the server's CPU us per request,
-    without what ``before``, run untimed before each, costs it; NaN without a pid)."""
+    """``count`` exchanges, each request sent when the previous one is answered: (round trip p50 us and p99 us of an
+    exchange, the server's CPU us per exchange, without what ``before``, run untimed before each, costs it; NaN
+    without a pid). Frames are made before each exchange's clock starts."""
     times: list[float] = []
     cpu_before = cpu_seconds(server_pid) if server_pid else 0.0
     untimed_cpu = 0.0
-    for _ in range(requests):
+    for _ in range(count):
         if before is not None:
             mark = cpu_seconds(server_pid) if server_pid else 0.0
             before()
             untimed_cpu += (cpu_seconds(server_pid) - mark) if server_pid else 0.0
+        frames = exchange()
         started = time.perf_counter()
-        client.exchange(frame)
+        for frame in frames:
+            client.exchange(frame)
         times.append((time.perf_counter() - started) * 1e6)
-    cpu = ((cpu_seconds(server_pid) - cpu_before - untimed_cpu) / requests * 1e6) if server_pid else float("nan")
+    cpu = ((cpu_seconds(server_pid) - cpu_before - untimed_cpu) / count * 1e6) if server_pid else float("nan")
     times.sort()
     return percentile(times, 0.5), percentile(times, 0.99), cpu
 
 
-def pipelined_cpu(client: Client, frame: bytes, requests: int, server_pid: int) -> float:
-    """The server's CPU us per request when ``IN_FLIGHT`` requests arrive back to back: the work of a request without
-    the wake-up from epoll, and the cold caches, that one request at a time brings."""
-    rounds = max(requests // IN_FLIGHT, 1)
-    cpu_before = cpu_seconds(server_pid)
+def pipelined_cpu(client: Client, exchange: Exchange, count: int, server_pid: int) -> float:
+    """The server's CPU us per exchange when ``IN_FLIGHT`` exchanges' requests arrive back to back: the work itself,
+    without the wake-up from epoll, and the cold caches, that one request at a time brings."""
+    rounds = max(count // IN_FLIGHT, 1)
+    cpu_seconds_used = 0.0
     for _ in range(rounds):
-        client.sock.sendall(frame * IN_FLIGHT)
-        for _ in range(IN_FLIGHT):
+        frames = [frame for _ in range(IN_FLIGHT) for frame in exchange()]
+        cpu_before = cpu_seconds(server_pid)
+        client.sock.sendall(b"".join(frames))
+        for _ in frames:
             client.answer()
-    return (cpu_seconds(server_pid) - cpu_before) / (rounds * IN_FLIGHT) * 1e6
-
+        cpu_seconds_used += cpu_seconds(server_pid) - cpu_before
+    return cpu_seconds_used / (rounds * IN_FLIGHT) * 1e6
 
 
 def error_free(step: Step, answer: bytes) -> None:
@@ -351,7 +359,7 @@ def table(requests: int, server_cpus: set[int] | None) -> None:
         for step in steps:
             p50, p99, cpu = measure(client, step, requests, broker.pid)
             frame = encode_request(step.api_key, step.version, 1, "bench", step.body())
-            back_to_back = f"{pipelined_cpu(client, frame, requests, broker.pid):>10.0f} us" if not (
+            back_to_back = f"{pipelined_cpu(client, lambda: (frame,), requests, broker.pid):>10.0f} us" if not (
                 step.before is not None and step.before_each) else f"{'-':>13}"
             print(f"{step.name:<46} {p50:>12.0f} us {p99:>6.0f} us {cpu:>9.0f} us {back_to_back}")
         p50, p99, cpu, back_to_back = transaction_cost(client, max(requests // 3, IN_FLIGHT), broker.pid)
@@ -389,25 +397,8 @@ def transaction_cost(client: Client, transactions: int, broker_pid: int) -> tupl
     for frame, (api_key, version) in zip(transaction(), ((24, 3), (0, 9), (26, 3))):  # the first one's answers
         _, answer = decode_response(api_key, version, client.exchange(frame))
         assert not any(error_codes(answer)), answer
-    one_at_a_time = [transaction() for _ in range(transactions)]
-    times: list[float] = []
-    cpu_before = cpu_seconds(broker_pid)
-    for frames in one_at_a_time:
-        started_at = time.perf_counter()
-        for frame in frames:
-            client.exchange(frame)
-        times.append((time.perf_counter() - started_at) * 1e6)
-    cpu = (cpu_seconds(broker_pid) - cpu_before) / transactions * 1e6
-    rounds = max(transactions // IN_FLIGHT, 1)
-    back_to_back = [b"".join(frame for _ in range(IN_FLIGHT) for frame in transaction()) for _ in range(rounds)]
-    cpu_before = cpu_seconds(broker_pid)
-    for frames in back_to_back:
-        client.sock.sendall(frames)
-        for _ in range(3 * IN_FLIGHT):
-            client.answer()
-    pipelined = (cpu_seconds(broker_pid) - cpu_before) / (rounds * IN_FLIGHT) * 1e6
-    times.sort()
-    return percentile(times, 0.5), percentile(times, 0.99), cpu, pipelined
+    return (*round_trips(client, transaction, transactions, broker_pid),
+            pipelined_cpu(client, transaction, transactions, broker_pid))
 
 
 def echo_servers() -> Iterator[tuple[str, list[str]]]:
@@ -465,8 +456,8 @@ def echo_floor(command: list[str], requests: int, server_cpus: set[int] | None) 
         client = connect_when_listening(port, server)
         try:
             client.exchange(frame)
-            one_at_a_time = round_trips(client, frame, requests, server.pid)
-            return (*one_at_a_time, pipelined_cpu(client, frame, requests, server.pid))
+            one_at_a_time = round_trips(client, lambda: (frame,), requests, server.pid)
+            return (*one_at_a_time, pipelined_cpu(client, lambda: (frame,), requests, server.pid))
         finally:
             client.close()
     finally:

@@ -95,13 +95,13 @@ class _Pending:
     """A key's action, when it is due (loop time), and when its handle was armed for (not later than due)."""
 
     __slots__ = ("key", "due", "action", "armed_for", "handle")
+    handle: asyncio.TimerHandle  # set by LoopTimer._arm, right after the entry is made
 
     def __init__(self, key: str, due: float, action: Action) -> None:
         self.key = key
         self.due = due
         self.action = action
         self.armed_for = due
-        self.handle: asyncio.TimerHandle | None = None
 
 
 class ClockTimer:
