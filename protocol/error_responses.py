@@ -5,7 +5,7 @@ error (and ``error_message`` says why); a response array takes one element per e
 same name (or of the only array, when request and response have one each at that level), copying the fields both
 share (topic names, partition indexes, keys, ids); a request array of plain values (FindCoordinator's keys,
 AddPartitionsToTxn's partitions) fills the response element's first field of that type. Every other field keeps
-its default, as the encoder fills it.
+its default, set here (a complete answer, as the codec's strict mode wants it).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from .messages import REQUESTS, RESPONSES
-from .schema import Field, in_range, snake_case
+from .schema import Field, default_value, in_range, snake_case
 
 PARTITION_NAMES = ("partition_index", "partition", "index")  # one field under the names APIs give it
 
@@ -46,10 +46,11 @@ def _mirror(
                 _element(f, request_arrays[source_key], item, version, error, message)
                 for item in request.get(source_key) or []
             ]
-        elif not f.is_struct:
+        elif f.is_struct:
+            out[key] = None if in_range(version, f.nullable) else _mirror(f.fields, (), {}, version, error, message)
+        else:
             value = _shared_value(key, request)
-            if value is not None:
-                out[key] = value
+            out[key] = default_value(f, version) if value is None else value
     return out
 
 

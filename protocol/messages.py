@@ -17,12 +17,12 @@ RESPONSE_HEADER = M('ResponseHeader', None, 'header', (0, 1), (1, 32767), (
 CONSUMER_PROTOCOL_SUBSCRIPTION = M('ConsumerProtocolSubscription', None, 'data', (0, 3), None, (
     F('Topics', '[]string', (0, 32767)),
     F('UserData', 'bytes', (0, 32767), nullable=(0, 32767), default='null'),
-    F('OwnedPartitions', '[]TopicPartition', (1, 32767), fields=(
+    F('OwnedPartitions', '[]TopicPartition', (1, 32767), ignorable=True, fields=(
         F('Topic', 'string', (1, 32767)),
         F('Partitions', '[]int32', (1, 32767)),
     )),
-    F('GenerationId', 'int32', (2, 32767), default=-1),
-    F('RackId', 'string', (3, 32767), nullable=(3, 32767), default='null'),
+    F('GenerationId', 'int32', (2, 32767), default=-1, ignorable=True),
+    F('RackId', 'string', (3, 32767), nullable=(3, 32767), default='null', ignorable=True),
 ))
 
 CONSUMER_PROTOCOL_ASSIGNMENT = M('ConsumerProtocolAssignment', None, 'data', (0, 3), None, (
@@ -38,8 +38,8 @@ PRODUCE_REQUEST = M('ProduceRequest', 0, 'request', (3, 13), (9, 32767), (
     F('Acks', 'int16', (0, 32767)),
     F('TimeoutMs', 'int32', (0, 32767)),
     F('TopicData', '[]TopicProduceData', (0, 32767), fields=(
-        F('Name', 'string', (0, 12)),
-        F('TopicId', 'uuid', (13, 32767)),
+        F('Name', 'string', (0, 12), ignorable=True),
+        F('TopicId', 'uuid', (13, 32767), ignorable=True),
         F('PartitionData', '[]PartitionProduceData', (0, 32767), fields=(
             F('Index', 'int32', (0, 32767)),
             F('Records', 'records', (0, 32767), nullable=(0, 32767)),
@@ -49,26 +49,26 @@ PRODUCE_REQUEST = M('ProduceRequest', 0, 'request', (3, 13), (9, 32767), (
 
 PRODUCE_RESPONSE = M('ProduceResponse', 0, 'response', (3, 13), (9, 32767), (
     F('Responses', '[]TopicProduceResponse', (0, 32767), fields=(
-        F('Name', 'string', (0, 12)),
-        F('TopicId', 'uuid', (13, 32767)),
+        F('Name', 'string', (0, 12), ignorable=True),
+        F('TopicId', 'uuid', (13, 32767), ignorable=True),
         F('PartitionResponses', '[]PartitionProduceResponse', (0, 32767), fields=(
             F('Index', 'int32', (0, 32767)),
             F('ErrorCode', 'int16', (0, 32767)),
             F('BaseOffset', 'int64', (0, 32767)),
-            F('LogAppendTimeMs', 'int64', (2, 32767), default=-1),
-            F('LogStartOffset', 'int64', (5, 32767), default=-1),
-            F('RecordErrors', '[]BatchIndexAndErrorMessage', (8, 32767), fields=(
+            F('LogAppendTimeMs', 'int64', (2, 32767), default=-1, ignorable=True),
+            F('LogStartOffset', 'int64', (5, 32767), default=-1, ignorable=True),
+            F('RecordErrors', '[]BatchIndexAndErrorMessage', (8, 32767), ignorable=True, fields=(
                 F('BatchIndex', 'int32', (8, 32767)),
                 F('BatchIndexErrorMessage', 'string', (8, 32767), nullable=(8, 32767), default='null'),
             )),
-            F('ErrorMessage', 'string', (8, 32767), nullable=(8, 32767), default='null'),
+            F('ErrorMessage', 'string', (8, 32767), nullable=(8, 32767), default='null', ignorable=True),
             F('CurrentLeader', 'LeaderIdAndEpoch', (10, 32767), tagged=(10, 32767), tag=0, fields=(
                 F('LeaderId', 'int32', (10, 32767), default=-1),
                 F('LeaderEpoch', 'int32', (10, 32767), default=-1),
             )),
         )),
     )),
-    F('ThrottleTimeMs', 'int32', (1, 32767), default=0),
+    F('ThrottleTimeMs', 'int32', (1, 32767), default=0, ignorable=True),
     F('NodeEndpoints', '[]NodeEndpoint', (10, 32767), tagged=(10, 32767), tag=0, fields=(
         F('NodeId', 'int32', (10, 32767)),
         F('Host', 'string', (10, 32767)),
@@ -78,7 +78,7 @@ PRODUCE_RESPONSE = M('ProduceResponse', 0, 'response', (3, 13), (9, 32767), (
 ))
 
 FETCH_REQUEST = M('FetchRequest', 1, 'request', (4, 18), (12, 32767), (
-    F('ClusterId', 'string', (12, 32767), nullable=(12, 32767), tagged=(12, 32767), tag=0, default='null'),
+    F('ClusterId', 'string', (12, 32767), nullable=(12, 32767), tagged=(12, 32767), tag=0, default='null', ignorable=True),
     F('ReplicaId', 'int32', (0, 14), default=-1),
     F('ReplicaState', 'ReplicaState', (15, 32767), tagged=(15, 32767), tag=1, fields=(
         F('ReplicaId', 'int32', (15, 32767), default=-1),
@@ -86,45 +86,45 @@ FETCH_REQUEST = M('FetchRequest', 1, 'request', (4, 18), (12, 32767), (
     )),
     F('MaxWaitMs', 'int32', (0, 32767)),
     F('MinBytes', 'int32', (0, 32767)),
-    F('MaxBytes', 'int32', (3, 32767), default=2147483647),
-    F('IsolationLevel', 'int8', (4, 32767), default=0),
-    F('SessionId', 'int32', (7, 32767), default=0),
-    F('SessionEpoch', 'int32', (7, 32767), default=-1),
+    F('MaxBytes', 'int32', (3, 32767), default=2147483647, ignorable=True),
+    F('IsolationLevel', 'int8', (4, 32767), default=0, ignorable=True),
+    F('SessionId', 'int32', (7, 32767), default=0, ignorable=True),
+    F('SessionEpoch', 'int32', (7, 32767), default=-1, ignorable=True),
     F('Topics', '[]FetchTopic', (0, 32767), fields=(
-        F('Topic', 'string', (0, 12)),
-        F('TopicId', 'uuid', (13, 32767)),
+        F('Topic', 'string', (0, 12), ignorable=True),
+        F('TopicId', 'uuid', (13, 32767), ignorable=True),
         F('Partitions', '[]FetchPartition', (0, 32767), fields=(
             F('Partition', 'int32', (0, 32767)),
-            F('CurrentLeaderEpoch', 'int32', (9, 32767), default=-1),
+            F('CurrentLeaderEpoch', 'int32', (9, 32767), default=-1, ignorable=True),
             F('FetchOffset', 'int64', (0, 32767)),
             F('LastFetchedEpoch', 'int32', (12, 32767), default=-1),
-            F('LogStartOffset', 'int64', (5, 32767), default=-1),
+            F('LogStartOffset', 'int64', (5, 32767), default=-1, ignorable=True),
             F('PartitionMaxBytes', 'int32', (0, 32767)),
-            F('ReplicaDirectoryId', 'uuid', (17, 32767), tagged=(17, 32767), tag=0),
-            F('HighWatermark', 'int64', (18, 32767), tagged=(18, 32767), tag=1, default=9223372036854775807),
+            F('ReplicaDirectoryId', 'uuid', (17, 32767), tagged=(17, 32767), tag=0, ignorable=True),
+            F('HighWatermark', 'int64', (18, 32767), tagged=(18, 32767), tag=1, default=9223372036854775807, ignorable=True),
         )),
     )),
     F('ForgottenTopicsData', '[]ForgottenTopic', (7, 32767), fields=(
-        F('Topic', 'string', (7, 12)),
-        F('TopicId', 'uuid', (13, 32767)),
+        F('Topic', 'string', (7, 12), ignorable=True),
+        F('TopicId', 'uuid', (13, 32767), ignorable=True),
         F('Partitions', '[]int32', (7, 32767)),
     )),
-    F('RackId', 'string', (11, 32767), default=''),
+    F('RackId', 'string', (11, 32767), default='', ignorable=True),
 ))
 
 FETCH_RESPONSE = M('FetchResponse', 1, 'response', (4, 18), (12, 32767), (
-    F('ThrottleTimeMs', 'int32', (1, 32767)),
-    F('ErrorCode', 'int16', (7, 32767)),
+    F('ThrottleTimeMs', 'int32', (1, 32767), ignorable=True),
+    F('ErrorCode', 'int16', (7, 32767), ignorable=True),
     F('SessionId', 'int32', (7, 32767), default=0),
     F('Responses', '[]FetchableTopicResponse', (0, 32767), fields=(
-        F('Topic', 'string', (0, 12)),
-        F('TopicId', 'uuid', (13, 32767)),
+        F('Topic', 'string', (0, 12), ignorable=True),
+        F('TopicId', 'uuid', (13, 32767), ignorable=True),
         F('Partitions', '[]PartitionData', (0, 32767), fields=(
             F('PartitionIndex', 'int32', (0, 32767)),
             F('ErrorCode', 'int16', (0, 32767)),
             F('HighWatermark', 'int64', (0, 32767)),
-            F('LastStableOffset', 'int64', (4, 32767), default=-1),
-            F('LogStartOffset', 'int64', (5, 32767), default=-1),
+            F('LastStableOffset', 'int64', (4, 32767), default=-1, ignorable=True),
+            F('LogStartOffset', 'int64', (5, 32767), default=-1, ignorable=True),
             F('DivergingEpoch', 'EpochEndOffset', (12, 32767), tagged=(12, 32767), tag=0, fields=(
                 F('Epoch', 'int32', (12, 32767), default=-1),
                 F('EndOffset', 'int64', (12, 32767), default=-1),
@@ -137,7 +137,7 @@ FETCH_RESPONSE = M('FetchResponse', 1, 'response', (4, 18), (12, 32767), (
                 F('EndOffset', 'int64', (0, 32767), default=-1),
                 F('Epoch', 'int32', (0, 32767), default=-1),
             )),
-            F('AbortedTransactions', '[]AbortedTransaction', (4, 32767), nullable=(4, 32767), fields=(
+            F('AbortedTransactions', '[]AbortedTransaction', (4, 32767), nullable=(4, 32767), ignorable=True, fields=(
                 F('ProducerId', 'int64', (4, 32767)),
                 F('FirstOffset', 'int64', (4, 32767)),
             )),
@@ -160,15 +160,15 @@ LIST_OFFSETS_REQUEST = M('ListOffsetsRequest', 2, 'request', (1, 11), (6, 32767)
         F('Name', 'string', (0, 32767)),
         F('Partitions', '[]ListOffsetsPartition', (0, 32767), fields=(
             F('PartitionIndex', 'int32', (0, 32767)),
-            F('CurrentLeaderEpoch', 'int32', (4, 32767), default=-1),
+            F('CurrentLeaderEpoch', 'int32', (4, 32767), default=-1, ignorable=True),
             F('Timestamp', 'int64', (0, 32767)),
         )),
     )),
-    F('TimeoutMs', 'int32', (10, 32767)),
+    F('TimeoutMs', 'int32', (10, 32767), ignorable=True),
 ))
 
 LIST_OFFSETS_RESPONSE = M('ListOffsetsResponse', 2, 'response', (1, 11), (6, 32767), (
-    F('ThrottleTimeMs', 'int32', (2, 32767)),
+    F('ThrottleTimeMs', 'int32', (2, 32767), ignorable=True),
     F('Topics', '[]ListOffsetsTopicResponse', (0, 32767), fields=(
         F('Name', 'string', (0, 32767)),
         F('Partitions', '[]ListOffsetsPartitionResponse', (0, 32767), fields=(
@@ -183,7 +183,7 @@ LIST_OFFSETS_RESPONSE = M('ListOffsetsResponse', 2, 'response', (1, 11), (6, 327
 
 METADATA_REQUEST = M('MetadataRequest', 3, 'request', (0, 13), (9, 32767), (
     F('Topics', '[]MetadataRequestTopic', (0, 32767), nullable=(1, 32767), fields=(
-        F('TopicId', 'uuid', (10, 32767)),
+        F('TopicId', 'uuid', (10, 32767), ignorable=True),
         F('Name', 'string', (0, 32767), nullable=(10, 32767)),
     )),
     F('AllowAutoTopicCreation', 'bool', (4, 32767), default=True),
@@ -192,58 +192,58 @@ METADATA_REQUEST = M('MetadataRequest', 3, 'request', (0, 13), (9, 32767), (
 ))
 
 METADATA_RESPONSE = M('MetadataResponse', 3, 'response', (0, 13), (9, 32767), (
-    F('ThrottleTimeMs', 'int32', (3, 32767)),
+    F('ThrottleTimeMs', 'int32', (3, 32767), ignorable=True),
     F('Brokers', '[]MetadataResponseBroker', (0, 32767), fields=(
         F('NodeId', 'int32', (0, 32767)),
         F('Host', 'string', (0, 32767)),
         F('Port', 'int32', (0, 32767)),
-        F('Rack', 'string', (1, 32767), nullable=(1, 32767), default='null'),
+        F('Rack', 'string', (1, 32767), nullable=(1, 32767), default='null', ignorable=True),
     )),
-    F('ClusterId', 'string', (2, 32767), nullable=(2, 32767), default='null'),
-    F('ControllerId', 'int32', (1, 32767), default=-1),
+    F('ClusterId', 'string', (2, 32767), nullable=(2, 32767), default='null', ignorable=True),
+    F('ControllerId', 'int32', (1, 32767), default=-1, ignorable=True),
     F('Topics', '[]MetadataResponseTopic', (0, 32767), fields=(
         F('ErrorCode', 'int16', (0, 32767)),
         F('Name', 'string', (0, 32767), nullable=(12, 32767)),
-        F('TopicId', 'uuid', (10, 32767)),
-        F('IsInternal', 'bool', (1, 32767), default=False),
+        F('TopicId', 'uuid', (10, 32767), ignorable=True),
+        F('IsInternal', 'bool', (1, 32767), default=False, ignorable=True),
         F('Partitions', '[]MetadataResponsePartition', (0, 32767), fields=(
             F('ErrorCode', 'int16', (0, 32767)),
             F('PartitionIndex', 'int32', (0, 32767)),
             F('LeaderId', 'int32', (0, 32767)),
-            F('LeaderEpoch', 'int32', (7, 32767), default=-1),
+            F('LeaderEpoch', 'int32', (7, 32767), default=-1, ignorable=True),
             F('ReplicaNodes', '[]int32', (0, 32767)),
             F('IsrNodes', '[]int32', (0, 32767)),
-            F('OfflineReplicas', '[]int32', (5, 32767)),
+            F('OfflineReplicas', '[]int32', (5, 32767), ignorable=True),
         )),
         F('TopicAuthorizedOperations', 'int32', (8, 32767), default=-2147483648),
     )),
     F('ClusterAuthorizedOperations', 'int32', (8, 10), default=-2147483648),
-    F('ErrorCode', 'int16', (13, 32767)),
+    F('ErrorCode', 'int16', (13, 32767), ignorable=True),
 ))
 
 OFFSET_COMMIT_REQUEST = M('OffsetCommitRequest', 8, 'request', (2, 10), (8, 32767), (
     F('GroupId', 'string', (0, 32767)),
-    F('GenerationIdOrMemberEpoch', 'int32', (1, 32767), default=-1),
-    F('MemberId', 'string', (1, 32767)),
+    F('GenerationIdOrMemberEpoch', 'int32', (1, 32767), default=-1, ignorable=True),
+    F('MemberId', 'string', (1, 32767), ignorable=True),
     F('GroupInstanceId', 'string', (7, 32767), nullable=(7, 32767), default='null'),
-    F('RetentionTimeMs', 'int64', (2, 4), default=-1),
+    F('RetentionTimeMs', 'int64', (2, 4), default=-1, ignorable=True),
     F('Topics', '[]OffsetCommitRequestTopic', (0, 32767), fields=(
-        F('Name', 'string', (0, 9)),
-        F('TopicId', 'uuid', (10, 32767)),
+        F('Name', 'string', (0, 9), ignorable=True),
+        F('TopicId', 'uuid', (10, 32767), ignorable=True),
         F('Partitions', '[]OffsetCommitRequestPartition', (0, 32767), fields=(
             F('PartitionIndex', 'int32', (0, 32767)),
             F('CommittedOffset', 'int64', (0, 32767)),
-            F('CommittedLeaderEpoch', 'int32', (6, 32767), default=-1),
+            F('CommittedLeaderEpoch', 'int32', (6, 32767), default=-1, ignorable=True),
             F('CommittedMetadata', 'string', (0, 32767), nullable=(0, 32767)),
         )),
     )),
 ))
 
 OFFSET_COMMIT_RESPONSE = M('OffsetCommitResponse', 8, 'response', (2, 10), (8, 32767), (
-    F('ThrottleTimeMs', 'int32', (3, 32767)),
+    F('ThrottleTimeMs', 'int32', (3, 32767), ignorable=True),
     F('Topics', '[]OffsetCommitResponseTopic', (0, 32767), fields=(
-        F('Name', 'string', (0, 9)),
-        F('TopicId', 'uuid', (10, 32767)),
+        F('Name', 'string', (0, 9), ignorable=True),
+        F('TopicId', 'uuid', (10, 32767), ignorable=True),
         F('Partitions', '[]OffsetCommitResponsePartition', (0, 32767), fields=(
             F('PartitionIndex', 'int32', (0, 32767)),
             F('ErrorCode', 'int16', (0, 32767)),
@@ -259,11 +259,11 @@ OFFSET_FETCH_REQUEST = M('OffsetFetchRequest', 9, 'request', (1, 10), (6, 32767)
     )),
     F('Groups', '[]OffsetFetchRequestGroup', (8, 32767), fields=(
         F('GroupId', 'string', (8, 32767)),
-        F('MemberId', 'string', (9, 32767), nullable=(9, 32767), default='null'),
-        F('MemberEpoch', 'int32', (9, 32767), default=-1),
+        F('MemberId', 'string', (9, 32767), nullable=(9, 32767), default='null', ignorable=True),
+        F('MemberEpoch', 'int32', (9, 32767), default=-1, ignorable=True),
         F('Topics', '[]OffsetFetchRequestTopics', (8, 32767), nullable=(8, 32767), fields=(
-            F('Name', 'string', (8, 9)),
-            F('TopicId', 'uuid', (10, 32767)),
+            F('Name', 'string', (8, 9), ignorable=True),
+            F('TopicId', 'uuid', (10, 32767), ignorable=True),
             F('PartitionIndexes', '[]int32', (8, 32767)),
         )),
     )),
@@ -271,27 +271,27 @@ OFFSET_FETCH_REQUEST = M('OffsetFetchRequest', 9, 'request', (1, 10), (6, 32767)
 ))
 
 OFFSET_FETCH_RESPONSE = M('OffsetFetchResponse', 9, 'response', (1, 10), (6, 32767), (
-    F('ThrottleTimeMs', 'int32', (3, 32767)),
+    F('ThrottleTimeMs', 'int32', (3, 32767), ignorable=True),
     F('Topics', '[]OffsetFetchResponseTopic', (0, 7), fields=(
         F('Name', 'string', (0, 7)),
         F('Partitions', '[]OffsetFetchResponsePartition', (0, 7), fields=(
             F('PartitionIndex', 'int32', (0, 7)),
             F('CommittedOffset', 'int64', (0, 7)),
-            F('CommittedLeaderEpoch', 'int32', (5, 7), default=-1),
+            F('CommittedLeaderEpoch', 'int32', (5, 7), default=-1, ignorable=True),
             F('Metadata', 'string', (0, 7), nullable=(0, 7)),
             F('ErrorCode', 'int16', (0, 7)),
         )),
     )),
-    F('ErrorCode', 'int16', (2, 7), default=0),
+    F('ErrorCode', 'int16', (2, 7), default=0, ignorable=True),
     F('Groups', '[]OffsetFetchResponseGroup', (8, 32767), fields=(
         F('GroupId', 'string', (8, 32767)),
         F('Topics', '[]OffsetFetchResponseTopics', (8, 32767), fields=(
-            F('Name', 'string', (8, 9)),
-            F('TopicId', 'uuid', (10, 32767)),
+            F('Name', 'string', (8, 9), ignorable=True),
+            F('TopicId', 'uuid', (10, 32767), ignorable=True),
             F('Partitions', '[]OffsetFetchResponsePartitions', (8, 32767), fields=(
                 F('PartitionIndex', 'int32', (8, 32767)),
                 F('CommittedOffset', 'int64', (8, 32767)),
-                F('CommittedLeaderEpoch', 'int32', (8, 32767), default=-1),
+                F('CommittedLeaderEpoch', 'int32', (8, 32767), default=-1, ignorable=True),
                 F('Metadata', 'string', (8, 32767), nullable=(8, 32767)),
                 F('ErrorCode', 'int16', (8, 32767)),
             )),
@@ -307,9 +307,9 @@ FIND_COORDINATOR_REQUEST = M('FindCoordinatorRequest', 10, 'request', (0, 6), (3
 ))
 
 FIND_COORDINATOR_RESPONSE = M('FindCoordinatorResponse', 10, 'response', (0, 6), (3, 32767), (
-    F('ThrottleTimeMs', 'int32', (1, 32767)),
+    F('ThrottleTimeMs', 'int32', (1, 32767), ignorable=True),
     F('ErrorCode', 'int16', (0, 3)),
-    F('ErrorMessage', 'string', (1, 3), nullable=(1, 3)),
+    F('ErrorMessage', 'string', (1, 3), nullable=(1, 3), ignorable=True),
     F('NodeId', 'int32', (0, 3)),
     F('Host', 'string', (0, 3)),
     F('Port', 'int32', (0, 3)),
@@ -319,14 +319,14 @@ FIND_COORDINATOR_RESPONSE = M('FindCoordinatorResponse', 10, 'response', (0, 6),
         F('Host', 'string', (4, 32767)),
         F('Port', 'int32', (4, 32767)),
         F('ErrorCode', 'int16', (4, 32767)),
-        F('ErrorMessage', 'string', (4, 32767), nullable=(4, 32767)),
+        F('ErrorMessage', 'string', (4, 32767), nullable=(4, 32767), ignorable=True),
     )),
 ))
 
 JOIN_GROUP_REQUEST = M('JoinGroupRequest', 11, 'request', (0, 9), (6, 32767), (
     F('GroupId', 'string', (0, 32767)),
     F('SessionTimeoutMs', 'int32', (0, 32767)),
-    F('RebalanceTimeoutMs', 'int32', (1, 32767), default=-1),
+    F('RebalanceTimeoutMs', 'int32', (1, 32767), default=-1, ignorable=True),
     F('MemberId', 'string', (0, 32767)),
     F('GroupInstanceId', 'string', (5, 32767), nullable=(5, 32767), default='null'),
     F('ProtocolType', 'string', (0, 32767)),
@@ -334,21 +334,21 @@ JOIN_GROUP_REQUEST = M('JoinGroupRequest', 11, 'request', (0, 9), (6, 32767), (
         F('Name', 'string', (0, 32767)),
         F('Metadata', 'bytes', (0, 32767)),
     )),
-    F('Reason', 'string', (8, 32767), nullable=(8, 32767), default='null'),
+    F('Reason', 'string', (8, 32767), nullable=(8, 32767), default='null', ignorable=True),
 ))
 
 JOIN_GROUP_RESPONSE = M('JoinGroupResponse', 11, 'response', (0, 9), (6, 32767), (
-    F('ThrottleTimeMs', 'int32', (2, 32767)),
+    F('ThrottleTimeMs', 'int32', (2, 32767), ignorable=True),
     F('ErrorCode', 'int16', (0, 32767)),
     F('GenerationId', 'int32', (0, 32767), default=-1),
-    F('ProtocolType', 'string', (7, 32767), nullable=(7, 32767), default='null'),
+    F('ProtocolType', 'string', (7, 32767), nullable=(7, 32767), default='null', ignorable=True),
     F('ProtocolName', 'string', (0, 32767), nullable=(7, 32767)),
     F('Leader', 'string', (0, 32767)),
     F('SkipAssignment', 'bool', (9, 32767), default=False),
     F('MemberId', 'string', (0, 32767)),
     F('Members', '[]JoinGroupResponseMember', (0, 32767), fields=(
         F('MemberId', 'string', (0, 32767)),
-        F('GroupInstanceId', 'string', (5, 32767), nullable=(5, 32767), default='null'),
+        F('GroupInstanceId', 'string', (5, 32767), nullable=(5, 32767), default='null', ignorable=True),
         F('Metadata', 'bytes', (0, 32767)),
     )),
 ))
@@ -361,7 +361,7 @@ HEARTBEAT_REQUEST = M('HeartbeatRequest', 12, 'request', (0, 4), (4, 32767), (
 ))
 
 HEARTBEAT_RESPONSE = M('HeartbeatResponse', 12, 'response', (0, 4), (4, 32767), (
-    F('ThrottleTimeMs', 'int32', (1, 32767)),
+    F('ThrottleTimeMs', 'int32', (1, 32767), ignorable=True),
     F('ErrorCode', 'int16', (0, 32767)),
 ))
 
@@ -371,12 +371,12 @@ LEAVE_GROUP_REQUEST = M('LeaveGroupRequest', 13, 'request', (0, 5), (4, 32767), 
     F('Members', '[]MemberIdentity', (3, 32767), fields=(
         F('MemberId', 'string', (3, 32767)),
         F('GroupInstanceId', 'string', (3, 32767), nullable=(3, 32767), default='null'),
-        F('Reason', 'string', (5, 32767), nullable=(5, 32767), default='null'),
+        F('Reason', 'string', (5, 32767), nullable=(5, 32767), default='null', ignorable=True),
     )),
 ))
 
 LEAVE_GROUP_RESPONSE = M('LeaveGroupResponse', 13, 'response', (0, 5), (4, 32767), (
-    F('ThrottleTimeMs', 'int32', (1, 32767)),
+    F('ThrottleTimeMs', 'int32', (1, 32767), ignorable=True),
     F('ErrorCode', 'int16', (0, 32767)),
     F('Members', '[]MemberResponse', (3, 32767), fields=(
         F('MemberId', 'string', (3, 32767)),
@@ -390,8 +390,8 @@ SYNC_GROUP_REQUEST = M('SyncGroupRequest', 14, 'request', (0, 5), (4, 32767), (
     F('GenerationId', 'int32', (0, 32767)),
     F('MemberId', 'string', (0, 32767)),
     F('GroupInstanceId', 'string', (3, 32767), nullable=(3, 32767), default='null'),
-    F('ProtocolType', 'string', (5, 32767), nullable=(5, 32767), default='null'),
-    F('ProtocolName', 'string', (5, 32767), nullable=(5, 32767), default='null'),
+    F('ProtocolType', 'string', (5, 32767), nullable=(5, 32767), default='null', ignorable=True),
+    F('ProtocolName', 'string', (5, 32767), nullable=(5, 32767), default='null', ignorable=True),
     F('Assignments', '[]SyncGroupRequestAssignment', (0, 32767), fields=(
         F('MemberId', 'string', (0, 32767)),
         F('Assignment', 'bytes', (0, 32767)),
@@ -399,10 +399,10 @@ SYNC_GROUP_REQUEST = M('SyncGroupRequest', 14, 'request', (0, 5), (4, 32767), (
 ))
 
 SYNC_GROUP_RESPONSE = M('SyncGroupResponse', 14, 'response', (0, 5), (4, 32767), (
-    F('ThrottleTimeMs', 'int32', (1, 32767)),
+    F('ThrottleTimeMs', 'int32', (1, 32767), ignorable=True),
     F('ErrorCode', 'int16', (0, 32767)),
-    F('ProtocolType', 'string', (5, 32767), nullable=(5, 32767), default='null'),
-    F('ProtocolName', 'string', (5, 32767), nullable=(5, 32767), default='null'),
+    F('ProtocolType', 'string', (5, 32767), nullable=(5, 32767), default='null', ignorable=True),
+    F('ProtocolName', 'string', (5, 32767), nullable=(5, 32767), default='null', ignorable=True),
     F('Assignment', 'bytes', (0, 32767)),
 ))
 
@@ -412,7 +412,7 @@ DESCRIBE_GROUPS_REQUEST = M('DescribeGroupsRequest', 15, 'request', (0, 6), (5, 
 ))
 
 DESCRIBE_GROUPS_RESPONSE = M('DescribeGroupsResponse', 15, 'response', (0, 6), (5, 32767), (
-    F('ThrottleTimeMs', 'int32', (1, 32767)),
+    F('ThrottleTimeMs', 'int32', (1, 32767), ignorable=True),
     F('Groups', '[]DescribedGroup', (0, 32767), fields=(
         F('ErrorCode', 'int16', (0, 32767)),
         F('ErrorMessage', 'string', (6, 32767), nullable=(6, 32767), default='null'),
@@ -422,7 +422,7 @@ DESCRIBE_GROUPS_RESPONSE = M('DescribeGroupsResponse', 15, 'response', (0, 6), (
         F('ProtocolData', 'string', (0, 32767)),
         F('Members', '[]DescribedGroupMember', (0, 32767), fields=(
             F('MemberId', 'string', (0, 32767)),
-            F('GroupInstanceId', 'string', (4, 32767), nullable=(4, 32767), default='null'),
+            F('GroupInstanceId', 'string', (4, 32767), nullable=(4, 32767), default='null', ignorable=True),
             F('ClientId', 'string', (0, 32767)),
             F('ClientHost', 'string', (0, 32767)),
             F('MemberMetadata', 'bytes', (0, 32767)),
@@ -438,13 +438,13 @@ LIST_GROUPS_REQUEST = M('ListGroupsRequest', 16, 'request', (0, 5), (3, 32767), 
 ))
 
 LIST_GROUPS_RESPONSE = M('ListGroupsResponse', 16, 'response', (0, 5), (3, 32767), (
-    F('ThrottleTimeMs', 'int32', (1, 32767)),
+    F('ThrottleTimeMs', 'int32', (1, 32767), ignorable=True),
     F('ErrorCode', 'int16', (0, 32767)),
     F('Groups', '[]ListedGroup', (0, 32767), fields=(
         F('GroupId', 'string', (0, 32767)),
         F('ProtocolType', 'string', (0, 32767)),
-        F('GroupState', 'string', (4, 32767)),
-        F('GroupType', 'string', (5, 32767)),
+        F('GroupState', 'string', (4, 32767), ignorable=True),
+        F('GroupType', 'string', (5, 32767), ignorable=True),
     )),
 ))
 
@@ -458,8 +458,8 @@ SASL_HANDSHAKE_RESPONSE = M('SaslHandshakeResponse', 17, 'response', (0, 1), Non
 ))
 
 API_VERSIONS_REQUEST = M('ApiVersionsRequest', 18, 'request', (0, 4), (3, 32767), (
-    F('ClientSoftwareName', 'string', (3, 32767)),
-    F('ClientSoftwareVersion', 'string', (3, 32767)),
+    F('ClientSoftwareName', 'string', (3, 32767), ignorable=True),
+    F('ClientSoftwareVersion', 'string', (3, 32767), ignorable=True),
 ))
 
 API_VERSIONS_RESPONSE = M('ApiVersionsResponse', 18, 'response', (0, 4), (3, 32767), (
@@ -469,19 +469,19 @@ API_VERSIONS_RESPONSE = M('ApiVersionsResponse', 18, 'response', (0, 4), (3, 327
         F('MinVersion', 'int16', (0, 32767)),
         F('MaxVersion', 'int16', (0, 32767)),
     )),
-    F('ThrottleTimeMs', 'int32', (1, 32767)),
-    F('SupportedFeatures', '[]SupportedFeatureKey', (3, 32767), tagged=(3, 32767), tag=0, fields=(
+    F('ThrottleTimeMs', 'int32', (1, 32767), ignorable=True),
+    F('SupportedFeatures', '[]SupportedFeatureKey', (3, 32767), tagged=(3, 32767), tag=0, ignorable=True, fields=(
         F('Name', 'string', (3, 32767)),
         F('MinVersion', 'int16', (3, 32767)),
         F('MaxVersion', 'int16', (3, 32767)),
     )),
-    F('FinalizedFeaturesEpoch', 'int64', (3, 32767), tagged=(3, 32767), tag=1, default=-1),
-    F('FinalizedFeatures', '[]FinalizedFeatureKey', (3, 32767), tagged=(3, 32767), tag=2, fields=(
+    F('FinalizedFeaturesEpoch', 'int64', (3, 32767), tagged=(3, 32767), tag=1, default=-1, ignorable=True),
+    F('FinalizedFeatures', '[]FinalizedFeatureKey', (3, 32767), tagged=(3, 32767), tag=2, ignorable=True, fields=(
         F('Name', 'string', (3, 32767)),
         F('MaxVersionLevel', 'int16', (3, 32767)),
         F('MinVersionLevel', 'int16', (3, 32767)),
     )),
-    F('ZkMigrationReady', 'bool', (3, 32767), tagged=(3, 32767), tag=3, default=False),
+    F('ZkMigrationReady', 'bool', (3, 32767), tagged=(3, 32767), tag=3, default=False, ignorable=True),
 ))
 
 CREATE_TOPICS_REQUEST = M('CreateTopicsRequest', 19, 'request', (2, 7), (5, 32767), (
@@ -503,20 +503,20 @@ CREATE_TOPICS_REQUEST = M('CreateTopicsRequest', 19, 'request', (2, 7), (5, 3276
 ))
 
 CREATE_TOPICS_RESPONSE = M('CreateTopicsResponse', 19, 'response', (2, 7), (5, 32767), (
-    F('ThrottleTimeMs', 'int32', (2, 32767)),
+    F('ThrottleTimeMs', 'int32', (2, 32767), ignorable=True),
     F('Topics', '[]CreatableTopicResult', (0, 32767), fields=(
         F('Name', 'string', (0, 32767)),
-        F('TopicId', 'uuid', (7, 32767)),
+        F('TopicId', 'uuid', (7, 32767), ignorable=True),
         F('ErrorCode', 'int16', (0, 32767)),
-        F('ErrorMessage', 'string', (1, 32767), nullable=(0, 32767)),
-        F('TopicConfigErrorCode', 'int16', (5, 32767), tagged=(5, 32767), tag=0),
-        F('NumPartitions', 'int32', (5, 32767), default=-1),
-        F('ReplicationFactor', 'int16', (5, 32767), default=-1),
-        F('Configs', '[]CreatableTopicConfigs', (5, 32767), nullable=(5, 32767), fields=(
+        F('ErrorMessage', 'string', (1, 32767), nullable=(0, 32767), ignorable=True),
+        F('TopicConfigErrorCode', 'int16', (5, 32767), tagged=(5, 32767), tag=0, ignorable=True),
+        F('NumPartitions', 'int32', (5, 32767), default=-1, ignorable=True),
+        F('ReplicationFactor', 'int16', (5, 32767), default=-1, ignorable=True),
+        F('Configs', '[]CreatableTopicConfigs', (5, 32767), nullable=(5, 32767), ignorable=True, fields=(
             F('Name', 'string', (5, 32767)),
             F('Value', 'string', (5, 32767), nullable=(5, 32767)),
             F('ReadOnly', 'bool', (5, 32767)),
-            F('ConfigSource', 'int8', (5, 32767), default=-1),
+            F('ConfigSource', 'int8', (5, 32767), default=-1, ignorable=True),
             F('IsSensitive', 'bool', (5, 32767)),
         )),
     )),
@@ -527,17 +527,17 @@ DELETE_TOPICS_REQUEST = M('DeleteTopicsRequest', 20, 'request', (1, 6), (4, 3276
         F('Name', 'string', (6, 32767), nullable=(6, 32767), default='null'),
         F('TopicId', 'uuid', (6, 32767)),
     )),
-    F('TopicNames', '[]string', (0, 5)),
+    F('TopicNames', '[]string', (0, 5), ignorable=True),
     F('TimeoutMs', 'int32', (0, 32767)),
 ))
 
 DELETE_TOPICS_RESPONSE = M('DeleteTopicsResponse', 20, 'response', (1, 6), (4, 32767), (
-    F('ThrottleTimeMs', 'int32', (1, 32767)),
+    F('ThrottleTimeMs', 'int32', (1, 32767), ignorable=True),
     F('Responses', '[]DeletableTopicResult', (0, 32767), fields=(
         F('Name', 'string', (0, 32767), nullable=(6, 32767)),
-        F('TopicId', 'uuid', (6, 32767)),
+        F('TopicId', 'uuid', (6, 32767), ignorable=True),
         F('ErrorCode', 'int16', (0, 32767)),
-        F('ErrorMessage', 'string', (5, 32767), nullable=(5, 32767), default='null'),
+        F('ErrorMessage', 'string', (5, 32767), nullable=(5, 32767), default='null', ignorable=True),
     )),
 ))
 
@@ -574,7 +574,7 @@ INIT_PRODUCER_ID_REQUEST = M('InitProducerIdRequest', 22, 'request', (0, 6), (2,
 ))
 
 INIT_PRODUCER_ID_RESPONSE = M('InitProducerIdResponse', 22, 'response', (0, 6), (2, 32767), (
-    F('ThrottleTimeMs', 'int32', (0, 32767)),
+    F('ThrottleTimeMs', 'int32', (0, 32767), ignorable=True),
     F('ErrorCode', 'int16', (0, 32767)),
     F('ProducerId', 'int64', (0, 32767), default=-1),
     F('ProducerEpoch', 'int16', (0, 32767)),
@@ -583,25 +583,25 @@ INIT_PRODUCER_ID_RESPONSE = M('InitProducerIdResponse', 22, 'response', (0, 6), 
 ))
 
 OFFSET_FOR_LEADER_EPOCH_REQUEST = M('OffsetForLeaderEpochRequest', 23, 'request', (2, 4), (4, 32767), (
-    F('ReplicaId', 'int32', (3, 32767), default=-2),
+    F('ReplicaId', 'int32', (3, 32767), default=-2, ignorable=True),
     F('Topics', '[]OffsetForLeaderTopic', (0, 32767), fields=(
         F('Topic', 'string', (0, 32767)),
         F('Partitions', '[]OffsetForLeaderPartition', (0, 32767), fields=(
             F('Partition', 'int32', (0, 32767)),
-            F('CurrentLeaderEpoch', 'int32', (2, 32767), default=-1),
+            F('CurrentLeaderEpoch', 'int32', (2, 32767), default=-1, ignorable=True),
             F('LeaderEpoch', 'int32', (0, 32767)),
         )),
     )),
 ))
 
 OFFSET_FOR_LEADER_EPOCH_RESPONSE = M('OffsetForLeaderEpochResponse', 23, 'response', (2, 4), (4, 32767), (
-    F('ThrottleTimeMs', 'int32', (2, 32767)),
+    F('ThrottleTimeMs', 'int32', (2, 32767), ignorable=True),
     F('Topics', '[]OffsetForLeaderTopicResult', (0, 32767), fields=(
         F('Topic', 'string', (0, 32767)),
         F('Partitions', '[]EpochEndOffset', (0, 32767), fields=(
             F('ErrorCode', 'int16', (0, 32767)),
             F('Partition', 'int32', (0, 32767)),
-            F('LeaderEpoch', 'int32', (1, 32767), default=-1),
+            F('LeaderEpoch', 'int32', (1, 32767), default=-1, ignorable=True),
             F('EndOffset', 'int64', (0, 32767), default=-1),
         )),
     )),
@@ -629,7 +629,7 @@ ADD_PARTITIONS_TO_TXN_REQUEST = M('AddPartitionsToTxnRequest', 24, 'request', (0
 
 ADD_PARTITIONS_TO_TXN_RESPONSE = M('AddPartitionsToTxnResponse', 24, 'response', (0, 5), (3, 32767), (
     F('ThrottleTimeMs', 'int32', (0, 32767)),
-    F('ErrorCode', 'int16', (4, 32767)),
+    F('ErrorCode', 'int16', (4, 32767), ignorable=True),
     F('ResultsByTransaction', '[]AddPartitionsToTxnResult', (4, 32767), fields=(
         F('TransactionalId', 'string', (4, 32767)),
         F('TopicResults', '[]AddPartitionsToTxnTopicResult', (4, 32767), fields=(
@@ -671,8 +671,8 @@ END_TXN_REQUEST = M('EndTxnRequest', 26, 'request', (0, 5), (3, 32767), (
 END_TXN_RESPONSE = M('EndTxnResponse', 26, 'response', (0, 5), (3, 32767), (
     F('ThrottleTimeMs', 'int32', (0, 32767)),
     F('ErrorCode', 'int16', (0, 32767)),
-    F('ProducerId', 'int64', (5, 32767), default=-1),
-    F('ProducerEpoch', 'int16', (5, 32767), default=-1),
+    F('ProducerId', 'int64', (5, 32767), default=-1, ignorable=True),
+    F('ProducerEpoch', 'int16', (5, 32767), default=-1, ignorable=True),
 ))
 
 WRITE_TXN_MARKERS_REQUEST = M('WriteTxnMarkersRequest', 27, 'request', (1, 2), (1, 32767), (
@@ -685,7 +685,7 @@ WRITE_TXN_MARKERS_REQUEST = M('WriteTxnMarkersRequest', 27, 'request', (1, 2), (
             F('PartitionIndexes', '[]int32', (0, 32767)),
         )),
         F('CoordinatorEpoch', 'int32', (0, 32767)),
-        F('TransactionVersion', 'int8', (2, 32767), default=0),
+        F('TransactionVersion', 'int8', (2, 32767), default=0, ignorable=True),
     )),
 ))
 
@@ -715,7 +715,7 @@ TXN_OFFSET_COMMIT_REQUEST = M('TxnOffsetCommitRequest', 28, 'request', (0, 5), (
         F('Partitions', '[]TxnOffsetCommitRequestPartition', (0, 32767), fields=(
             F('PartitionIndex', 'int32', (0, 32767)),
             F('CommittedOffset', 'int64', (0, 32767)),
-            F('CommittedLeaderEpoch', 'int32', (2, 32767), default=-1),
+            F('CommittedLeaderEpoch', 'int32', (2, 32767), default=-1, ignorable=True),
             F('CommittedMetadata', 'string', (0, 32767), nullable=(0, 32767)),
         )),
     )),
@@ -831,15 +831,15 @@ DESCRIBE_CONFIGS_RESPONSE = M('DescribeConfigsResponse', 32, 'response', (1, 4),
             F('Name', 'string', (0, 32767)),
             F('Value', 'string', (0, 32767), nullable=(0, 32767)),
             F('ReadOnly', 'bool', (0, 32767)),
-            F('ConfigSource', 'int8', (1, 32767), default=-1),
+            F('ConfigSource', 'int8', (1, 32767), default=-1, ignorable=True),
             F('IsSensitive', 'bool', (0, 32767)),
-            F('Synonyms', '[]DescribeConfigsSynonym', (1, 32767), fields=(
+            F('Synonyms', '[]DescribeConfigsSynonym', (1, 32767), ignorable=True, fields=(
                 F('Name', 'string', (1, 32767)),
                 F('Value', 'string', (1, 32767), nullable=(0, 32767)),
                 F('Source', 'int8', (1, 32767)),
             )),
-            F('ConfigType', 'int8', (3, 32767), default=0),
-            F('Documentation', 'string', (3, 32767), nullable=(0, 32767)),
+            F('ConfigType', 'int8', (3, 32767), default=0, ignorable=True),
+            F('Documentation', 'string', (3, 32767), nullable=(0, 32767), ignorable=True),
         )),
     )),
 ))
@@ -874,7 +874,7 @@ SASL_AUTHENTICATE_RESPONSE = M('SaslAuthenticateResponse', 36, 'response', (0, 2
     F('ErrorCode', 'int16', (0, 32767)),
     F('ErrorMessage', 'string', (0, 32767), nullable=(0, 32767)),
     F('AuthBytes', 'bytes', (0, 32767)),
-    F('SessionLifetimeMs', 'int64', (1, 32767), default=0),
+    F('SessionLifetimeMs', 'int64', (1, 32767), default=0, ignorable=True),
 ))
 
 CREATE_PARTITIONS_REQUEST = M('CreatePartitionsRequest', 37, 'request', (0, 3), (2, 32767), (
@@ -945,7 +945,7 @@ OFFSET_DELETE_REQUEST = M('OffsetDeleteRequest', 47, 'request', (0, 0), None, (
 
 OFFSET_DELETE_RESPONSE = M('OffsetDeleteResponse', 47, 'response', (0, 0), None, (
     F('ErrorCode', 'int16', (0, 32767)),
-    F('ThrottleTimeMs', 'int32', (0, 32767)),
+    F('ThrottleTimeMs', 'int32', (0, 32767), ignorable=True),
     F('Topics', '[]OffsetDeleteResponseTopic', (0, 32767), fields=(
         F('Name', 'string', (0, 32767)),
         F('Partitions', '[]OffsetDeleteResponsePartition', (0, 32767), fields=(
@@ -1113,7 +1113,7 @@ CONSUMER_GROUP_DESCRIBE_RESPONSE = M('ConsumerGroupDescribeResponse', 69, 'respo
                     F('Partitions', '[]int32', (0, 32767)),
                 )),
             )),
-            F('MemberType', 'int8', (1, 32767), default=-1),
+            F('MemberType', 'int8', (1, 32767), default=-1, ignorable=True),
         )),
         F('AuthorizedOperations', 'int32', (0, 32767), default=-2147483648),
     )),
@@ -1139,11 +1139,11 @@ OFFSET_COMMIT_KEY = M('OffsetCommitKey', 1, 'coordinator-key', (0, 0), None, (
 
 OFFSET_COMMIT_VALUE = M('OffsetCommitValue', 1, 'coordinator-value', (0, 4), (4, 32767), (
     F('offset', 'int64', (0, 32767)),
-    F('leaderEpoch', 'int32', (3, 32767), default=-1),
+    F('leaderEpoch', 'int32', (3, 32767), default=-1, ignorable=True),
     F('metadata', 'string', (0, 32767)),
     F('commitTimestamp', 'int64', (0, 32767)),
-    F('expireTimestamp', 'int64', (1, 1), default=-1),
-    F('topicId', 'uuid', (4, 32767), tagged=(4, 32767), tag=0),
+    F('expireTimestamp', 'int64', (1, 1), default=-1, ignorable=True),
+    F('topicId', 'uuid', (4, 32767), tagged=(4, 32767), tag=0, ignorable=True),
 ))
 
 GROUP_METADATA_KEY = M('GroupMetadataKey', 2, 'coordinator-key', (0, 0), None, (
@@ -1155,13 +1155,13 @@ GROUP_METADATA_VALUE = M('GroupMetadataValue', 2, 'coordinator-value', (0, 4), (
     F('generation', 'int32', (0, 32767)),
     F('protocol', 'string', (0, 32767), nullable=(0, 32767)),
     F('leader', 'string', (0, 32767), nullable=(0, 32767)),
-    F('currentStateTimestamp', 'int64', (2, 32767), default=-1),
+    F('currentStateTimestamp', 'int64', (2, 32767), default=-1, ignorable=True),
     F('members', '[]MemberMetadata', (0, 32767), fields=(
         F('memberId', 'string', (0, 32767)),
-        F('groupInstanceId', 'string', (3, 32767), nullable=(3, 32767), default='null'),
+        F('groupInstanceId', 'string', (3, 32767), nullable=(3, 32767), default='null', ignorable=True),
         F('clientId', 'string', (0, 32767)),
         F('clientHost', 'string', (0, 32767)),
-        F('rebalanceTimeout', 'int32', (1, 32767), default=-1),
+        F('rebalanceTimeout', 'int32', (1, 32767), default=-1, ignorable=True),
         F('sessionTimeout', 'int32', (0, 32767)),
         F('subscription', 'bytes', (0, 32767)),
         F('assignment', 'bytes', (0, 32767)),
@@ -1222,7 +1222,7 @@ CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY = M('ConsumerGroupTargetAssignment
 
 CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = M('ConsumerGroupTargetAssignmentMetadataValue', 6, 'coordinator-value', (0, 0), (0, 32767), (
     F('AssignmentEpoch', 'int32', (0, 32767)),
-    F('AssignmentTimestamp', 'int64', (0, 32767), tagged=(0, 32767), tag=0, default=0),
+    F('AssignmentTimestamp', 'int64', (0, 32767), tagged=(0, 32767), tag=0, default=0, ignorable=True),
 ))
 
 CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY = M('ConsumerGroupTargetAssignmentMemberKey', 7, 'coordinator-key', (0, 0), None, (

@@ -6,7 +6,7 @@ such a description into a decoder and an encoder for one version, once, and cach
 per-field work at run time is a list walk, with no per-version branches written by hand.
 
 Decoded messages are plain ``dict``s keyed by snake_case field names; encoders take the same
-dicts and fill any missing field with its default.
+dicts and fill any missing field with its default (``protocol.strict`` checks responses first, in tests).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ class Field:
     tag: int | None = None
     default: Any = None
     flexible: Versions | bool = True  # False: never compact, even in flexible versions (RequestHeader.ClientId)
+    ignorable: bool = False  # a value the version cannot carry may be dropped (Kafka's "ignorable")
     fields: tuple[Field, ...] = ()
 
     @property
@@ -599,7 +600,13 @@ def codec(message: Message, version: int) -> StructCodec:
     if found is None:
         if not in_range(version, message.valid):
             raise ProtocolError(f"{message.name} has no version {version}")
-        found = _CODECS[key] = _struct_codec(message.fields, version, in_range(version, message.flexible))
+        found = _struct_codec(message.fields, version, in_range(version, message.flexible))
+        if message.kind == "response":
+            from . import strict  # the check imports this module
+
+            if strict.enabled():
+                found = StructCodec(found.decode, strict.checked(message, version, found.encode))
+        _CODECS[key] = found
     return found
 
 

@@ -9,7 +9,11 @@ import signal
 import subprocess
 import sys
 import time
+import weakref
 from pathlib import Path
+from typing import ClassVar
+
+from minibroker.protocol.strict import LOG_MARKER
 
 READY = re.compile(r"minibroker ready on (\S+):(\d+)")
 LISTENER = re.compile(r"listener (\S+) \((\S+)\) on (\S+):(\d+)")
@@ -31,6 +35,8 @@ def wait_for_ready(log_path: Path, proc: subprocess.Popen, timeout: float = 20.0
 class BrokerProcess:
     """A broker child process; ``bootstrap`` is its ``host:port`` once ``start()`` returns."""
 
+    started: ClassVar[weakref.WeakSet[BrokerProcess]] = weakref.WeakSet()  # for the strict-codec check after each test
+
     def __init__(
         self, data_dir: Path, *settings: str, env: dict[str, str] | None = None, max_open_files: int | None = None,
         config_file: Path | None = None,
@@ -45,6 +51,7 @@ class BrokerProcess:
         self.proc: subprocess.Popen | None = None
         self.port = 0
         self.listener_ports: dict[str, int] = {}  # listener name -> bound port, from the start-up log
+        self.log_checked = 0  # how much of the log strict_violations() has read
 
     @property
     def bootstrap(self) -> str:
@@ -61,6 +68,7 @@ class BrokerProcess:
             args += ["--port", str(self.port)]
         for setting in self.settings:
             args += ["-c", setting]
+        BrokerProcess.started.add(self)
         log = open(self.log_path, "a")
         start_offset = log.tell()
         self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
@@ -100,6 +108,12 @@ class BrokerProcess:
         """Stop and start again on the same data dir and the same port (clients keep their bootstrap)."""
         self.stop()
         return self.start()
+
+    def strict_violations(self) -> list[str]:
+        """Lines the codec's strict mode logged since the last call (a response that did not match its schema)."""
+        text = self.log_text()
+        new, self.log_checked = text[self.log_checked:], len(text)
+        return [line for line in new.splitlines() if LOG_MARKER in line]
 
     def log_text(self) -> str:
         return self.log_path.read_text() if self.log_path.exists() else ""

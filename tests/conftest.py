@@ -10,9 +10,14 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
+from minibroker.protocol import strict
 from tests.asyncutil import quiet_event_loop
 from tests.brokerproc import BrokerProcess
 from tests.tlsutil import TlsFiles, make_tls_files
+
+# The codec's strict mode for the whole suite: this process and every broker it starts check each response against
+# its schema before encoding it (protocol/strict.py); a test during which one did not match fails.
+os.environ[strict.STRICT_ENV] = "1"
 
 SUMMARY_LINES = pytest.StashKey[list[str]]()
 # Apache Kafka's message JSON: CI has it at ../shared beside the checkout; MINIBROKER_SPEC_DIR points elsewhere.
@@ -27,6 +32,18 @@ needs_kafka_spec = pytest.mark.skipif(
 def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> dict[str, Callable[[], asyncio.AbstractEventLoop]]:
     """pytest-asyncio's hook: every async test's loop logs unretrieved client errors quietly."""
     return {"quiet": quiet_event_loop}
+
+
+@pytest.fixture(autouse=True)
+def strict_codec() -> Iterator[None]:
+    """Fails the test if a response encoded in this process or by a broker process it used did not match its
+    schema (the broker closes such a connection, and a retrying client could hide it)."""
+    before = len(strict.VIOLATIONS)
+    yield
+    found = strict.VIOLATIONS[before:]
+    for proc in list(BrokerProcess.started):
+        found += proc.strict_violations()
+    assert not found, "responses that do not match their schema:\n" + "\n".join(found)
 
 
 @pytest.fixture(scope="module")

@@ -52,7 +52,8 @@ def test_every_api_gets_an_encodable_error_answer(api_key: int, version: int) ->
 
 def test_the_answer_mirrors_topics_partitions_and_keys() -> None:
     commit = {"group_id": "g", "topics": [{"name": "t", "partitions": [{"partition_index": 3}, {"partition_index": 5}]}]}
-    assert error_response(8, 8, commit, 16, "x") == {
+    assert error_response(8, 8, commit, 16, "x") == {  # every field set: the rest to its default
+        "throttle_time_ms": 0,
         "topics": [{"name": "t", "partitions": [{"partition_index": 3, "error_code": 16}, {"partition_index": 5, "error_code": 16}]}],
     }
     keys = {"key_type": 0, "coordinator_keys": ["a", "b"]}

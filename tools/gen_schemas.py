@@ -103,6 +103,8 @@ def render_field(spec: dict, structs: dict[str, dict], indent: str) -> str:
         args.append(f"default={default!r}")
     if spec.get("flexibleVersions") == "none":
         args.append("flexible=False")
+    if spec.get("ignorable"):
+        args.append("ignorable=True")
     children = spec.get("fields")
     element = type_name[2:] if type_name.startswith("[]") else type_name
     if children is None and element in structs:

@@ -25,6 +25,7 @@ EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
 READ_COMMITTED = 1
+LEADER_EPOCH_LIST_OFFSETS_VERSION = 4  # ListOffsets answers carry the offset's leader epoch from v4
 
 
 def aborted_in(partition_log: PartitionLog, offset: int, data: bytes | FileRegion, end: int | None = None) -> list[dict[str, int]]:
@@ -157,13 +158,10 @@ def list_offset(
     else:
         found = partition_log.offset_for_timestamp(timestamp)
     offset, found_timestamp = found if found is not None else (-1, -1)
-    return {
-        "partition_index": index,
-        "error_code": ErrorCode.NONE,
-        "timestamp": found_timestamp,
-        "offset": offset,
-        "leader_epoch": leader_epoch if offset >= 0 else -1,
-    }
+    answer = {"partition_index": index, "error_code": ErrorCode.NONE, "timestamp": found_timestamp, "offset": offset}
+    if offset >= 0 and ctx.api_version >= LEADER_EPOCH_LIST_OFFSETS_VERSION:  # as Kafka's ReplicaManager.fetchOffset
+        answer["leader_epoch"] = leader_epoch
+    return answer
 
 
 @api(2, 1, 7)

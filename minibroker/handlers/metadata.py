@@ -30,7 +30,7 @@ async def api_versions(ctx: RequestContext, body: dict[str, Any]) -> EncodedAnsw
             for h in sorted(ctx.broker.apis.values(), key=lambda h: h.api_key)
         ]
         answer = answers[ctx.api_version] = EncodedAnswer.of(
-            API_VERSIONS_KEY, ctx.api_version, {"error_code": ErrorCode.NONE, "api_keys": keys})
+            API_VERSIONS_KEY, ctx.api_version, {"error_code": ErrorCode.NONE, "api_keys": keys, "throttle_time_ms": 0})
     return answer
 
 

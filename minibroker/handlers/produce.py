@@ -30,10 +30,11 @@ log = logging.getLogger(__name__)
 
 ZSTD_MIN_PRODUCE_VERSION = 7
 ADMIN_CLIENT_ID = "__admin_client"  # Kafka lets only this client id append to internal topics
+NO_RECORD_ERRORS = ()  # the answer's RecordErrors when no single record was refused
 
 
 def partition_error(index: int, error: ErrorCode, message: str | None = None) -> dict[str, Any]:
-    return {"index": index, "error_code": error, "base_offset": -1, "error_message": message}
+    return {"index": index, "error_code": error, "base_offset": -1, "record_errors": NO_RECORD_ERRORS, "error_message": message}
 
 
 def append_partition(
@@ -96,6 +97,7 @@ def append_partition(
         "base_offset": info.base_offset,
         "log_append_time_ms": info.log_append_time_ms,
         "log_start_offset": info.log_start_offset,
+        "record_errors": NO_RECORD_ERRORS,
     }
     if partition_log.needs_flush(broker.clock()):
         flush.append((partition_log, response))
