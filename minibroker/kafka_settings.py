@@ -396,3 +396,63 @@ INTERNAL_SETTINGS = frozenset(
         "unstable.feature.versions.enable",
     }
 )
+
+# Topic configs (LogConfig): name -> (type, default, validator spec).
+TOPIC_SETTINGS: dict[str, tuple[str, str | None, str]] = {
+    "cleanup.policy": ("LIST", "delete", "list-in:compact,delete;nodup"),
+    "compression.gzip.level": ("INT", "-1", "other:gzip-level"),
+    "compression.lz4.level": ("INT", "9", "range:1:17"),
+    "compression.type": ("STRING", "producer", "in:uncompressed,zstd,lz4,snappy,gzip,producer"),
+    "compression.zstd.level": ("INT", "3", "range:-131072:22"),
+    "delete.retention.ms": ("LONG", "86400000", "range:0:"),
+    "file.delete.delay.ms": ("LONG", "60000", "range:0:"),
+    "flush.messages": ("LONG", "9223372036854775807", "range:1:"),
+    "flush.ms": ("LONG", "9223372036854775807", "range:0:"),
+    "follower.replication.throttled.replicas": ("LIST", "", "other:ThrottledReplicaListValidator"),
+    "index.interval.bytes": ("INT", "4096", "range:0:"),
+    "internal.segment.bytes": ("INT", None, ""),
+    "leader.replication.throttled.replicas": ("LIST", "", "other:ThrottledReplicaListValidator"),
+    "local.retention.bytes": ("LONG", "-2", "range:-2:"),
+    "local.retention.ms": ("LONG", "-2", "range:-2:"),
+    "max.compaction.lag.ms": ("LONG", "9223372036854775807", "range:1:"),
+    "max.message.bytes": ("INT", "1048588", "range:0:"),
+    "message.timestamp.after.max.ms": ("LONG", "3600000", "range:0:"),
+    "message.timestamp.before.max.ms": ("LONG", "9223372036854775807", "range:0:"),
+    "message.timestamp.type": ("STRING", "CreateTime", "in:CreateTime,LogAppendTime"),
+    "min.cleanable.dirty.ratio": ("DOUBLE", "0.5", "range:0:1"),
+    "min.compaction.lag.ms": ("LONG", "0", "range:0:"),
+    "min.insync.replicas": ("INT", "1", "range:1:"),
+    "preallocate": ("BOOLEAN", "false", ""),
+    "remote.log.copy.disable": ("BOOLEAN", "false", ""),
+    "remote.log.delete.on.disable": ("BOOLEAN", "false", ""),
+    "remote.storage.enable": ("BOOLEAN", "false", ""),
+    "retention.bytes": ("LONG", "-1", ""),
+    "retention.ms": ("LONG", "604800000", "range:-1:"),
+    "segment.bytes": ("INT", "1073741824", "range:1048576:"),
+    "segment.index.bytes": ("INT", "10485760", "range:4:"),
+    "segment.jitter.ms": ("LONG", "0", "range:0:"),
+    "segment.ms": ("LONG", "604800000", "range:1:"),
+    "unclean.leader.election.enable": ("BOOLEAN", "false", ""),
+}
+
+# Group configs (GroupConfig): name -> (type, default, validator spec, broker setting giving its
+# default or None).
+GROUP_SETTINGS: dict[str, tuple[str, str | None, str, str | None]] = {
+    "consumer.assignment.interval.ms": ("INT", "1000", "range:0:", "group.consumer.assignment.interval.ms"),
+    "consumer.heartbeat.interval.ms": ("INT", "5000", "range:1:", "group.consumer.heartbeat.interval.ms"),
+    "consumer.session.timeout.ms": ("INT", "45000", "range:1:", "group.consumer.session.timeout.ms"),
+    "share.assignment.interval.ms": ("INT", "1000", "range:0:", "group.share.assignment.interval.ms"),
+    "share.auto.offset.reset": ("STRING", "latest", "other:ShareGroupAutoOffsetResetStrategy.Validator", None),
+    "share.delivery.count.limit": ("INT", "5", "range:2:", "group.share.delivery.count.limit"),
+    "share.heartbeat.interval.ms": ("INT", "5000", "range:1:", "group.share.heartbeat.interval.ms"),
+    "share.isolation.level": ("STRING", "read_uncommitted", "in:read_committed,read_uncommitted", None),
+    "share.partition.max.record.locks": ("INT", "2000", "range:100:", "group.share.partition.max.record.locks"),
+    "share.record.lock.duration.ms": ("INT", "30000", "range:1000:", "group.share.record.lock.duration.ms"),
+    "share.renew.acknowledge.enable": ("BOOLEAN", "true", "", None),
+    "share.session.timeout.ms": ("INT", "45000", "range:1:", "group.share.session.timeout.ms"),
+    "streams.assignment.interval.ms": ("INT", "1000", "range:0:", "group.streams.assignment.interval.ms"),
+    "streams.heartbeat.interval.ms": ("INT", "5000", "range:1:", "group.streams.heartbeat.interval.ms"),
+    "streams.initial.rebalance.delay.ms": ("INT", "3000", "range:0:", "group.streams.initial.rebalance.delay.ms"),
+    "streams.num.standby.replicas": ("INT", "0", "range:0:", "group.streams.num.standby.replicas"),
+    "streams.session.timeout.ms": ("INT", "45000", "range:1:", "group.streams.session.timeout.ms"),
+}

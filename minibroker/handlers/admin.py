@@ -62,11 +62,21 @@ def config_entries(ctx: RequestContext, overrides: dict[str, str], names: list[s
             "config_source": found[0]["source"] if found else SOURCE_DEFAULT,
             "is_sensitive": False,
             "synonyms": found if synonyms else [],
-            "config_type": CONFIG_TYPES.get(TOPIC_CONFIGS[name].type, 0),
+            "config_type": config_type("topic", name),
             "documentation": None,
         }
         entries.append(entry)
     return entries
+
+
+def config_type(kind: str, name: str) -> int:
+    """DescribeConfigs' ConfigType of a topic, broker or group config, from Kafka's ConfigDef of that kind (the
+    generated ``kafka_settings``); UNKNOWN (0) where Kafka has none, as minibroker's own settings."""
+    from minibroker.kafka_settings import BROKER_SETTINGS, GROUP_SETTINGS, TOPIC_SETTINGS  # facts, read when asked
+
+    table: dict[str, tuple] = {"topic": TOPIC_SETTINGS, "broker": BROKER_SETTINGS, "group": GROUP_SETTINGS}[kind]
+    spec = table.get(name)
+    return CONFIG_TYPES.get(spec[0], 0) if spec is not None else 0
 
 
 def broker_defaults(names: list[str]) -> list[tuple[str, str]]:
@@ -268,6 +278,8 @@ def describe_broker(ctx: RequestContext, names: list[str] | None, synonyms: bool
                 "config_source": source,
                 "is_sensitive": sensitive,
                 "synonyms": [{"name": name, "value": value, "source": source}] if synonyms else [],
+                "config_type": config_type("broker", name),
+                "documentation": None,
             }
         )
     return entries
