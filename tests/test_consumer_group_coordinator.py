@@ -854,7 +854,10 @@ def test_offset_commit_validation(env: Env) -> None:
     b = env.consumer("member-b")
     ok(b.join())
     env.settle(a, b)
-    assert env.commit("member-a", 1, {0: 12}) == [ErrorCode.STALE_MEMBER_EPOCH]  # the epoch moved on
+    kept = min(a.assignment[topic_id(TOPIC)])
+    lost = min(b.assignment[topic_id(TOPIC)])
+    assert env.commit("member-a", 1, {lost: 12}) == [ErrorCode.STALE_MEMBER_EPOCH]  # no longer A's partition
+    assert env.commit("member-a", 1, {kept: 12}) == [ErrorCode.NONE]  # KIP-1251: A has had it since epoch 1
     assert env.commit("member-a", a.epoch, {0: 12}) == [ErrorCode.NONE]
 
     ok(a.leave())
@@ -863,6 +866,56 @@ def test_offset_commit_validation(env: Env) -> None:
     assert env.commit("member-a", 2, {1: 21}) == [ErrorCode.UNKNOWN_MEMBER_ID]
     assert env.fetched() == {0: 12, 1: 20}
     assert GROUP not in env.coordinator.groups  # the commits made no classic group
+
+
+def test_commit_with_an_older_epoch_is_checked_against_each_partitions_assignment_epoch(env: Env) -> None:
+    """KIP-1251 (Kafka 4.3's ConsumerGroup.validateOffsetCommit): a member epoch older than the member's is accepted
+    for a partition the member has (or is revoking) since that epoch or before; a partition assigned to it later, or
+    not its own, makes the whole commit STALE_MEMBER_EPOCH; a newer epoch is always refused."""
+    env.topics.create("payments", 2)
+    [a] = env.joined("member-a")  # epoch 1: orders 0-3
+    tid = topic_id(TOPIC)
+    assert a.epoch == 1 and a.assignment == all_of(TOPIC, 4)
+
+    # A subscribes to payments too: epoch 2, payments 0-1 assigned at 2, orders kept from 1.
+    ok(a.heartbeat(topics=[TOPIC, "payments"]))
+    env.settle(a)
+    assert a.epoch == 2
+    member = env.group().members["member-a"]
+    assert member.assignment_epoch(tid, 0) == 1 and member.assignment_epoch(topic_id("payments"), 0) == 2
+
+    def commit(epoch: int, *partitions: tuple[str, int]) -> list[ErrorCode]:
+        commits = [PartitionCommit(topic, p, 5, -1, "") for topic, p in partitions]
+        return env.coordinator.commit_offsets(GROUP, "member-a", None, epoch, -1, commits, 9)
+
+    assert commit(1, (TOPIC, 0), (TOPIC, 3)) == [ErrorCode.NONE] * 2
+    assert commit(1, ("payments", 0)) == [ErrorCode.STALE_MEMBER_EPOCH]  # assigned at epoch 2
+    assert commit(1, (TOPIC, 1), ("payments", 1)) == [ErrorCode.STALE_MEMBER_EPOCH] * 2  # one refuses the whole commit
+    assert commit(2, ("payments", 1), (TOPIC, 1)) == [ErrorCode.NONE] * 2
+    assert commit(3, (TOPIC, 0)) == [ErrorCode.STALE_MEMBER_EPOCH]  # newer than the member's
+    assert commit(0, (TOPIC, 0)) == [ErrorCode.STALE_MEMBER_EPOCH]  # older than the assignment
+    assert commit(1, ("unknown-topic", 0)) == [ErrorCode.STALE_MEMBER_EPOCH]
+
+    # B joins: A is asked to revoke two orders partitions; while it revokes them it may still commit them at epoch 1.
+    b = env.consumer("member-b")
+    ok(b.join())
+    ok(a.heartbeat())
+    member = env.group().members["member-a"]
+    assert member.state == MemberState.UNREVOKED_PARTITIONS and member.member_epoch == 2
+    revoked = min(member.pending_revocation[tid])  # the assignor moves orders partitions (A's since epoch 1) to B
+    assert member.assignment_epoch(tid, revoked) == 1
+    assert commit(1, (TOPIC, revoked)) == [ErrorCode.NONE]
+    env.settle(a, b)
+    assert commit(1, (TOPIC, revoked)) == [ErrorCode.STALE_MEMBER_EPOCH]  # once revoked it is B's
+
+    # The assignment epochs are in the log: a coordinator that replays it decides the same.
+    kept = sorted(env.group().members["member-a"].assigned.get(tid, ()))
+    assert kept
+    again = env.restarted()
+    member = again.group().members["member-a"]
+    assert [member.assignment_epoch(tid, p) for p in kept] == [1] * len(kept)
+    commits = [PartitionCommit(TOPIC, p, 6, -1, "") for p in kept]
+    assert again.coordinator.commit_offsets(GROUP, "member-a", None, 1, -1, commits, 9) == [ErrorCode.NONE] * len(kept)
 
 
 def test_offset_fetch_validation(env: Env) -> None:

@@ -504,8 +504,10 @@ class ConsumerGroups:
         return group_tombstones(group)
 
     def validate_commit(self, group: ConsumerGroup, member_id: str, member_epoch: int, transactional: bool,
-                        api_version: int) -> ErrorCode:
-        """Kafka's ConsumerGroup.validateOffsetCommit."""
+                        api_version: int, partitions: Iterable[tuple[str, int]]) -> ErrorCode:
+        """Kafka's ConsumerGroup.validateOffsetCommit (4.3, KIP-1251): the member's current epoch commits anything; an
+        older one commits ``partitions`` (topic, partition) when the member still has (or is revoking) each of them
+        and was assigned it at that epoch or before, so a commit sent before a rebalance finished is not lost."""
         if member_epoch < 0 and group.is_empty:
             return ErrorCode.NONE
         member = group.members.get(member_id)
@@ -513,7 +515,14 @@ class ConsumerGroups:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if not transactional and member.classic is None and api_version < 9:
             return ErrorCode.UNSUPPORTED_VERSION
-        return _epoch_error(member, member_epoch)
+        if member_epoch >= member.member_epoch:
+            return _epoch_error(member, member_epoch)
+        for topic, partition in partitions:
+            spec = self.topics.by_name(topic)
+            assigned_at = member.assignment_epoch(spec.topic_id, partition) if spec is not None else None
+            if assigned_at is None or member_epoch < assigned_at:
+                return _epoch_error(member, member_epoch)
+        return ErrorCode.NONE
 
     def validate_fetch(self, group: ConsumerGroup, member_id: str | None, member_epoch: int) -> ErrorCode:
         """Kafka's ConsumerGroup.validateOffsetFetch: an admin (no member, epoch -1) may always read."""
@@ -607,6 +616,7 @@ def _rejoined(member: ConsumerMember) -> ConsumerMember:
     it owns nothing (a join reports no partitions) and is reconciled from scratch."""
     return replace(
         member, member_epoch=0, previous_member_epoch=0, state=MemberState.STABLE, assigned={}, pending_revocation={},
+        epochs={},
     )
 
 

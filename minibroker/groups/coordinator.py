@@ -459,7 +459,11 @@ class GroupCoordinator:
             return [unavailable] * len(commits)
         consumer_group = self.consumer.groups.get(group_id)
         if consumer_group is not None:
-            error = self.consumer.validate_commit(consumer_group, member_id, generation_id, transactional, api_version)
+            limit = self.config.offset_metadata_max_bytes  # a commit refused for its metadata is not validated
+            partitions = [(c.topic, c.partition) for c in commits if len(c.metadata or "") <= limit]
+            error = self.consumer.validate_commit(
+                consumer_group, member_id, generation_id, transactional, api_version, partitions,
+            )
             if error != ErrorCode.NONE:
                 return [error] * len(commits)
             return self._write_commits(group_id, commits, retention_ms, producer_id, producer_epoch, created=False)
