@@ -29,6 +29,7 @@ from minibroker.groups.config import GroupConfig
 from minibroker.groups.consumer_coordinator import HeartbeatRequest
 from minibroker.groups.consumer_group import ConsumerGroup, ConsumerGroupState, MemberState
 from minibroker.groups.coordinator import GroupCoordinator
+from minibroker.groups.group_configs import GroupConfigs
 from minibroker.groups.requests import JoinRequest, PartitionCommit
 from tests.groupfakes import Answers, FakeRecordLog, FakeTimer, assignment, subscription
 
@@ -162,10 +163,13 @@ class Env:
     config: GroupConfig = field(
         default_factory=lambda: GroupConfig(min_session_timeout_ms=1000, initial_rebalance_delay_ms=0)
     )
+    group_configs: GroupConfigs = field(default_factory=lambda: GroupConfigs({}))
     coordinator: GroupCoordinator = None  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
-        self.coordinator = GroupCoordinator(self.config, self.timer, self.log, self.topics)
+        self.coordinator = GroupCoordinator(
+            self.config, self.timer, self.log, self.topics, group_configs=self.group_configs,
+        )
 
     def send(self, request: HeartbeatRequest) -> dict[str, Any]:
         answer = self.coordinator.consumer_heartbeat(request)
@@ -233,7 +237,7 @@ class Env:
 
     def restarted(self) -> Env:
         """A new coordinator that replays this one's __consumer_offsets (every record, in order, then goes live)."""
-        other = Env(timer=self.timer, log=self.log, topics=self.topics, config=self.config)
+        other = Env(timer=self.timer, log=self.log, topics=self.topics, config=self.config, group_configs=self.group_configs)
         self.log.load_into(other.coordinator)
         return other
 
@@ -546,6 +550,36 @@ def test_heartbeats_keep_the_session(env: Env) -> None:
     a, b = env.joined("member-a", "member-b")
     env.advance(3 * SESSION_MS, a, b)
     assert set(env.group().members) == {"member-a", "member-b"}
+
+
+def test_a_groups_configs_set_its_heartbeat_interval_and_session_timeout(env: Env) -> None:
+    """Group configs (KIP-848): the next heartbeat of each member is told the group's interval, and the session it
+    then starts lasts the group's timeout; other groups keep the broker's."""
+    a, b = env.joined("member-a", "member-b")
+    other = env.consumer("member-c", group="other")
+    assert ok(other.join())["heartbeat_interval_ms"] == HEARTBEAT_MS
+    env.group_configs.replace(GROUP, {"consumer.heartbeat.interval.ms": "2000", "consumer.session.timeout.ms": "9000"})
+    assert ok(a.heartbeat())["heartbeat_interval_ms"] == 2000
+    assert ok(b.heartbeat())["heartbeat_interval_ms"] == 2000
+    assert ok(other.heartbeat())["heartbeat_interval_ms"] == HEARTBEAT_MS
+
+    env.advance(9000 - 1, b)  # A is silent for its group's session timeout, far below the broker's
+    assert set(env.group().members) == {"member-a", "member-b"}
+    env.advance(1, b)
+    assert set(env.group().members) == {"member-b"}
+    assert set(env.group("other").members) == {"member-c"}, "the other group's member has the broker's timeout"
+
+    env.group_configs.replace(GROUP, {})  # back to the broker's
+    assert ok(b.heartbeat())["heartbeat_interval_ms"] == HEARTBEAT_MS
+
+
+def test_group_configs_are_held_within_the_brokers_bounds() -> None:
+    """Kafka's GroupConfig.evaluate: a value set before the broker's bounds narrowed counts as the nearest bound."""
+    configs = GroupConfigs({"group.consumer.max.heartbeat.interval.ms": "1500", "group.consumer.min.session.timeout.ms": "20000"})
+    configs.replace(GROUP, {"consumer.heartbeat.interval.ms": "2000", "consumer.session.timeout.ms": "9000"})
+    assert configs.value(GROUP, "consumer.heartbeat.interval.ms") == 1500
+    assert configs.value(GROUP, "consumer.session.timeout.ms") == 20000
+    assert configs.value("other", "consumer.session.timeout.ms") is None
 
 
 def test_member_that_does_not_revoke_within_its_rebalance_timeout_is_fenced(env: Env) -> None:
