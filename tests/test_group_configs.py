@@ -4,14 +4,19 @@ kept across a restart, and applied to the consumer-protocol group they name."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 from minibroker.protocol.frames import decode_response
+from minibroker.testing import Broker
 
 from tests.brokerproc import BrokerProcess
-from tests.clientutil import RawConnection, confluent_create_topic
+from tests.clientutil import TIMEOUT_S, RawConnection, confluent_admin, confluent_create_topic
+from tests.grouputil import SETTLE_S, stop_all, wait_until
+from tests.test_groups_consumer_protocol import start
 
 DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, CONSUMER_GROUP_HEARTBEAT = 32, 33, 44, 68
 FIND_COORDINATOR = 10
@@ -230,3 +235,38 @@ def test_a_groups_heartbeat_interval_reaches_its_members(bootstrap: str, topic_n
     assert change(bootstrap, group, (HEARTBEAT, "1500", SET)) == (NONE, None)
     assert heartbeat_interval(bootstrap, group, topic_name, "m2") == 1500
     assert heartbeat_interval(bootstrap, other, topic_name, "m1") == 500, "only the group named"
+
+
+def test_a_kip848_consumer_heartbeats_at_its_groups_interval(topic_name: str) -> None:
+    """confluent-kafka (group.protocol=consumer) in a group whose consumer.heartbeat.interval.ms an AdminClient set:
+    the broker tells its heartbeats the group's interval, so in steady state they come that far apart (the broker's
+    own interval is 500 ms)."""
+    interval_ms = 2500
+    with Broker(transcript=True) as broker:
+        bootstrap = broker.bootstrap_servers
+        confluent_create_topic(bootstrap, topic_name, 2)
+        group = f"g-{topic_name}"
+        admin = confluent_admin(bootstrap)
+        resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+            ConfigEntry(HEARTBEAT, str(interval_ms), incremental_operation=AlterConfigOpType.SET)])
+        [future] = admin.incremental_alter_configs([resource]).values()
+        future.result(TIMEOUT_S)
+        [future] = admin.describe_configs([ConfigResource(ResourceType.GROUP, group)]).values()
+        entry = future.result(TIMEOUT_S)[HEARTBEAT]
+        assert (entry.value, entry.source) == (str(interval_ms), GROUP_CONFIG)
+
+        member, client = start("a", bootstrap, group, [topic_name])
+        try:
+            wait_until(lambda: member.assignment == {0, 1}, "the member to own both partitions")
+            time.sleep(SETTLE_S)  # the heartbeat acknowledging the assignment is behind it
+            since = broker.transcript_position()
+            wait_until(lambda: len(heartbeats(broker, group, since)) >= 3, "three heartbeats in steady state")
+            times = heartbeats(broker, group, since)
+            assert min(b - a for a, b in zip(times, times[1:])) >= interval_ms - 100
+        finally:
+            stop_all([member])
+
+
+def heartbeats(broker: Broker, group: str, since: int) -> list[int]:
+    """When the broker received the group's ConsumerGroupHeartbeats after transcript position ``since``."""
+    return [e["time_ms"] for e in broker.transcript(since) if e["api"] == "ConsumerGroupHeartbeat" and e.get("group_id") == group]
