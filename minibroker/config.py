@@ -285,7 +285,9 @@ class BrokerConfig:
 
     def ignored_settings(self) -> list[str]:
         """Kafka settings that were given but mean nothing to one process (quorum, threads, quotas, ...)."""
-        applied = _BY_KAFKA_NAME.keys() | BROKER_SYNONYMS.keys() | ALIASES.keys()
+        from minibroker.groups.group_configs import BROKER_SETTINGS_READ
+
+        applied = _BY_KAFKA_NAME.keys() | BROKER_SYNONYMS.keys() | ALIASES.keys() | BROKER_SETTINGS_READ
         return sorted(name for name, _ in self.given if name not in applied)
 
 

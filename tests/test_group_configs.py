@@ -270,3 +270,15 @@ def test_a_kip848_consumer_heartbeats_at_its_groups_interval(topic_name: str) ->
 def heartbeats(broker: Broker, group: str, since: int) -> list[int]:
     """When the broker received the group's ConsumerGroupHeartbeats after transcript position ``since``."""
     return [e["time_ms"] for e in broker.transcript(since) if e["api"] == "ConsumerGroupHeartbeat" and e.get("group_id") == group]
+
+
+def test_reset_forgets_and_a_snapshot_restores_group_configs() -> None:
+    with Broker() as broker:
+        bootstrap = broker.bootstrap_servers
+        assert change(bootstrap, "snap", (HEARTBEAT, "2000", SET)) == (NONE, None)
+        broker.snapshot("with-configs")
+        assert change(bootstrap, "snap", (HEARTBEAT, "3000", SET)) == (NONE, None)
+        broker.restore("with-configs")
+        assert shown(broker.bootstrap_servers, "snap")[HEARTBEAT] == ("2000", GROUP_CONFIG)
+        broker.reset()
+        assert shown(broker.bootstrap_servers, "snap")[HEARTBEAT] == ("500", DEFAULT)

@@ -50,6 +50,11 @@ BOUNDS: dict[str, tuple[str | None, str | None]] = {
         "group.streams.min.assignment.interval.ms", "group.streams.max.assignment.interval.ms",
     ),
 }
+# The broker settings group configs read: the ones giving their defaults, and their bounds.
+BROKER_SETTINGS_READ = frozenset(
+    {spec[3] for spec in GROUP_SETTINGS.values() if spec[3] is not None}
+    | {setting for bounds in BOUNDS.values() for setting in bounds if setting is not None}
+)
 # Each protocol's session timeout must exceed its heartbeat interval.
 SESSIONS = tuple((f"{kind}.session.timeout.ms", f"{kind}.heartbeat.interval.ms") for kind in ("consumer", "share", "streams"))
 # Defaults Kafka reads from the broker when it uses them, not when it validates (KAFKA-20337): a group's value is
