@@ -952,6 +952,17 @@ def test_commit_with_an_older_epoch_is_checked_against_each_partitions_assignmen
     assert again.coordinator.commit_offsets(GROUP, "member-a", None, 1, -1, commits, 9) == [ErrorCode.NONE] * len(kept)
 
 
+def test_transactional_commit_naming_no_member_is_accepted_by_a_group_with_members(env: Env) -> None:
+    """Kafka's validateOffsetCommit: a TxnOffsetCommit without member id, epoch or instance id (clients before
+    KIP-447) is not checked; one naming an unknown member is refused."""
+    env.joined("member-a")
+    commits = [PartitionCommit(TOPIC, 0, 7, -1, "")]
+    commit = env.coordinator.commit_transactional_offsets
+    assert commit(GROUP, 1000, 0, "", None, -1, commits) == [ErrorCode.NONE]
+    assert commit(GROUP, 1001, 0, "ghost", None, -1, commits) == [ErrorCode.UNKNOWN_MEMBER_ID]
+    assert commit(GROUP, 1002, 0, "member-a", None, 1, commits) == [ErrorCode.NONE]
+
+
 def test_offset_fetch_validation(env: Env) -> None:
     env.joined("member-a")
     env.commit("member-a", 1, {0: 10})

@@ -518,12 +518,15 @@ class ConsumerGroups:
     def deletion_records(self, group: ConsumerGroup) -> list[Record]:
         return group_tombstones(group)
 
-    def validate_commit(self, group: ConsumerGroup, member_id: str, member_epoch: int, transactional: bool,
-                        api_version: int, partitions: Iterable[tuple[str, int]]) -> ErrorCode:
+    def validate_commit(self, group: ConsumerGroup, member_id: str, instance_id: str | None, member_epoch: int,
+                        transactional: bool, api_version: int, partitions: Iterable[tuple[str, int]]) -> ErrorCode:
         """Kafka's ConsumerGroup.validateOffsetCommit (4.3, KIP-1251): the member's current epoch commits anything; an
         older one commits ``partitions`` (topic, partition) when the member still has (or is revoking) each of them
-        and was assigned it at that epoch or before, so a commit sent before a rebalance finished is not lost."""
+        and was assigned it at that epoch or before, so a commit sent before a rebalance finished is not lost. A
+        TxnOffsetCommit naming no member (clients before KIP-447) is not checked."""
         if member_epoch < 0 and group.is_empty:
+            return ErrorCode.NONE
+        if transactional and member_epoch == -1 and member_id == "" and instance_id is None:
             return ErrorCode.NONE
         member = group.members.get(member_id)
         if member is None:

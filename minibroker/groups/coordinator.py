@@ -465,7 +465,7 @@ class GroupCoordinator:
             limit = self.config.offset_metadata_max_bytes  # a commit refused for its metadata is not validated
             partitions = [(c.topic, c.partition) for c in commits if len(c.metadata or "") <= limit]
             error = self.consumer.validate_commit(
-                consumer_group, member_id, generation_id, transactional, api_version, partitions,
+                consumer_group, member_id, instance_id, generation_id, transactional, api_version, partitions,
             )
             if error != ErrorCode.NONE:
                 return [error] * len(commits)
