@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Any
+from typing import Any, Callable
 
 from minibroker.acl_operations import (
     ALTER,
@@ -395,7 +395,9 @@ def apply_topic_configs(ctx: RequestContext, resource: dict[str, Any], new: dict
     return response
 
 
-def check_resource(ctx: RequestContext, resource: dict[str, Any], null_allowed: bool) -> dict | None:
+def check_resource(
+    ctx: RequestContext, resource: dict[str, Any], null_allowed: Callable[[dict[str, Any]], bool],
+) -> dict | None:
     """The error answer for a resource we cannot alter, or None for an existing topic or a group. As Kafka's
     ConfigAdminManager.preprocess: a config named twice, or a null value (but a DELETE's), is an invalid request."""
     base = {"resource_type": resource["resource_type"], "resource_name": resource["resource_name"]}
