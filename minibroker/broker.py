@@ -21,6 +21,7 @@ from minibroker.acls.store import FILE_NAME as ACL_FILE
 from minibroker.clock import VirtualClock, every, wall_clock_ms
 from minibroker.cluster import NO_LEADER, Placements
 from minibroker.config import BrokerConfig
+from minibroker.groups.group_configs import GroupConfigs
 from minibroker.handlers import HANDLERS
 from minibroker.handlers.registry import Handler
 from minibroker.listeners import (
@@ -120,6 +121,7 @@ class Broker:
         self.transcript: Transcript | None = None  # with transcript.enabled or transcript.file
         # producer ids never go back; ACLs are not the topics' state
         self.snapshots = SnapshotStore(keep=(PRODUCER_ID_FILE, ACL_FILE))
+        self.group_configs = GroupConfigs.of(config, config.data_dir)
         self.request_counts: Counter[int] = Counter()  # requests served by API key, for the inspector's rates
         self.api_versions_answers: dict[int, EncodedAnswer] = {}  # by version: the same answer for every request
         self.started_at = time.monotonic()
@@ -256,6 +258,7 @@ class Broker:
             await self.transactions.ownership.loaded()
         if CONSUMER_OFFSETS_TOPIC in self.logs.topics:
             self._start_groups()
+        self.group_configs.clear()
         if self.faults is not None:
             self.faults.clear()
         if self.transcript is not None:
@@ -282,6 +285,7 @@ class Broker:
         self.cleaner = None  # the next run reads the restored cleaner checkpoint
         self.logs.release()
         info = self.snapshots.load(name, self.config.data_dir)
+        self.group_configs.reload()
         await self._load_data("restore", floors)
         log.info("restored snapshot %s: %d topic(s)", name, len(self.logs.topics))
         return info

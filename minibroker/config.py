@@ -195,6 +195,11 @@ class BrokerConfig:
         "How often members of a consumer-protocol group (KIP-848) heartbeat: they learn new assignments this often "
         "(Kafka's default is 5000).", 1,
     )
+    group_consumer_min_heartbeat_interval_ms: int = setting(
+        "group.consumer.min.heartbeat.interval.ms", 500,
+        "Smallest consumer.heartbeat.interval.ms a group may set (Kafka's default is 5000, above the heartbeat "
+        "interval's default here).", 1,
+    )
     group_consumer_session_timeout_ms: int = setting(
         "group.consumer.session.timeout.ms", 45000,
         "A consumer-protocol member that has not heartbeated for this long is removed from its group.", 1,
@@ -280,7 +285,9 @@ class BrokerConfig:
 
     def ignored_settings(self) -> list[str]:
         """Kafka settings that were given but mean nothing to one process (quorum, threads, quotas, ...)."""
-        applied = _BY_KAFKA_NAME.keys() | BROKER_SYNONYMS.keys() | ALIASES.keys()
+        from minibroker.groups.group_configs import BROKER_SETTINGS_READ
+
+        applied = _BY_KAFKA_NAME.keys() | BROKER_SYNONYMS.keys() | ALIASES.keys() | BROKER_SETTINGS_READ
         return sorted(name for name, _ in self.given if name not in applied)
 
 

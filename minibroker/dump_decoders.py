@@ -44,8 +44,8 @@ def decoder_named(name: str) -> RecordDecoder:
 def decode_offsets_record(record: Record) -> Decoded:
     """A ``__consumer_offsets`` record of any type ``protocol.group_records`` knows (offset commits, classic and
     KIP-848 consumer groups), or a tombstone. The value is shown from its bytes with its type's schema, not through
-    group_records' dataclasses, so that fields those drop (partition racks, ClassicMemberMetadata, AssignmentEpochs)
-    show as Kafka shows them."""
+    group_records' dataclasses, so that fields those drop (partition racks) or reshape (ClassicMemberMetadata,
+    AssignmentEpochs) show as Kafka shows them."""
     from minibroker.protocol import group_records as gr
     from minibroker.protocol.messages import GROUP_METADATA_VALUE
     from minibroker.protocol.primitives import Reader

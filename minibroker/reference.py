@@ -53,13 +53,19 @@ def _row(name: str, default: str, doc: str) -> str:
 
 def accepted_paragraph() -> str:
     """Every other Kafka broker setting: accepted and checked as Kafka checks it, with no effect in one process."""
+    from minibroker.groups.group_configs import BROKER_SETTINGS_READ
     from minibroker.kafka_settings import BROKER_SETTINGS, INTERNAL_SETTINGS, KAFKA_VERSION
 
     applied = {f.metadata["kafka"] for f in SETTING_FIELDS} | BROKER_SYNONYMS.keys() | ALIASES.keys()
+    for_groups = sorted(BROKER_SETTINGS_READ - applied)
+    applied |= BROKER_SETTINGS_READ
     names = sorted(name for name in BROKER_SETTINGS if name not in applied and name not in INTERNAL_SETTINGS)
     aliases = ", ".join(f"`{alias}` is `{name}`" for alias, name in ALIASES.items())
     return (
-        f"Also applied: {aliases} (when that is not given). Every other Apache Kafka {KAFKA_VERSION} broker setting "
+        f"Also applied: {aliases} (when that is not given). The defaults and bounds of group configs (KIP-848's "
+        "group-level configs, set with IncrementalAlterConfigs on a group): "
+        + ", ".join(f"`{name}`" for name in for_groups) + ". "
+        f"Every other Apache Kafka {KAFKA_VERSION} broker setting "
         f"({len(names)}) is accepted, its value checked as Kafka checks it, with no effect in one process; start-up "
         "names those it was given: " + ", ".join(f"`{name}`" for name in names) + ".\n"
     )

@@ -10,8 +10,8 @@ only version. Types 0 (legacy) and 1 are both offset commits, as in Kafka's Grou
 Every record type is one ``RecordType`` entry in ``RECORD_TYPES``: its key and value classes, their schemas
 and the conversions between the frozen dataclasses used here and the dicts the generic codec reads and
 writes, so ``encode_key``/``decode_key`` and ``encode_value``/``decode_value`` are the same few lines for all
-types. The dataclasses keep what a coordinator needs: fields Kafka has deprecated (partition racks,
-AssignmentEpochs) are dropped on read and never written.
+types. The dataclasses keep what a coordinator needs: fields Kafka has deprecated (partition racks) are dropped on
+read and never written.
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ ZERO_UUID = bytes(16)
 
 
 TopicPartitions = dict[bytes, frozenset[int]]  # topic id (16-byte uuid) -> partitions
+PartitionEpochs = dict[tuple[bytes, int], int]  # (topic id, partition) -> the member epoch it was assigned at
 Body = dict[str, Any]  # a struct as the generic codec reads and writes it (snake_case keys)
 
 
@@ -216,6 +217,9 @@ class ConsumerGroupCurrentMemberAssignmentValue:
     state: int
     assigned: TopicPartitions
     pending_revocation: TopicPartitions
+    # KIP-1251's AssignmentEpochs, of the partitions that have one (a topic's list is written when all of its
+    # partitions have theirs; a record without them, as Kafka before 4.3 writes, leaves this empty)
+    epochs: PartitionEpochs = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -409,13 +413,32 @@ def _topic_partitions(body: list[Body]) -> TopicPartitions:
     return {entry["topic_id"]: frozenset(entry["partitions"]) for entry in body}
 
 
+def _with_epochs(partitions: TopicPartitions, epochs: PartitionEpochs) -> list[Body]:
+    """Each topic's entry with its partitions' assignment epochs, when every partition of the topic has one."""
+    entries = _topic_partitions_body(partitions)
+    for entry in entries:
+        keys = [(entry["topic_id"], partition) for partition in entry["partitions"]]
+        entry["assignment_epochs"] = [epochs[key] for key in keys] if all(key in epochs for key in keys) else None
+    return entries
+
+
+def _epochs(body: list[Body]) -> PartitionEpochs:
+    """The assignment epochs given (Kafka ignores a list whose length is not the partitions')."""
+    epochs: PartitionEpochs = {}
+    for entry in body:
+        given = entry.get("assignment_epochs")
+        if given is not None and len(given) == len(entry["partitions"]):
+            epochs.update(((entry["topic_id"], p), e) for p, e in zip(entry["partitions"], given))
+    return epochs
+
+
 def _current_assignment_body(value: ConsumerGroupCurrentMemberAssignmentValue) -> Body:
     return {
         "member_epoch": value.member_epoch,
         "previous_member_epoch": value.previous_member_epoch,
         "state": value.state,
-        "assigned_partitions": _topic_partitions_body(value.assigned),
-        "partitions_pending_revocation": _topic_partitions_body(value.pending_revocation),
+        "assigned_partitions": _with_epochs(value.assigned, value.epochs),
+        "partitions_pending_revocation": _with_epochs(value.pending_revocation, value.epochs),
     }
 
 
@@ -426,6 +449,7 @@ def _current_assignment_value(body: Body) -> ConsumerGroupCurrentMemberAssignmen
         state=body["state"],
         assigned=_topic_partitions(body["assigned_partitions"]),
         pending_revocation=_topic_partitions(body["partitions_pending_revocation"]),
+        epochs=_epochs(body["assigned_partitions"]) | _epochs(body["partitions_pending_revocation"]),
     )
 
 

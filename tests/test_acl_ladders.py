@@ -17,6 +17,7 @@ from minibroker.acl_operations import (
     CLUSTER_ACTION,
     DELETE,
     DESCRIBE,
+    DESCRIBE_CONFIGS,
     READ,
     WRITE,
 )
@@ -39,6 +40,8 @@ from tests.test_security import call
 NONE, UNKNOWN_TOPIC, TOPIC_DENIED, GROUP_DENIED, CLUSTER_DENIED, INVALID_REQUEST, TXN_DENIED = 0, 3, 29, 30, 31, 42, 53
 UNKNOWN_MEMBER, INVALID_PRODUCER_ID_MAPPING, NOT_ATTEMPTED, GROUP_ID_NOT_FOUND, MEMBER_ID_REQUIRED = 25, 49, 55, 69, 79
 TOPIC_MESSAGE, CLUSTER_MESSAGE = "Topic authorization failed.", "Cluster authorization failed."
+GROUP_MESSAGE = "Group authorization failed."
+GROUP_CONFIGS = 32  # ConfigResource.Type.GROUP (the ACL resource type of a group is 3)
 ZERO_ID = bytes(16)
 COMMIT, FIND_COORDINATOR, INIT_PRODUCER_ID, ADD_PARTITIONS, HEARTBEAT, DESCRIBE_GROUP = 8, 10, 22, 24, 68, 69
 MAX_BYTES = 1 << 20
@@ -176,6 +179,12 @@ def config_body(resource_type: int, incremental: bool) -> Callable[[Names], dict
                                      else "1", "configs": [config]}], "validate_only": False}
 
 
+def group_config_body(incremental: bool) -> Callable[[Names], dict[str, Any]]:
+    config = {"name": "consumer.heartbeat.interval.ms", "value": "1000", **({"config_operation": 0} if incremental else {})}
+    return lambda n: {"resources": [{"resource_type": GROUP_CONFIGS, "resource_name": n.group, "configs": [config]}],
+                      "validate_only": False}
+
+
 def delete_topics_answer(answer: dict[str, Any], n: Names) -> list[tuple[int, bool]]:
     """(code, whether the topic's id is told) per topic: a topic the user may not DESCRIBE keeps its id secret."""
     return [(r["error_code"], r["topic_id"] != ZERO_ID) for r in answer["responses"]]
@@ -301,7 +310,24 @@ LADDERS = (
     Ladder(
         "incremental-alter-broker-configs", 44, 1, config_body(CLUSTER, True), resource_errors,
         ((None, [(CLUSTER_DENIED, CLUSTER_MESSAGE)]),
-         ((ALTER_CONFIGS, "cluster"), [(INVALID_REQUEST, "Only topic configs can be altered.")])),
+         ((ALTER_CONFIGS, "cluster"), [(INVALID_REQUEST, "Only topic and group configs can be altered.")])),
+    ),
+    Ladder(  # a group's configs (KIP-848): ALTER_CONFIGS on the group, which need not exist
+        "incremental-alter-group-configs", 44, 1, group_config_body(True), resource_errors,
+        ((None, [(GROUP_DENIED, GROUP_MESSAGE)]), ((ALTER_CONFIGS, "cluster"), [(GROUP_DENIED, GROUP_MESSAGE)]),
+         ((ALTER_CONFIGS, "group"), [(NONE, None)])),
+    ),
+    Ladder(
+        "alter-group-configs", 33, 1, group_config_body(False), resource_errors,
+        ((None, [(GROUP_DENIED, GROUP_MESSAGE)]), ((ALTER_CONFIGS, "group"), [(NONE, None)])),
+    ),
+    Ladder(
+        "describe-group-configs", 32, 4,
+        lambda n: {"resources": [{"resource_type": GROUP_CONFIGS, "resource_name": n.group,
+                                  "configuration_keys": ["consumer.session.timeout.ms"]}]},
+        resource_errors,
+        ((None, [(GROUP_DENIED, GROUP_MESSAGE)]), ((DESCRIBE, "group"), [(GROUP_DENIED, GROUP_MESSAGE)]),
+         ((DESCRIBE_CONFIGS, "group"), [(NONE, None)])),
     ),
     Ladder(  # ALTER_CONFIGS implies DESCRIBE_CONFIGS; DESCRIBE does not
         "describe-configs", 32, 4,

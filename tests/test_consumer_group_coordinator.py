@@ -29,6 +29,7 @@ from minibroker.groups.config import GroupConfig
 from minibroker.groups.consumer_coordinator import HeartbeatRequest
 from minibroker.groups.consumer_group import ConsumerGroup, ConsumerGroupState, MemberState
 from minibroker.groups.coordinator import GroupCoordinator
+from minibroker.groups.group_configs import GroupConfigs
 from minibroker.groups.requests import JoinRequest, PartitionCommit
 from tests.groupfakes import Answers, FakeRecordLog, FakeTimer, assignment, subscription
 
@@ -162,10 +163,13 @@ class Env:
     config: GroupConfig = field(
         default_factory=lambda: GroupConfig(min_session_timeout_ms=1000, initial_rebalance_delay_ms=0)
     )
+    group_configs: GroupConfigs = field(default_factory=lambda: GroupConfigs({}))
     coordinator: GroupCoordinator = None  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
-        self.coordinator = GroupCoordinator(self.config, self.timer, self.log, self.topics)
+        self.coordinator = GroupCoordinator(
+            self.config, self.timer, self.log, self.topics, group_configs=self.group_configs,
+        )
 
     def send(self, request: HeartbeatRequest) -> dict[str, Any]:
         answer = self.coordinator.consumer_heartbeat(request)
@@ -233,7 +237,7 @@ class Env:
 
     def restarted(self) -> Env:
         """A new coordinator that replays this one's __consumer_offsets (every record, in order, then goes live)."""
-        other = Env(timer=self.timer, log=self.log, topics=self.topics, config=self.config)
+        other = Env(timer=self.timer, log=self.log, topics=self.topics, config=self.config, group_configs=self.group_configs)
         self.log.load_into(other.coordinator)
         return other
 
@@ -548,6 +552,36 @@ def test_heartbeats_keep_the_session(env: Env) -> None:
     assert set(env.group().members) == {"member-a", "member-b"}
 
 
+def test_a_groups_configs_set_its_heartbeat_interval_and_session_timeout(env: Env) -> None:
+    """Group configs (KIP-848): the next heartbeat of each member is told the group's interval, and the session it
+    then starts lasts the group's timeout; other groups keep the broker's."""
+    a, b = env.joined("member-a", "member-b")
+    other = env.consumer("member-c", group="other")
+    assert ok(other.join())["heartbeat_interval_ms"] == HEARTBEAT_MS
+    env.group_configs.replace(GROUP, {"consumer.heartbeat.interval.ms": "2000", "consumer.session.timeout.ms": "9000"})
+    assert ok(a.heartbeat())["heartbeat_interval_ms"] == 2000
+    assert ok(b.heartbeat())["heartbeat_interval_ms"] == 2000
+    assert ok(other.heartbeat())["heartbeat_interval_ms"] == HEARTBEAT_MS
+
+    env.advance(9000 - 1, b)  # A is silent for its group's session timeout, far below the broker's
+    assert set(env.group().members) == {"member-a", "member-b"}
+    env.advance(1, b)
+    assert set(env.group().members) == {"member-b"}
+    assert set(env.group("other").members) == {"member-c"}, "the other group's member has the broker's timeout"
+
+    env.group_configs.replace(GROUP, {})  # back to the broker's
+    assert ok(b.heartbeat())["heartbeat_interval_ms"] == HEARTBEAT_MS
+
+
+def test_group_configs_are_held_within_the_brokers_bounds() -> None:
+    """Kafka's GroupConfig.evaluate: a value set before the broker's bounds narrowed counts as the nearest bound."""
+    configs = GroupConfigs({"group.consumer.max.heartbeat.interval.ms": "1500", "group.consumer.min.session.timeout.ms": "20000"})
+    configs.replace(GROUP, {"consumer.heartbeat.interval.ms": "2000", "consumer.session.timeout.ms": "9000"})
+    assert configs.value(GROUP, "consumer.heartbeat.interval.ms") == 1500
+    assert configs.value(GROUP, "consumer.session.timeout.ms") == 20000
+    assert configs.value("other", "consumer.session.timeout.ms") is None
+
+
 def test_member_that_does_not_revoke_within_its_rebalance_timeout_is_fenced(env: Env) -> None:
     [a] = env.joined("member-a")
     b = env.consumer("member-b")
@@ -854,7 +888,10 @@ def test_offset_commit_validation(env: Env) -> None:
     b = env.consumer("member-b")
     ok(b.join())
     env.settle(a, b)
-    assert env.commit("member-a", 1, {0: 12}) == [ErrorCode.STALE_MEMBER_EPOCH]  # the epoch moved on
+    kept = min(a.assignment[topic_id(TOPIC)])
+    lost = min(b.assignment[topic_id(TOPIC)])
+    assert env.commit("member-a", 1, {lost: 12}) == [ErrorCode.STALE_MEMBER_EPOCH]  # no longer A's partition
+    assert env.commit("member-a", 1, {kept: 12}) == [ErrorCode.NONE]  # KIP-1251: A has had it since epoch 1
     assert env.commit("member-a", a.epoch, {0: 12}) == [ErrorCode.NONE]
 
     ok(a.leave())
@@ -863,6 +900,67 @@ def test_offset_commit_validation(env: Env) -> None:
     assert env.commit("member-a", 2, {1: 21}) == [ErrorCode.UNKNOWN_MEMBER_ID]
     assert env.fetched() == {0: 12, 1: 20}
     assert GROUP not in env.coordinator.groups  # the commits made no classic group
+
+
+def test_commit_with_an_older_epoch_is_checked_against_each_partitions_assignment_epoch(env: Env) -> None:
+    """KIP-1251 (Kafka 4.3's ConsumerGroup.validateOffsetCommit): a member epoch older than the member's is accepted
+    for a partition the member has (or is revoking) since that epoch or before; a partition assigned to it later, or
+    not its own, makes the whole commit STALE_MEMBER_EPOCH; a newer epoch is always refused."""
+    env.topics.create("payments", 2)
+    [a] = env.joined("member-a")  # epoch 1: orders 0-3
+    tid = topic_id(TOPIC)
+    assert a.epoch == 1 and a.assignment == all_of(TOPIC, 4)
+
+    # A subscribes to payments too: epoch 2, payments 0-1 assigned at 2, orders kept from 1.
+    ok(a.heartbeat(topics=[TOPIC, "payments"]))
+    env.settle(a)
+    assert a.epoch == 2
+    member = env.group().members["member-a"]
+    assert member.assignment_epoch(tid, 0) == 1 and member.assignment_epoch(topic_id("payments"), 0) == 2
+
+    def commit(epoch: int, *partitions: tuple[str, int]) -> list[ErrorCode]:
+        commits = [PartitionCommit(topic, p, 5, -1, "") for topic, p in partitions]
+        return env.coordinator.commit_offsets(GROUP, "member-a", None, epoch, -1, commits, 9)
+
+    assert commit(1, (TOPIC, 0), (TOPIC, 3)) == [ErrorCode.NONE] * 2
+    assert commit(1, ("payments", 0)) == [ErrorCode.STALE_MEMBER_EPOCH]  # assigned at epoch 2
+    assert commit(1, (TOPIC, 1), ("payments", 1)) == [ErrorCode.STALE_MEMBER_EPOCH] * 2  # one refuses the whole commit
+    assert commit(2, ("payments", 1), (TOPIC, 1)) == [ErrorCode.NONE] * 2
+    assert commit(3, (TOPIC, 0)) == [ErrorCode.STALE_MEMBER_EPOCH]  # newer than the member's
+    assert commit(0, (TOPIC, 0)) == [ErrorCode.STALE_MEMBER_EPOCH]  # older than the assignment
+    assert commit(1, ("unknown-topic", 0)) == [ErrorCode.STALE_MEMBER_EPOCH]
+
+    # B joins: A is asked to revoke two orders partitions; while it revokes them it may still commit them at epoch 1.
+    b = env.consumer("member-b")
+    ok(b.join())
+    ok(a.heartbeat())
+    member = env.group().members["member-a"]
+    assert member.state == MemberState.UNREVOKED_PARTITIONS and member.member_epoch == 2
+    revoked = min(member.pending_revocation[tid])  # the assignor moves orders partitions (A's since epoch 1) to B
+    assert member.assignment_epoch(tid, revoked) == 1
+    assert commit(1, (TOPIC, revoked)) == [ErrorCode.NONE]
+    env.settle(a, b)
+    assert commit(1, (TOPIC, revoked)) == [ErrorCode.STALE_MEMBER_EPOCH]  # once revoked it is B's
+
+    # The assignment epochs are in the log: a coordinator that replays it decides the same.
+    kept = sorted(env.group().members["member-a"].assigned.get(tid, ()))
+    assert kept
+    again = env.restarted()
+    member = again.group().members["member-a"]
+    assert [member.assignment_epoch(tid, p) for p in kept] == [1] * len(kept)
+    commits = [PartitionCommit(TOPIC, p, 6, -1, "") for p in kept]
+    assert again.coordinator.commit_offsets(GROUP, "member-a", None, 1, -1, commits, 9) == [ErrorCode.NONE] * len(kept)
+
+
+def test_transactional_commit_naming_no_member_is_accepted_by_a_group_with_members(env: Env) -> None:
+    """Kafka's validateOffsetCommit: a TxnOffsetCommit without member id, epoch or instance id (clients before
+    KIP-447) is not checked; one naming an unknown member is refused."""
+    env.joined("member-a")
+    commits = [PartitionCommit(TOPIC, 0, 7, -1, "")]
+    commit = env.coordinator.commit_transactional_offsets
+    assert commit(GROUP, 1000, 0, "", None, -1, commits) == [ErrorCode.NONE]
+    assert commit(GROUP, 1001, 0, "ghost", None, -1, commits) == [ErrorCode.UNKNOWN_MEMBER_ID]
+    assert commit(GROUP, 1002, 0, "member-a", None, 1, commits) == [ErrorCode.NONE]
 
 
 def test_offset_fetch_validation(env: Env) -> None:

@@ -326,8 +326,7 @@ def test_current_member_assignment_value_bytes() -> None:
 
 
 def test_fields_minibroker_does_not_keep_are_read_and_dropped() -> None:
-    """Partition racks and assignment epochs, as a Kafka broker may have written them, are dropped; a classic member's
-    metadata is kept."""
+    """Partition racks, as a Kafka broker may have written them, are dropped; a classic member's metadata is kept."""
     racks = b"\x02" + i32(0) + b"\x02" + b"\x02a" + b"\x00"  # one partition, 0, with rack "a"
     partition_metadata = i16(0) + b"\x02" + TOPIC_A + b"\x07orders" + i32(1) + racks + b"\x00" + b"\x00"
     assert gr.decode_value(gr.ConsumerGroupPartitionMetadataKey("g"), partition_metadata) == (
@@ -345,15 +344,22 @@ def test_fields_minibroker_does_not_keep_are_read_and_dropped() -> None:
     assert gr.decode_value(gr.ConsumerGroupMemberMetadataKey("g", "m"), member) == decoded
     assert gr.encode_value(decoded) == member  # a classic member's metadata is kept and written back the same
 
+
+
+def test_assignment_epochs_are_kept_and_written_back() -> None:
+    """KIP-1251's AssignmentEpochs (tag 0 of each topic's entry): read, and written back the same; a topic whose list
+    does not match its partitions is read without epochs, as Kafka reads it."""
     # Partitions [0], then the tag buffer: one field, tag 0 (AssignmentEpochs), 5 bytes: [3].
     with_epochs = TOPIC_A + b"\x02" + i32(0) + b"\x01" + b"\x00" + b"\x05" + b"\x02" + i32(3)
     assignment = i16(0) + i32(3) + i32(2) + b"\x01" + b"\x02" + with_epochs + b"\x01" + b"\x00"
-    assert gr.decode_value(gr.ConsumerGroupCurrentMemberAssignmentKey("g", "m"), assignment) == (
-        gr.ConsumerGroupCurrentMemberAssignmentValue(3, 2, 1, {TOPIC_A: frozenset({0})}, {})
-    )
-    assert gr.encode_value(gr.decode_value(gr.ConsumerGroupCurrentMemberAssignmentKey("g", "m"), assignment)) == (
-        i16(0) + i32(3) + i32(2) + b"\x01" + b"\x02" + TOPIC_A + b"\x02" + i32(0) + b"\x00" + b"\x01" + b"\x00"
-    )
+    key = gr.ConsumerGroupCurrentMemberAssignmentKey("g", "m")
+    value = gr.ConsumerGroupCurrentMemberAssignmentValue(3, 2, 1, {TOPIC_A: frozenset({0})}, {}, {(TOPIC_A, 0): 3})
+    assert gr.decode_value(key, assignment) == value
+    assert gr.encode_value(value) == assignment
+
+    wrong_length = TOPIC_A + b"\x02" + i32(0) + b"\x01" + b"\x00" + b"\x09" + b"\x03" + i32(3) + i32(4)
+    mismatched = i16(0) + i32(3) + i32(2) + b"\x01" + b"\x02" + wrong_length + b"\x01" + b"\x00"
+    assert gr.decode_value(key, mismatched).epochs == {}
 
 
 @pytest.mark.parametrize("data", [i16(1) + i32(5) + b"\x00", i16(-1) + i32(5) + b"\x00", i16(0) + i32(5)[:2]])

@@ -1,5 +1,6 @@
 """Generate ``minibroker/kafka_settings.py`` from Apache Kafka's Java source: broker setting names, types, defaults
-and validators, read off the ``define`` calls of the config classes that ``AbstractKafkaConfig.CONFIG_DEF`` merges.
+and validators, read off the ``define`` calls of the config classes that ``AbstractKafkaConfig.CONFIG_DEF`` merges;
+the same for the topic configs (LogConfig) and the group configs (GroupConfig, with the broker settings they follow).
 
 Only facts are kept. The Java expressions that give defaults and validators are evaluated by a small
 interpreter of what those classes use (literals, arithmetic, constants, enums, ``TimeUnit``, ``List.of``,
@@ -34,6 +35,7 @@ COMPUTED = {
         '"SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"',
     ("GroupCoordinatorConfig", "CONSUMER_GROUP_ASSIGNORS_DEFAULT"): 'List.of("uniform", "range")',
     ("GroupCoordinatorConfig", "SHARE_GROUP_ASSIGNORS_DEFAULT"): '"simple"',
+    ("GroupConfig", "SHARE_AUTO_OFFSET_RESET_DEFAULT"): '"latest"',
 }
 JVM_DEFAULTS = {"KeyManagerFactory": "SunX509", "TrustManagerFactory": "PKIX"}
 # Settings whose default or validator is code of another module: (type, default, validator spec).
@@ -293,7 +295,8 @@ class Expression:
                 self.take("]")
                 return None
             self.arguments()
-            short = name.split(".")[-1]
+            parts = name.split(".")
+            short = ".".join(parts[-2:]) if parts[-1] == "Validator" else parts[-1]  # a nested Validator: its class
             v = Validator("nonempty" if short == "NonEmptyString" else f"other:{short}")
         else:
             name = self.dotted()
@@ -470,36 +473,70 @@ def properties_value(value: Any, kind: str, sources: JavaSources) -> str | None:
     return java_str(value)
 
 
+def definitions(
+    sources: JavaSources, cls: str, statement: str, found: dict[str, tuple[str, str | None, str]], internal: set[str],
+) -> None:
+    """The ``define`` calls of the ConfigDef that ``statement`` (a regular expression) starts in class ``cls``."""
+    text = sources.text(cls)
+    start = re.search(statement, text).start()
+    body = text[start : balanced_end(text, start, ";")]
+    for m in re.finditer(r"\.\s*(define|defineInternal)\s*\(", body):
+        args = split_arguments(body[m.end() : balanced_end(body, m.end(), ")")])
+
+        def evaluate(text: str) -> Any:
+            return Expression(sources, cls, text).value()
+
+        importance = next((k for k, a in enumerate(args) if re.search(r"\b(HIGH|MEDIUM|LOW)$", a)), len(args))
+        name, kind = evaluate(args[0]), evaluate(args[1])
+        if m.group(1) == "defineInternal":
+            internal.add(name)
+        if name in READ_OFF:
+            found.setdefault(name, READ_OFF[name])
+            continue
+        middle = [evaluate(a) for a in args[2:importance]]
+        default = middle[0] if middle else NO_DEFAULT
+        validator = middle[1].spec if len(middle) > 1 and isinstance(middle[1], Validator) else ""
+        found.setdefault(name, (kind, properties_value(default, kind, sources), validator))
+
+
 def settings(sources: JavaSources) -> tuple[dict[str, tuple[str, str | None, str]], set[str]]:
     found: dict[str, tuple[str, str | None, str]] = {}
     internal: set[str] = set()
     for cls, statement in CONFIG_CLASSES.items():
-        text = sources.text(cls)
-        start = text.index(statement or "CONFIG_DEF =")
-        body = text[start : balanced_end(text, start, ";")]
-        for m in re.finditer(r"\.\s*(define|defineInternal)\s*\(", body):
-            args = split_arguments(body[m.end() : balanced_end(body, m.end(), ")")])
-
-            def evaluate(text: str, cls: str = cls) -> Any:
-                return Expression(sources, cls, text).value()
-
-            importance = next((k for k, a in enumerate(args) if re.search(r"\b(HIGH|MEDIUM|LOW)$", a)), len(args))
-            name, kind = evaluate(args[0]), evaluate(args[1])
-            if m.group(1) == "defineInternal":
-                internal.add(name)
-            if name in READ_OFF:
-                continue
-            middle = [evaluate(a) for a in args[2:importance]]
-            default = middle[0] if middle else NO_DEFAULT
-            validator = middle[1].spec if len(middle) > 1 and isinstance(middle[1], Validator) else ""
-            found.setdefault(name, (kind, properties_value(default, kind, sources), validator))
+        definitions(sources, cls, re.escape(statement or "CONFIG_DEF ="), found, internal)
     found.update(READ_OFF)
     return found, internal
 
 
-def render(found: dict[str, tuple[str, str | None, str]], internal: set[str], version: str) -> str:
+def topic_settings(sources: JavaSources) -> dict[str, tuple[str, str | None, str]]:
+    """LogConfig's topic-level ConfigDef (the static block that fills ``CONFIG``)."""
+    found: dict[str, tuple[str, str | None, str]] = {}
+    definitions(sources, "LogConfig", r"\bCONFIG\s*\.\s*define\s*\(", found, set())
+    return found
+
+
+def group_settings(sources: JavaSources) -> dict[str, tuple[str, str | None, str, str | None]]:
+    """GroupConfig's ConfigDef (the group-level configs of KIP-848/932/1071), each with the broker setting that
+    gives its default (``ALL_GROUP_CONFIG_SYNONYMS``; None: GroupConfig's own default)."""
+    found: dict[str, tuple[str, str | None, str]] = {}
+    definitions(sources, "GroupConfig", re.escape("CONFIG_DEF ="), found, set())
+    text = sources.text("GroupConfig")
+    start = text.index("ALL_GROUP_CONFIG_SYNONYMS")
+    body = text[start : balanced_end(text, start, ";")]
+    synonyms: dict[str, str | None] = {}
+    for entry in re.finditer(r"Map\.entry\(\s*(\w+)\s*,\s*Optional\.(?:of\(\s*([\w.]+)\s*\)|empty\(\))\s*\)", body):
+        name = Expression(sources, "GroupConfig", entry.group(1)).value()
+        synonyms[name] = Expression(sources, "GroupConfig", entry.group(2)).value() if entry.group(2) else None
+    return {name: (*spec, synonyms.get(name)) for name, spec in found.items()}
+
+
+def render(
+    found: dict[str, tuple[str, str | None, str]], internal: set[str], topics: dict[str, tuple[str, str | None, str]],
+    groups: dict[str, tuple[str, str | None, str, str | None]], version: str,
+) -> str:
     lines = [
-        f'"""Apache Kafka {version}\'s broker settings: facts read off its own definitions (``AbstractKafkaConfig.CONFIG_DEF``).',
+        f'"""Apache Kafka {version}\'s broker settings: facts read off its own definitions (``AbstractKafkaConfig.CONFIG_DEF``),',
+        "and its topic (LogConfig) and group (GroupConfig) configs.",
         "",
         "name -> (ConfigDef type, default as a properties value or None when Kafka has none, validator spec as",
         "``setting_values`` reads it). Generated by ``tools/gen_kafka_settings.py``; do not edit by hand.",
@@ -517,7 +554,20 @@ def render(found: dict[str, tuple[str, str | None, str]], internal: set[str], ve
         lines.append(f"    {json.dumps(name)}: ({json.dumps(kind)}, {shown}, {json.dumps(validator)}),")
     lines += ["}", "", "# Defined with defineInternal: known to Kafka, absent from its documentation.", "INTERNAL_SETTINGS = frozenset(", "    {"]
     lines += [f"        {json.dumps(name)}," for name in sorted(internal)]
-    lines += ["    }", ")", ""]
+    lines += ["    }", ")", "", "# Topic configs (LogConfig): name -> (type, default, validator spec).",
+              "TOPIC_SETTINGS: dict[str, tuple[str, str | None, str]] = {"]
+    for name in sorted(topics):
+        kind, default, validator = topics[name]
+        shown = "None" if default is None else json.dumps(default)
+        lines.append(f"    {json.dumps(name)}: ({json.dumps(kind)}, {shown}, {json.dumps(validator)}),")
+    lines += ["}", "", "# Group configs (GroupConfig): name -> (type, default, validator spec, broker setting giving its",
+              "# default or None).", "GROUP_SETTINGS: dict[str, tuple[str, str | None, str, str | None]] = {"]
+    for name in sorted(groups):
+        kind, default, validator, synonym = groups[name]
+        shown = "None" if default is None else json.dumps(default)
+        broker = "None" if synonym is None else json.dumps(synonym)
+        lines.append(f"    {json.dumps(name)}: ({json.dumps(kind)}, {shown}, {json.dumps(validator)}, {broker}),")
+    lines += ["}", ""]
     return "\n".join(lines)
 
 
@@ -527,9 +577,11 @@ def main() -> None:
     parser.add_argument("version", help="the Kafka release it is, e.g. 4.3.1")
     parser.add_argument("--out", type=Path, default=Path("minibroker/kafka_settings.py"))
     args = parser.parse_args()
-    found, internal = settings(JavaSources(args.kafka))
-    args.out.write_text(render(found, internal, args.version))
-    print(f"{args.out}: {len(found)} settings, {len(internal)} internal")
+    sources = JavaSources(args.kafka)
+    found, internal = settings(sources)
+    topics, groups = topic_settings(sources), group_settings(sources)
+    args.out.write_text(render(found, internal, topics, groups, args.version))
+    print(f"{args.out}: {len(found)} settings, {len(internal)} internal, {len(topics)} topic, {len(groups)} group")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from minibroker.groups.assignors import MemberSpec, TopicPartitions, TopicSpec, assignor_named
 from minibroker.groups.config import GroupConfig
+from minibroker.groups.group_configs import GroupConfigs
 from minibroker.groups.consumer_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -111,8 +112,11 @@ class ConsumerGroups:
     def __init__(
         self, config: GroupConfig, timer: Timer, topics: TopicCatalog, write: Writer,
         downgrade: Callable[[ConsumerGroup, str], ErrorCode | None] | None = None,
+        group_configs: GroupConfigs | None = None,
     ) -> None:
         self.config = config
+        # A group's own session timeout and heartbeat interval (group configs), over the broker's
+        self.group_configs = group_configs or GroupConfigs({})
         self.timer = timer
         self.topics = topics
         self.write = write
@@ -226,7 +230,7 @@ class ConsumerGroups:
             assignment = {"topic_partitions": _topic_partitions(reconciled.assigned)}
         return {
             "error_code": ErrorCode.NONE, "error_message": None, "member_id": member_id,
-            "member_epoch": reconciled.member_epoch, "heartbeat_interval_ms": self.config.consumer_heartbeat_interval_ms,
+            "member_epoch": reconciled.member_epoch, "heartbeat_interval_ms": self.heartbeat_interval_ms(group_id),
             "assignment": assignment,
         }
 
@@ -436,10 +440,21 @@ class ConsumerGroups:
 
     # ---- timers ----
 
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        """The group's consumer.heartbeat.interval.ms, else the broker's (Kafka's consumerGroupHeartbeatIntervalMs)."""
+        own = self.group_configs.value(group_id, "consumer.heartbeat.interval.ms")
+        return self.config.consumer_heartbeat_interval_ms if own is None else own
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        """The group's consumer.session.timeout.ms, else the broker's."""
+        own = self.group_configs.value(group_id, "consumer.session.timeout.ms")
+        return self.config.consumer_session_timeout_ms if own is None else own
+
     def schedule_session_timeout(self, group_id: str, member_id: str, timeout_ms: int | None = None) -> None:
-        """A member of the classic protocol has the session timeout it joined with, the others the broker's."""
+        """A member of the classic protocol has the session timeout it joined with, the others their group's, read
+        at each heartbeat (a changed group config applies from the next one)."""
         self.timer.schedule(
-            _session_key(group_id, member_id), self.config.consumer_session_timeout_ms if timeout_ms is None else timeout_ms,
+            _session_key(group_id, member_id), self.session_timeout_ms(group_id) if timeout_ms is None else timeout_ms,
             lambda: self.expire(group_id, member_id, None, "its session expired"),
         )
 
@@ -503,17 +518,29 @@ class ConsumerGroups:
     def deletion_records(self, group: ConsumerGroup) -> list[Record]:
         return group_tombstones(group)
 
-    def validate_commit(self, group: ConsumerGroup, member_id: str, member_epoch: int, transactional: bool,
-                        api_version: int) -> ErrorCode:
-        """Kafka's ConsumerGroup.validateOffsetCommit."""
+    def validate_commit(self, group: ConsumerGroup, member_id: str, instance_id: str | None, member_epoch: int,
+                        transactional: bool, api_version: int, partitions: Iterable[tuple[str, int]]) -> ErrorCode:
+        """Kafka's ConsumerGroup.validateOffsetCommit (4.3, KIP-1251): the member's current epoch commits anything; an
+        older one commits ``partitions`` (topic, partition) when the member still has (or is revoking) each of them
+        and was assigned it at that epoch or before, so a commit sent before a rebalance finished is not lost. A
+        TxnOffsetCommit naming no member (clients before KIP-447) is not checked."""
         if member_epoch < 0 and group.is_empty:
+            return ErrorCode.NONE
+        if transactional and member_epoch == -1 and member_id == "" and instance_id is None:
             return ErrorCode.NONE
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if not transactional and member.classic is None and api_version < 9:
             return ErrorCode.UNSUPPORTED_VERSION
-        return _epoch_error(member, member_epoch)
+        if member_epoch >= member.member_epoch:
+            return _epoch_error(member, member_epoch)
+        for topic, partition in partitions:
+            spec = self.topics.by_name(topic)
+            assigned_at = member.assignment_epoch(spec.topic_id, partition) if spec is not None else None
+            if assigned_at is None or member_epoch < assigned_at:
+                return _epoch_error(member, member_epoch)
+        return ErrorCode.NONE
 
     def validate_fetch(self, group: ConsumerGroup, member_id: str | None, member_epoch: int) -> ErrorCode:
         """Kafka's ConsumerGroup.validateOffsetFetch: an admin (no member, epoch -1) may always read."""
@@ -607,6 +634,7 @@ def _rejoined(member: ConsumerMember) -> ConsumerMember:
     it owns nothing (a join reports no partitions) and is reconciled from scratch."""
     return replace(
         member, member_epoch=0, previous_member_epoch=0, state=MemberState.STABLE, assigned={}, pending_revocation={},
+        epochs={},
     )
 
 

@@ -14,7 +14,7 @@ from enum import Enum, IntEnum
 from typing import Iterable, Mapping
 
 from minibroker.groups.assignors import TopicPartitions
-from minibroker.protocol.group_records import ClassicMemberMetadata
+from minibroker.protocol.group_records import ClassicMemberMetadata, PartitionEpochs
 
 NO_PARTITION_EPOCH = -1
 LEAVE_GROUP_MEMBER_EPOCH = -1
@@ -55,6 +55,16 @@ class ConsumerMember:
     assigned: TopicPartitions = field(default_factory=dict)
     pending_revocation: TopicPartitions = field(default_factory=dict)
     classic: ClassicMemberMetadata | None = None  # set for a member that speaks the classic protocol
+    # The member epoch each partition of ``assigned`` and ``pending_revocation`` was assigned at (KIP-1251): a commit
+    # with an older member epoch is still the owner's when it is not older than its partitions' assignment. A
+    # partition missing here was assigned at the member epoch.
+    epochs: PartitionEpochs = field(default_factory=dict)
+
+    def assignment_epoch(self, topic_id: bytes, partition: int) -> int | None:
+        """The epoch the member was assigned this partition at, None when it neither has it nor is revoking it."""
+        if partition in self.assigned.get(topic_id, ()) or partition in self.pending_revocation.get(topic_id, ()):
+            return self.epochs.get((topic_id, partition), max(self.member_epoch, 0))
+        return None
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state == MemberState.STABLE and self.member_epoch == epoch
@@ -207,17 +217,27 @@ def _next_assignment(
         if free:
             adding[topic_id] = frozenset(free)
     if revoking and owns_any(owned, revoking):
-        return _updated(member, MemberState.UNREVOKED_PARTITIONS, member_epoch, assigned, revoking)
+        return _updated(member, MemberState.UNREVOKED_PARTITIONS, member_epoch, assigned, revoking, {})
     for topic_id, partitions in adding.items():
         assigned[topic_id] = assigned.get(topic_id, frozenset()) | partitions
     state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
-    return _updated(member, state, target_epoch, assigned, {})
+    return _updated(member, state, target_epoch, assigned, {}, adding)
 
 
 def _updated(
     member: ConsumerMember, state: MemberState, epoch: int, assigned: TopicPartitions, revoking: TopicPartitions,
+    added: TopicPartitions,
 ) -> ConsumerMember:
+    """The member's next state; a partition it keeps (or is revoking) keeps its assignment epoch, an ``added`` one
+    has the new epoch (Kafka's CurrentAssignmentBuilder.computeNextAssignment)."""
+    epochs = {}
+    for partitions in (assigned, revoking):
+        for topic_id, indexes in partitions.items():
+            for partition in indexes:
+                kept = member.assignment_epoch(topic_id, partition)
+                fresh = partition in added.get(topic_id, ()) or kept is None
+                epochs[(topic_id, partition)] = epoch if fresh else kept
     return dataclasses.replace(
         member, state=state, previous_member_epoch=member.member_epoch, member_epoch=epoch, assigned=assigned,
-        pending_revocation=revoking,
+        pending_revocation=revoking, epochs=epochs,
     )

@@ -64,7 +64,7 @@ def target_epoch_record(group_id: str, epoch: int, now_ms: int) -> Record:
 def assignment_record(group_id: str, member: ConsumerMember) -> Record:
     value = ConsumerGroupCurrentMemberAssignmentValue(
         member_epoch=member.member_epoch, previous_member_epoch=member.previous_member_epoch, state=int(member.state),
-        assigned=member.assigned, pending_revocation=member.pending_revocation,
+        assigned=member.assigned, pending_revocation=member.pending_revocation, epochs=member.epochs,
     )
     return ConsumerGroupCurrentMemberAssignmentKey(group_id, member.member_id), value
 
@@ -145,13 +145,14 @@ def replay(groups: dict[str, ConsumerGroup], key: Any, value: Any) -> None:
             if current is not None:
                 group.put_member(dataclasses.replace(
                     current, member_epoch=0, previous_member_epoch=0, state=MemberState.STABLE, assigned={},
-                    pending_revocation={},
+                    pending_revocation={}, epochs={},
                 ))
             return
         group.put_member(dataclasses.replace(
             current or ConsumerMember(key.member_id), member_epoch=value.member_epoch,
             previous_member_epoch=value.previous_member_epoch, state=_member_state(value.state),
             assigned=dict(value.assigned), pending_revocation=dict(value.pending_revocation),
+            epochs=_assignment_epochs(value),
         ))
     elif isinstance(key, ConsumerGroupRegularExpressionKey):
         if value is None:
@@ -159,6 +160,18 @@ def replay(groups: dict[str, ConsumerGroup], key: Any, value: Any) -> None:
         else:
             group.regexes[key.regex] = frozenset(value.topics)
     # ConsumerGroupPartitionMetadata: superseded by the metadata hash of the epoch record; nothing to keep.
+
+
+def _assignment_epochs(value: ConsumerGroupCurrentMemberAssignmentValue) -> dict[tuple[bytes, int], int]:
+    """Every partition's assignment epoch: the record's, or (a record written before KIP-1251) the member epoch, as
+    Kafka's Utils.assignmentFromTopicPartitions (never negative: a static member that left has epoch -2)."""
+    default = max(value.member_epoch, 0)
+    return {
+        (topic_id, partition): value.epochs.get((topic_id, partition), default)
+        for partitions in (value.assigned, value.pending_revocation)
+        for topic_id, indexes in partitions.items()
+        for partition in indexes
+    }
 
 
 def _member_state(value: int) -> MemberState:

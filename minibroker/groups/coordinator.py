@@ -19,6 +19,7 @@ from minibroker.coordinator_partitions import ServedPartitions
 from minibroker.groups.assignors import TopicSpec
 from minibroker.groups.classic_members import ClassicMemberError, ClassicMembers
 from minibroker.groups.config import GroupConfig
+from minibroker.groups.group_configs import GroupConfigs
 from minibroker.groups.consumer_coordinator import (
     CONSUMER_TYPE,
     ConsumerGroups,
@@ -118,13 +119,15 @@ class GroupCoordinator:
 
     def __init__(
         self, config: GroupConfig, timer: Timer, records: RecordLog, topics: TopicCatalog | None = None,
-        owned: Iterable[int] | None = None,
+        owned: Iterable[int] | None = None, group_configs: GroupConfigs | None = None,
     ) -> None:
         self.config = config
         self.timer = timer
         self.records = records
         self.groups: dict[str, ClassicGroup] = {}
-        self.consumer = ConsumerGroups(config, timer, topics or NoTopics(), self._write, self._downgrade)
+        self.consumer = ConsumerGroups(
+            config, timer, topics or NoTopics(), self._write, self._downgrade, group_configs or GroupConfigs({}),
+        )
         self.classic_members = ClassicMembers(self.consumer)
         self.offsets = OffsetStore()
         self.pending = PendingTxnOffsets()
@@ -459,7 +462,11 @@ class GroupCoordinator:
             return [unavailable] * len(commits)
         consumer_group = self.consumer.groups.get(group_id)
         if consumer_group is not None:
-            error = self.consumer.validate_commit(consumer_group, member_id, generation_id, transactional, api_version)
+            limit = self.config.offset_metadata_max_bytes  # a commit refused for its metadata is not validated
+            partitions = [(c.topic, c.partition) for c in commits if len(c.metadata or "") <= limit]
+            error = self.consumer.validate_commit(
+                consumer_group, member_id, instance_id, generation_id, transactional, api_version, partitions,
+            )
             if error != ErrorCode.NONE:
                 return [error] * len(commits)
             return self._write_commits(group_id, commits, retention_ms, producer_id, producer_epoch, created=False)

@@ -185,7 +185,9 @@ class GroupService:
         clock = self.broker.clock
         timer = ClockTimer(clock) if isinstance(clock, VirtualClock) else LoopTimer(asyncio.get_running_loop(), clock)
         self._timers.append(timer)
-        return GroupCoordinator(self.config, timer, self.topic, self.catalog, owned=())
+        return GroupCoordinator(
+            self.config, timer, self.topic, self.catalog, owned=(), group_configs=self.broker.group_configs,
+        )
 
     def start(self) -> None:
         """Create the coordinators, take over the partitions each node leads and start expiry."""

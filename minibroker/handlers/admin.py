@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import logging
-from typing import Any
+from typing import Any, Callable
 
 from minibroker.acl_operations import (
     ALTER,
@@ -18,12 +19,12 @@ from minibroker.acl_operations import (
     TOPIC,
 )
 from minibroker.acls.model import CLUSTER_DENIED, GROUP_DENIED, TOPIC_DENIED
-from minibroker.config import TOPIC_SYNONYMS, is_secret
+from minibroker.config import TOPIC_SYNONYMS, BrokerConfig, is_secret
 from minibroker.context import RequestContext
+from minibroker.groups.group_configs import GroupConfigError
 from minibroker.handlers.registry import api
 from minibroker.protocol.errors import ErrorCode
 from minibroker.replicas import replication_problem
-from minibroker.storage.config import TOPIC_CONFIGS
 from minibroker.storage.errors import InvalidConfigError, OffsetOutOfRangeError, PartitionCreationError
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,7 @@ GROUP_RESOURCE = 32  # ConfigResource.Type.GROUP (KIP-848's group configs)
 SOURCE_DYNAMIC_TOPIC = 1
 SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
+SOURCE_GROUP = 8  # GROUP_CONFIG
 
 CONFIG_TYPES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7, "CLASS": 8, "PASSWORD": 9}
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
@@ -62,11 +64,21 @@ def config_entries(ctx: RequestContext, overrides: dict[str, str], names: list[s
             "config_source": found[0]["source"] if found else SOURCE_DEFAULT,
             "is_sensitive": False,
             "synonyms": found if synonyms else [],
-            "config_type": CONFIG_TYPES.get(TOPIC_CONFIGS[name].type, 0),
+            "config_type": config_type("topic", name),
             "documentation": None,
         }
         entries.append(entry)
     return entries
+
+
+def config_type(kind: str, name: str) -> int:
+    """DescribeConfigs' ConfigType of a topic, broker or group config, from Kafka's ConfigDef of that kind (the
+    generated ``kafka_settings``); UNKNOWN (0) where Kafka has none, as minibroker's own settings."""
+    from minibroker.kafka_settings import BROKER_SETTINGS, GROUP_SETTINGS, TOPIC_SETTINGS  # facts, read when asked
+
+    table: dict[str, tuple] = {"topic": TOPIC_SETTINGS, "broker": BROKER_SETTINGS, "group": GROUP_SETTINGS}[kind]
+    spec = table.get(name)
+    return CONFIG_TYPES.get(spec[0], 0) if spec is not None else 0
 
 
 def broker_defaults(names: list[str]) -> list[tuple[str, str]]:
@@ -268,6 +280,8 @@ def describe_broker(ctx: RequestContext, names: list[str] | None, synonyms: bool
                 "config_source": source,
                 "is_sensitive": sensitive,
                 "synonyms": [{"name": name, "value": value, "source": source}] if synonyms else [],
+                "config_type": config_type("broker", name),
+                "documentation": None,
             }
         )
     return entries
@@ -302,10 +316,69 @@ async def describe_configs(ctx: RequestContext, body: dict[str, Any]) -> dict[st
                 result["configs"] = config_entries(ctx, info.overrides, names, body["include_synonyms"])
         elif kind == BROKER_RESOURCE and name in ("", *map(str, ctx.broker.node_ids)):
             result["configs"] = describe_broker(ctx, names, body["include_synonyms"])
+        elif kind == GROUP_RESOURCE and not name:
+            result.update(error_code=ErrorCode.INVALID_REQUEST, error_message="Group name must not be empty")
+        elif kind == GROUP_RESOURCE:
+            result["configs"] = describe_group(ctx, name, names, body["include_synonyms"])
         else:
             result.update(error_code=ErrorCode.INVALID_REQUEST, error_message=f"Unsupported resource {kind} {name!r}")
         results.append(result)
     return {"results": results}
+
+
+def describe_group(ctx: RequestContext, group_id: str, names: list[str] | None, synonyms: bool) -> list[dict]:
+    """A group's configs as Kafka's ConfigHelper.createGroupConfigEntry gives them: the group's own value
+    (GROUP_CONFIG), else the broker setting it follows (given: STATIC_BROKER_CONFIG, else DEFAULT_CONFIG), else
+    GroupConfig's default."""
+    from minibroker.kafka_settings import GROUP_SETTINGS
+
+    configs = ctx.broker.group_configs
+    overrides = configs.overrides(group_id)
+    given = dict(ctx.broker.config.given)
+    entries = []
+    for name in sorted(GROUP_SETTINGS):
+        if names is not None and name not in names:
+            continue
+        broker_name = GROUP_SETTINGS[name][3]
+        found = [{"name": name, "value": overrides[name], "source": SOURCE_GROUP}] if name in overrides else []
+        if broker_name is None:
+            found.append({"name": name, "value": GROUP_SETTINGS[name][1], "source": SOURCE_DEFAULT})
+        else:
+            if broker_name in given:
+                found.append({"name": broker_name, "value": given[broker_name], "source": SOURCE_STATIC_BROKER})
+            found.append({"name": broker_name, "value": default_settings()[broker_name], "source": SOURCE_DEFAULT})
+        entries.append({
+            "name": name, "value": overrides.get(name, configs.default(name)), "read_only": False,
+            "config_source": found[0]["source"], "is_sensitive": False, "synonyms": found if synonyms else [],
+            "config_type": config_type("group", name), "documentation": None,
+        })
+    return entries
+
+
+@functools.cache
+def default_settings() -> dict[str, str | None]:
+    """Every broker setting's default as minibroker has it (its own defaults where they differ from Kafka's)."""
+    return BrokerConfig().kafka_items()
+
+
+def apply_configs(ctx: RequestContext, resource: dict[str, Any], new: dict[str, Any], validate_only: bool) -> dict:
+    """Validate and (unless validating only) store a topic's or a group's complete new set of overrides."""
+    if resource["resource_type"] == GROUP_RESOURCE:
+        return apply_group_configs(ctx, resource, new, validate_only)
+    return apply_topic_configs(ctx, resource, new, validate_only)
+
+
+def apply_group_configs(ctx: RequestContext, resource: dict[str, Any], new: dict[str, Any], validate_only: bool) -> dict:
+    name = resource["resource_name"]
+    response = {"error_code": ErrorCode.NONE, "error_message": None, "resource_type": resource["resource_type"], "resource_name": name}
+    try:
+        ctx.broker.group_configs.validate(name, new)
+    except GroupConfigError as exc:
+        return {**response, "error_code": exc.error, "error_message": str(exc)}
+    if not validate_only:
+        ctx.broker.group_configs.replace(name, new)
+        log.info("group %s configs now %s", name, new)
+    return response
 
 
 def apply_topic_configs(ctx: RequestContext, resource: dict[str, Any], new: dict[str, str], validate_only: bool) -> dict:
@@ -322,16 +395,25 @@ def apply_topic_configs(ctx: RequestContext, resource: dict[str, Any], new: dict
     return response
 
 
-def check_resource(ctx: RequestContext, resource: dict[str, Any]) -> dict | None:
-    """The error answer for a resource we cannot alter, or None when it is an existing topic."""
+def check_resource(
+    ctx: RequestContext, resource: dict[str, Any], null_allowed: Callable[[dict[str, Any]], bool],
+) -> dict | None:
+    """The error answer for a resource we cannot alter, or None for an existing topic or a group. As Kafka's
+    ConfigAdminManager.preprocess: a config named twice, or a null value (but a DELETE's), is an invalid request."""
     base = {"resource_type": resource["resource_type"], "resource_name": resource["resource_name"]}
     if ctx.broker.authorizer is not None:
         refused = config_refusal(ctx, resource["resource_type"], resource["resource_name"], ALTER_CONFIGS)
         if refused is not None:  # as Kafka's controller answers (ControllerApis.authorizeAlterResource)
             return {**base, "error_code": refused[0], "error_message": refused[1]}
-    if resource["resource_type"] != TOPIC_RESOURCE:
-        return {**base, "error_code": ErrorCode.INVALID_REQUEST, "error_message": "Only topic configs can be altered."}
-    if ctx.broker.topic(resource["resource_name"]) is None:
+    if resource["resource_type"] not in (TOPIC_RESOURCE, GROUP_RESOURCE):
+        return {**base, "error_code": ErrorCode.INVALID_REQUEST, "error_message": "Only topic and group configs can be altered."}
+    names = [c["name"] for c in resource["configs"]]
+    if len(set(names)) != len(names):
+        return {**base, "error_code": ErrorCode.INVALID_REQUEST, "error_message": "Error due to duplicate config keys"}
+    nulls = [c["name"] for c in resource["configs"] if c["value"] is None and not null_allowed(c)]
+    if nulls:
+        return {**base, "error_code": ErrorCode.INVALID_REQUEST, "error_message": f"Null value not supported for : {', '.join(nulls)}"}
+    if resource["resource_type"] == TOPIC_RESOURCE and ctx.broker.topic(resource["resource_name"]) is None:
         return {**base, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "error_message": "Topic does not exist."}
     return None
 
@@ -340,26 +422,27 @@ def check_resource(ctx: RequestContext, resource: dict[str, Any]) -> dict | None
 async def alter_configs(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     responses = []
     for resource in body["resources"]:
-        response = check_resource(ctx, resource)
+        response = check_resource(ctx, resource, lambda config: False)
         if response is None:
             new = {c["name"]: c["value"] for c in resource["configs"]}
-            response = apply_topic_configs(ctx, resource, new, body["validate_only"])
+            response = apply_configs(ctx, resource, new, body["validate_only"])
         responses.append(response)
     return {"responses": responses}
 
 
-def incremental_change(current: dict[str, str], op: dict[str, Any], defaults: dict[str, str]) -> None:
-    """One IncrementalAlterConfigs operation on a topic's overrides; APPEND and SUBTRACT start from the override,
-    or from the default value when there is none, as Kafka's ConfigAdminManager does."""
+def incremental_change(current: dict[str, str], op: dict[str, Any], defaults: dict[str, str | None], types: dict[str, tuple]) -> None:
+    """One IncrementalAlterConfigs operation on a topic's or group's overrides; APPEND and SUBTRACT (LIST configs
+    only) start from the override, or from the default value when there is none, as Kafka's controller does."""
     name, value, kind = op["name"], op["value"], op["config_operation"]
     if kind == OP_SET:
         current[name] = value
     elif kind == OP_DELETE:
         current.pop(name, None)
     elif kind in (OP_APPEND, OP_SUBTRACT):
-        if TOPIC_CONFIGS.get(name) is None or TOPIC_CONFIGS[name].type != "LIST":
-            raise InvalidConfigError(name, f"Config value append/subtract is not allowed for config {name} (not a list)")
-        items = [v for v in current.get(name, defaults.get(name, "")).split(",") if v]
+        if types.get(name, ("",))[0] != "LIST":
+            verb = "APPEND" if kind == OP_APPEND else "SUBTRACT"
+            raise InvalidConfigError(name, f"Can't {verb} to key {name} because its type is not LIST.")
+        items = [v for v in current.get(name, defaults.get(name) or "").split(",") if v]
         change = [v for v in (value or "").split(",") if v]
         items = items + [v for v in change if v not in items] if kind == OP_APPEND else [v for v in items if v not in change]
         current[name] = ",".join(items)
@@ -369,21 +452,30 @@ def incremental_change(current: dict[str, str], op: dict[str, Any], defaults: di
 
 @api(44, 0, 1)
 async def incremental_alter_configs(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    from minibroker.kafka_settings import GROUP_SETTINGS, TOPIC_SETTINGS
+
     responses = []
     for resource in body["resources"]:
-        response = check_resource(ctx, resource)
+        response = check_resource(ctx, resource, lambda config: config["config_operation"] == OP_DELETE)
         if response is None:
-            new = dict(ctx.broker.topic(resource["resource_name"]).overrides)
-            try:
+            name = resource["resource_name"]
+            if resource["resource_type"] == GROUP_RESOURCE:
+                new = ctx.broker.group_configs.overrides(name)
+                defaults = {n: ctx.broker.group_configs.default(n) for n in GROUP_SETTINGS}
+                types: dict[str, tuple] = GROUP_SETTINGS
+            else:
+                new = dict(ctx.broker.topic(name).overrides)
                 defaults = ctx.broker.logs.default_config.to_kafka_configs()
+                types = TOPIC_SETTINGS
+            try:
                 for op in resource["configs"]:
-                    incremental_change(new, op, defaults)
+                    incremental_change(new, op, defaults, types)
             except InvalidConfigError as exc:
                 response = {
-                    "resource_type": resource["resource_type"], "resource_name": resource["resource_name"],
+                    "resource_type": resource["resource_type"], "resource_name": name,
                     "error_code": ErrorCode.INVALID_CONFIG, "error_message": str(exc),
                 }
             else:
-                response = apply_topic_configs(ctx, resource, new, body["validate_only"])
+                response = apply_configs(ctx, resource, new, body["validate_only"])
         responses.append(response)
     return {"responses": responses}
