@@ -28,6 +28,7 @@ from minibroker.acl_operations import (
 from minibroker.acls.model import GROUP_DENIED, TRANSACTIONAL_ID_DENIED
 from minibroker.cluster import NO_LEADER
 from minibroker.context import RequestContext
+from minibroker.features import GROUP_VERSION
 from minibroker.groups.requests import JoinRequest, LeavingMember, PartitionCommit, Responder
 from minibroker.handlers.registry import api
 from minibroker.protocol.errors import ErrorCode
@@ -466,6 +467,8 @@ def topic_viewer(ctx: RequestContext) -> Callable[[str], bool] | None:
 async def consumer_group_heartbeat(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     from minibroker.groups.consumer_coordinator import HeartbeatRequest  # with the coordinator: on first use
 
+    if ctx.broker.features.turned_off(GROUP_VERSION):
+        return group_version_refusal(ctx, body)
     refused = refusal(ctx, body, READ, GROUP, body["group_id"])
     if refused is not None:
         return refused
@@ -504,8 +507,20 @@ def assigned_topics(described: dict[str, Any]) -> set[str]:
     }
 
 
+def group_version_refusal(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    """KafkaApis refuses the consumer group APIs while group.version is 0 (isConsumerGroupProtocolEnabled)."""
+    from minibroker.protocol.error_responses import error_response
+
+    return error_response(ctx.api_key, ctx.api_version, body, ErrorCode.UNSUPPORTED_VERSION, UNSUPPORTED_VERSION_MESSAGE)
+
+
+UNSUPPORTED_VERSION_MESSAGE = "The version of API is not supported."
+
+
 @api(69, 0, 1)
 async def consumer_group_describe(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    if ctx.broker.features.turned_off(GROUP_VERSION):
+        return group_version_refusal(ctx, body)
     include = body["include_authorized_operations"]
     groups = []
     for group_id in body["group_ids"]:
