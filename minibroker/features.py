@@ -27,6 +27,7 @@ KRAFT_VERSION = "kraft.version"
 TRANSACTION_VERSION = "transaction.version"
 GROUP_VERSION = "group.version"
 ELR_VERSION = "eligible.leader.replicas.version"
+TV2 = 2  # transaction.version of transactions V2 (KIP-890 part 2): an epoch bump per transaction
 
 # A Kafka 4.3 broker's supported ranges (BrokerFeatures.defaultSupportedFeatures without unstable versions:
 # metadata.version from 3.3-IV3 to 4.3-IV0, each feature from its first level to its latest production one) for the
