@@ -16,6 +16,7 @@ import pytest
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import decode_response
 from minibroker.protocol.records import RecordInput, build_batch
+from minibroker.protocol.txn_log_records import decode_key
 
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import RawConnection, confluent_create_topic
@@ -31,7 +32,8 @@ from tests.txnutil import (
     values_by_partition,
 )
 
-PRODUCE, FIND_COORDINATOR, INIT_PRODUCER_ID, END_TXN, TXN_OFFSET_COMMIT, DESCRIBE_TXNS = 0, 10, 22, 26, 28, 65
+PRODUCE, FIND_COORDINATOR, INIT_PRODUCER_ID, END_TXN, TXN_OFFSET_COMMIT, UPDATE_FEATURES, DESCRIBE_TXNS = (
+    0, 10, 22, 26, 28, 57, 65)
 PRODUCE_V2, END_TXN_V2, TXN_OFFSET_COMMIT_V2 = 12, 5, 5
 NONE = ErrorCode.NONE
 
@@ -275,3 +277,24 @@ def test_a_librdkafka_transaction_alongside_a_v2_producer(v2_broker: BrokerProce
     expected = {f"{who}-{r}-{p}".encode() for who in ("classic", "v2") for r in (0, 1, 2) for p in (0, 1)}
     expected -= {f"classic-1-{p}".encode() for p in (0, 1)} | {f"v2-2-{p}".encode() for p in (0, 1)}
     assert sorted(g.value for g in got) == sorted(expected)
+
+
+def test_the_request_version_decides_whatever_level_is_finalized(
+    v2_broker: BrokerProcess, v2: V2Producer, topic_name: str,
+) -> None:
+    """transaction.version tells clients what to use (the Java producer uses V2 only at 2): with it lowered to 0 the
+    broker still serves Produce v12 and EndTxn v5 as V2, as Kafka does, and writes __transaction_state values v0."""
+    confluent_create_topic(v2_broker.bootstrap, topic_name, 1)
+    lowered = v2.call(UPDATE_FEATURES, 1, {"timeout_ms": 5000, "validate_only": False, "feature_updates": [
+        {"feature": "transaction.version", "max_version_level": 0, "upgrade_type": 2}]})
+    assert lowered["error_code"] == NONE
+    epoch = v2.epoch
+    assert v2.produce(topic_name, 0, b"v") == NONE
+    assert v2.end(commit=True)["producer_epoch"] == epoch + 1
+    assert markers_of(v2_broker.data_dir, topic_name, 0, v2.producer_id) == [(v2.producer_id, epoch + 1, True)]
+    versions = [
+        int.from_bytes(record.value[:2], "big")
+        for batch in read_segments(v2_broker.data_dir, "__transaction_state", 0) for record in batch.records
+        if decode_key(record.key) == v2.transactional_id
+    ]
+    assert versions == [1, 0, 0, 0], "InitProducerId's value before the change, Ongoing, PrepareCommit, CompleteCommit after"
