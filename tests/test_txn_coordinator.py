@@ -219,3 +219,27 @@ def test_v2_log_value_bytes_have_the_tagged_fields() -> None:
     empty = TransactionLogValue(7, 3, 60_000, TxnState.EMPTY, {}, 11, -1)
     assert encode_value(empty, 1)[2 + 8 + 2 + 4 + 1] == 0  # null partitions (compact array length 0)
     assert decode_value(encode_value(empty, 0)) == empty
+
+
+@pytest.mark.parametrize("v2", [False, True])
+def test_fencing_at_an_exhausted_epoch_keeps_the_producer_id_of_the_data(world: FakeWorld, v2: bool) -> None:
+    """A timed-out transaction at epoch Short.MAX_VALUE - 1 is aborted under the same producer id (its markers must
+    close its data's transaction); the producer id moves on afterwards: when the abort completes for a TV2 client, at
+    the next InitProducerId for a V1 one."""
+    coordinator = world.coordinator()
+    init = coordinator.init_producer_id("tx", 10_000)
+    pid = init.producer_id
+    coordinator.transactions["tx"].producer_epoch = MAX_EPOCH
+    added = coordinator.add_partitions("tx", pid, MAX_EPOCH, [TP0], exists, 2 if v2 else 0)
+    assert added == {TP0: ErrorCode.NONE}
+    world.now += 10_001
+    assert coordinator.abort_timed_out() == ["tx"]
+    assert world.markers == [(pid, MAX_EPOCH + 1, False, (TP0,))]
+    txn = coordinator.transactions["tx"]
+    assert txn.state == TxnState.COMPLETE_ABORT
+    if v2:
+        assert (txn.producer_id, txn.producer_epoch, txn.prev_producer_id) == (world.next_id, 0, pid)
+    else:
+        assert (txn.producer_id, txn.producer_epoch) == (pid, MAX_EPOCH + 1)
+        again = coordinator.init_producer_id("tx", 10_000)
+        assert (again.producer_id, again.producer_epoch) == (world.next_id, 0)

@@ -135,6 +135,15 @@ class TransactionCoordinator:
         else:
             txn.producer_epoch += 1
 
+    def _fence(self, txn: TransactionMetadata) -> None:
+        """The bump that aborts an open transaction (prepareFenceProducerEpoch): its markers must carry the producer id
+        of its data, so an exhausted epoch goes up to Short.MAX_VALUE under the same id; a TV2 client moves to the next
+        id when the abort completes, a V1 client at its next InitProducerId."""
+        if txn.producer_epoch >= MAX_EPOCH and txn.client_transaction_version >= TV2:
+            txn.next_producer_id = self.allocate_producer_id()
+        if txn.producer_epoch <= MAX_EPOCH:
+            txn.producer_epoch += 1
+
     def _check(
         self, transactional_id: str, txn: TransactionMetadata | None, producer_id: int, producer_epoch: int,
     ) -> ErrorCode:
@@ -210,7 +219,7 @@ class TransactionCoordinator:
             # Fence the old producer: abort its transaction under a bumped epoch; the client retries.
             log.info("fencing producer %d epoch %d of %s: aborting its open transaction",
                      txn.producer_id, txn.producer_epoch, transactional_id)
-            self._bump_epoch(txn)
+            self._fence(txn)
             self._prepare_and_complete(txn, commit=False)
             return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
         before = txn.producer_id
@@ -348,7 +357,7 @@ class TransactionCoordinator:
             if txn.state == TxnState.ONGOING and txn.start_ms >= 0 and now > txn.start_ms + txn.timeout_ms:
                 log.info("aborting transaction of %s: open for %d ms, timeout %d ms",
                          txn.transactional_id, now - txn.start_ms, txn.timeout_ms)
-                self._bump_epoch(txn)
+                self._fence(txn)
                 self._prepare_and_complete(txn, commit=False)
                 aborted.append(txn.transactional_id)
         return aborted
