@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Protocol
 
 from minibroker.coordinator_partitions import ServedPartitions
+from minibroker.features import TV2
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.txn_log_records import TransactionLogValue
-from minibroker.features import TV2
 from minibroker.transactions.metadata import MAX_EPOCH, TopicPartition, TransactionMetadata, TxnState
 
 log = logging.getLogger(__name__)
@@ -187,7 +187,7 @@ class TransactionCoordinator:
         when the epoch is exhausted, and an abort with no partition added starts and ends now."""
         if txn.producer_epoch >= MAX_EPOCH:
             txn.next_producer_id = self.allocate_producer_id()
-        if txn.producer_epoch < MAX_EPOCH + 1:  # at Short.MAX_VALUE already only an abort gets here, and it stays
+        if txn.producer_epoch <= MAX_EPOCH:  # at Short.MAX_VALUE already, only an abort gets here: it stays
             txn.producer_epoch += 1
         txn.client_transaction_version = TV2
         if empty:
@@ -281,6 +281,7 @@ class TransactionCoordinator:
             return error
         state = txn.state
         if state == TxnState.ONGOING:
+            txn.client_transaction_version = 0  # ended the V1 way, whatever began it
             self._prepare_and_complete(txn, commit)
             return ErrorCode.NONE
         if state == TxnState.COMPLETE_COMMIT:
