@@ -33,6 +33,9 @@ from minibroker.listeners import (
     is_loopback,
     parse_listeners,
 )
+from minibroker.features import FILE_NAME as FEATURES_FILE
+from minibroker.features import SUPPORTED as SUPPORTED_FEATURES
+from minibroker.features import FeatureLevels
 from minibroker.producer_ids import FILE_NAME as PRODUCER_ID_FILE
 from minibroker.producer_ids import ProducerIdAllocator
 from minibroker.protocol.errors import ErrorCode
@@ -106,6 +109,7 @@ class Broker:
         self.authorizer: Authorizer | None = None
         self.acl_changes: asyncio.Lock | None = None  # one CreateAcls/DeleteAcls at a time writes the ACL file
         self.producer_ids: ProducerIdAllocator | None = None
+        self.features: FeatureLevels | None = None  # read from the data directory at start-up
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: list[asyncio.Task] = []
         self._waiters: dict[PartitionKey, list[asyncio.Future]] = {}
@@ -120,11 +124,19 @@ class Broker:
         self.faults: Faults | None = None  # injected faults, from the first one on
         self.transcript: Transcript | None = None  # with transcript.enabled or transcript.file
         # producer ids never go back; ACLs are not the topics' state
-        self.snapshots = SnapshotStore(keep=(PRODUCER_ID_FILE, ACL_FILE))
+        self.snapshots = SnapshotStore(keep=(PRODUCER_ID_FILE, ACL_FILE, FEATURES_FILE))
         self.group_configs = GroupConfigs.of(config, config.data_dir)
         self.request_counts: Counter[int] = Counter()  # requests served by API key, for the inspector's rates
         self.api_versions_answers: dict[int, EncodedAnswer] = {}  # by version: the same answer for every request
         self.started_at = time.monotonic()
+
+    def _supported_features(self) -> dict[str, tuple[int, int]]:
+        """minibroker's features, or with kafka.version those of that release."""
+        if not self.config.kafka_version.strip():
+            return SUPPORTED_FEATURES
+        from minibroker.kafka_versions import emulated_features
+
+        return emulated_features(self.config.kafka_version)
 
     # lifecycle
 
@@ -136,6 +148,7 @@ class Broker:
                 self.config.transcript_max_entries, Path(self.config.transcript_file) if self.config.transcript_file else None,
             )
         self.producer_ids = ProducerIdAllocator(self.config.data_dir)
+        self.features = FeatureLevels(self.config.data_dir, self._supported_features(), self.config.node_id)
         await self._load_data("start-up")
         if authorizer_enabled(self.config):
             self._start_authorizer()

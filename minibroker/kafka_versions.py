@@ -4,7 +4,7 @@ and minibroker's handler table capped to it, so clients meet the versions of the
 Facts, each release written as its changes from the one before (API key -> (min, max) of every API it added or
 whose range changed; ``removed``: keys it no longer served). They are read off Kafka's message definitions
 (``validVersions``, ``listeners``, ``latestVersionUnstable``) at each release: the apache/kafka tags 2.2.0-3.9.0,
-and the release commits of 4.0.0, 4.0.1, 4.1.0 and 4.2.0; 2.1, older than those definitions, comes from franz-go's
+and the release commits of 4.0.0, 4.0.1, 4.1.0, 4.2.0 and 4.3.1; 2.1, older than those definitions, comes from franz-go's
 ``pkg/kversion`` (which agrees with the definitions of 2.2 and 2.3). A range is what Kafka's ApiVersions code made
 of them: the broker listener's APIs, without a version marked unstable (advertised only with
 unstable.api.versions.enable) and without the client-telemetry APIs (advertised only with a telemetry receiver).
@@ -98,6 +98,26 @@ RELEASES: tuple[Release, ...] = (
         2: (1, 11), 8: (2, 10), 9: (1, 10), 27: (1, 2), 78: (1, 2), 79: (1, 2), 80: (0, 1), 85: (0, 1), 87: (0, 1),
         88: (0, 0), 89: (0, 0), 90: (0, 1),
     }),
+    Release("4.3", {35: (1, 5)}),
+)
+
+# SupportedFeatures of each release's broker, as changes like RELEASES, for the features minibroker announces
+# (minibroker.features): none before 3.3 (a ZooKeeper-mode broker finalizes none), metadata.version up to the release's
+# latest production level (MetadataVersion.LATEST_PRODUCTION; from 3.3-IV3 on in 4.x, 3.0-IV1 before),
+# kraft.version from 3.9 (KIP-853), transaction.version and group.version from 4.0 (KIP-890, KIP-848; defined in 3.9
+# but with no production level, so not advertised), eligible.leader.replicas.version from 4.1 (KIP-966).
+FEATURE_CHANGES: tuple[tuple[str, dict[str, tuple[int, int]]], ...] = (
+    ("3.3", {"metadata.version": (1, 7)}),
+    ("3.4", {"metadata.version": (1, 8)}),
+    ("3.5", {"metadata.version": (1, 11)}),
+    ("3.6", {"metadata.version": (1, 14)}),
+    ("3.7", {"metadata.version": (1, 19)}),
+    ("3.8", {"metadata.version": (1, 20)}),
+    ("3.9", {"metadata.version": (1, 21), "kraft.version": (0, 1)}),
+    ("4.0", {"metadata.version": (7, 25), "transaction.version": (0, 2), "group.version": (0, 1)}),
+    ("4.1", {"metadata.version": (7, 27), "eligible.leader.replicas.version": (0, 1)}),
+    ("4.2", {"metadata.version": (7, 29)}),
+    ("4.3", {"metadata.version": (7, 30)}),
 )
 
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
@@ -120,7 +140,7 @@ def served_by_release() -> dict[str, Ranges]:
 
 
 def known_releases() -> list[str]:
-    """The minor releases that can be emulated, oldest first ("2.1" ... "4.2")."""
+    """The minor releases that can be emulated, oldest first ("2.1" ... "4.3")."""
     return [release.name for release in RELEASES if _number(release.name)[2] == 0]
 
 
@@ -137,6 +157,16 @@ def resolve(text: str) -> str:
         (release.name for release in RELEASES if _number(release.name)[:2] == wanted[:2] and _number(release.name) <= wanted),
         key=_number,
     )
+
+
+def emulated_features(text: str) -> dict[str, tuple[int, int]]:
+    """The features the release's broker advertised, with their supported ranges."""
+    release = _number(resolve(text))
+    supported: dict[str, tuple[int, int]] = {}
+    for name, changes in FEATURE_CHANGES:
+        if _number(name) <= release:
+            supported |= changes
+    return supported
 
 
 def emulated_apis(handlers: Mapping[int, Handler], text: str) -> dict[int, Handler]:

@@ -460,6 +460,14 @@ class PartitionLog:
             for producer_id, entry in self._producers.producers.items()
         }
 
+    def producer_epoch(self, producer_id: int) -> tuple[int, bool] | None:
+        """The producer's last epoch here and whether it has a transaction open here (None: not known here); what
+        Kafka's maybeStartTransactionVerification looks at before asking the transaction coordinator."""
+        entry = self._producers.producers.get(producer_id)
+        if entry is None:
+            return None
+        return entry.producer_epoch, entry.current_txn_first_offset is not None
+
     def ongoing_transactions(self) -> dict[int, int]:
         """producer id -> first offset of each transaction open in this partition."""
         return self._producers.ongoing_transactions

@@ -126,7 +126,7 @@ def test_4x_releases_agree_with_kafkas_later_definitions() -> None:
     (with JoinGroup's back in 4.0.1) are still Kafka's."""
     definitions = kafka_definitions()
     table = served_by_release()
-    for release in ("4.0", "4.0.1", "4.1", "4.2"):
+    for release in ("4.0", "4.0.1", "4.1", "4.2", "4.3"):
         for key, (low, high) in table[release].items():
             kafka_low, kafka_high, listeners = definitions[key]
             assert "broker" in listeners, (release, key)

@@ -139,7 +139,7 @@ def test_restart_completes_a_decided_transaction(world: FakeWorld) -> None:
     with pytest.raises(SystemExit):
         coordinator.end_transaction("tx", pid, epoch, commit=True)
     assert world.markers == []
-    replayed = [(decode_key(encode_key(i)), decode_value(encode_value(v))) for i, v in world.log]
+    replayed = [(decode_key(encode_key(i)), decode_value(encode_value(v, 1))) for i, v in world.log]
     restarted = world.coordinator()
     restarted.load(replayed)
     assert restarted.transactions["tx"].state == TxnState.PREPARE_COMMIT
@@ -150,7 +150,7 @@ def test_restart_completes_a_decided_transaction(world: FakeWorld) -> None:
 
 def test_log_value_round_trip_and_bytes() -> None:
     value = TransactionLogValue(7, 3, 60_000, TxnState.ONGOING, {"a": (0, 2)}, 11, 10)
-    data = encode_value(value)
+    data = encode_value(value, 0)
     assert decode_value(data) == value
     expected = (
         b"\x00\x00" + (7).to_bytes(8, "big") + (3).to_bytes(2, "big") + (60_000).to_bytes(4, "big") + b"\x01"
@@ -175,3 +175,71 @@ def test_idle_transactional_ids_expire_with_a_tombstone(world: FakeWorld) -> Non
     assert sorted(coordinator.transactions) == ["open"]
     again = coordinator.init_producer_id("fresh", 10_000)
     assert again.error == ErrorCode.NONE and again.producer_id != fresh.producer_id and again.producer_epoch == 0
+
+
+# ---- transactions V2 (EndTxn v5) ----
+
+
+def test_v2_end_at_an_exhausted_epoch_moves_to_the_next_producer_id(world: FakeWorld) -> None:
+    """TransactionMetadata.prepareAbortOrCommit / prepareComplete: the markers carry the old id at Short.MAX_VALUE, the
+    client goes on with a new id at epoch 0, and a retry with the last epoch before the overflow is answered the same."""
+    coordinator = world.coordinator()
+    pid, _ = begin(coordinator)
+    coordinator.transactions["tx"].producer_epoch = MAX_EPOCH
+    result = coordinator.end_transaction_v2("tx", pid, MAX_EPOCH, commit=True)
+    new_pid = world.next_id
+    assert (result.error, result.producer_id, result.producer_epoch) == (ErrorCode.NONE, new_pid, 0)
+    assert world.markers == [(pid, MAX_EPOCH + 1, True, (TP0, TP1))]
+    prepare, complete = (value for _, value in world.log[-2:])
+    assert (prepare.status, prepare.producer_id, prepare.producer_epoch, prepare.next_producer_id) == (
+        TxnState.PREPARE_COMMIT, pid, MAX_EPOCH + 1, new_pid)
+    assert prepare.client_transaction_version == 2
+    assert (complete.status, complete.producer_id, complete.producer_epoch, complete.prev_producer_id,
+            complete.next_producer_id) == (TxnState.COMPLETE_COMMIT, new_pid, 0, pid, -1)
+    retried = coordinator.end_transaction_v2("tx", pid, MAX_EPOCH, commit=True)
+    assert (retried.error, retried.producer_id, retried.producer_epoch) == (ErrorCode.NONE, new_pid, 0)
+    assert coordinator.end_transaction_v2("tx", pid, MAX_EPOCH - 1, commit=True).error == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+
+    restarted = world.coordinator()
+    restarted.load([(decode_key(encode_key(i)), decode_value(encode_value(v, 1))) for i, v in world.log])
+    txn = restarted.transactions["tx"]
+    assert (txn.producer_id, txn.producer_epoch, txn.prev_producer_id, txn.client_transaction_version) == (new_pid, 0, pid, 2)
+
+
+def test_v2_log_value_bytes_have_the_tagged_fields() -> None:
+    value = TransactionLogValue(7, 3, 60_000, TxnState.PREPARE_COMMIT, {"a": (0,)}, 11, 10, 7, 9, 2)
+    data = encode_value(value, 1)
+    assert decode_value(data) == value
+    tags = b"\x03" + b"\x00\x08" + (7).to_bytes(8, "big") + b"\x01\x08" + (9).to_bytes(8, "big") + b"\x02\x02\x00\x02"
+    assert data == (
+        b"\x00\x01" + (7).to_bytes(8, "big") + (3).to_bytes(2, "big") + (60_000).to_bytes(4, "big") + b"\x02"
+        + b"\x02" + b"\x02a" + b"\x02" + (0).to_bytes(4, "big") + b"\x00"
+        + (11).to_bytes(8, "big") + (10).to_bytes(8, "big") + tags
+    )
+    empty = TransactionLogValue(7, 3, 60_000, TxnState.EMPTY, {}, 11, -1)
+    assert encode_value(empty, 1)[2 + 8 + 2 + 4 + 1] == 0  # null partitions (compact array length 0)
+    assert decode_value(encode_value(empty, 0)) == empty
+
+
+@pytest.mark.parametrize("v2", [False, True])
+def test_fencing_at_an_exhausted_epoch_keeps_the_producer_id_of_the_data(world: FakeWorld, v2: bool) -> None:
+    """A timed-out transaction at epoch Short.MAX_VALUE - 1 is aborted under the same producer id (its markers must
+    close its data's transaction); the producer id moves on afterwards: when the abort completes for a TV2 client, at
+    the next InitProducerId for a V1 one."""
+    coordinator = world.coordinator()
+    init = coordinator.init_producer_id("tx", 10_000)
+    pid = init.producer_id
+    coordinator.transactions["tx"].producer_epoch = MAX_EPOCH
+    added = coordinator.add_partitions("tx", pid, MAX_EPOCH, [TP0], exists, 2 if v2 else 0)
+    assert added == {TP0: ErrorCode.NONE}
+    world.now += 10_001
+    assert coordinator.abort_timed_out() == ["tx"]
+    assert world.markers == [(pid, MAX_EPOCH + 1, False, (TP0,))]
+    txn = coordinator.transactions["tx"]
+    assert txn.state == TxnState.COMPLETE_ABORT
+    if v2:
+        assert (txn.producer_id, txn.producer_epoch, txn.prev_producer_id) == (world.next_id, 0, pid)
+    else:
+        assert (txn.producer_id, txn.producer_epoch) == (pid, MAX_EPOCH + 1)
+        again = coordinator.init_producer_id("tx", 10_000)
+        assert (again.producer_id, again.producer_epoch) == (world.next_id, 0)

@@ -28,6 +28,7 @@ from minibroker.acl_operations import (
 from minibroker.acls.model import GROUP_DENIED, TRANSACTIONAL_ID_DENIED
 from minibroker.cluster import NO_LEADER
 from minibroker.context import RequestContext
+from minibroker.features import GROUP_VERSION, TV2
 from minibroker.groups.requests import JoinRequest, LeavingMember, PartitionCommit, Responder
 from minibroker.handlers.registry import api
 from minibroker.protocol.errors import ErrorCode
@@ -271,19 +272,30 @@ async def offset_commit(ctx: RequestContext, body: dict[str, Any]) -> dict[str, 
     return commit_response(answers, commits, errors)
 
 
+FIRST_TXN_COMMIT_WITH_ABORTABLE = 4  # GENERIC_ERROR_SUPPORTED: TRANSACTION_ABORTABLE reaches the client
+FIRST_TXN_COMMIT_ADDING = 5  # transactions V2: the commit adds the group's partition to the transaction itself
+
+
 def transaction_error(ctx: RequestContext, body: dict[str, Any]) -> ErrorCode:
-    """Whether the group's __consumer_offsets partition is in the producer's ongoing transaction (AddOffsetsToTxn
-    put it there), as the transactional id's coordinator knows it: otherwise no marker would ever end these offsets.
-    A fenced producer hears INVALID_PRODUCER_EPOCH, as Kafka's verification answers."""
+    """Whether the group's __consumer_offsets partition is in the producer's ongoing transaction, as the transactional
+    id's coordinator knows it: AddOffsetsToTxn put it there, or (v5+, transactions V2) this commit adds it. Otherwise no
+    marker would ever end these offsets. A fenced producer hears INVALID_PRODUCER_EPOCH, as Kafka's verification
+    answers; before v4 a partition not in the transaction is INVALID_TXN_STATE, from v4 TRANSACTION_ABORTABLE."""
     owner = ctx.broker.transactions.owner_of(body["transactional_id"])
     if owner is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     partition = (CONSUMER_OFFSETS_TOPIC, coordinator(ctx).partition_of(body["group_id"]))
-    error = owner.verify_partition(body["transactional_id"], body["producer_id"], body["producer_epoch"], partition)
+    args = (body["transactional_id"], body["producer_id"], body["producer_epoch"])
+    if ctx.api_version >= FIRST_TXN_COMMIT_ADDING:
+        error = owner.add_partitions(*args, [partition], lambda tp: True, TV2)[partition]
+    else:
+        error = owner.verify_partition(*args, partition)
+        if error == ErrorCode.INVALID_TXN_STATE and ctx.api_version >= FIRST_TXN_COMMIT_WITH_ABORTABLE:
+            error = ErrorCode.TRANSACTION_ABORTABLE
     return ErrorCode.INVALID_PRODUCER_EPOCH if error == ErrorCode.PRODUCER_FENCED else error
 
 
-@api(28, 0, 3)
+@api(28, 0, 5)
 async def txn_offset_commit(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     """v3 (KIP-447) carries the consumer's group metadata (generation, member id, group instance id), checked as
     Kafka does; older versions name no member. The offsets stay invisible until the transaction commits."""
@@ -296,6 +308,8 @@ async def txn_offset_commit(ctx: RequestContext, body: dict[str, Any]) -> dict[s
     if commits:
         group_id = body["group_id"]
         error = transaction_error(ctx, body) if group_id else ErrorCode.INVALID_GROUP_ID
+        if group_id and ctx.api_version >= FIRST_TXN_COMMIT_ADDING:
+            await ctx.broker.transactions.flush()  # the transaction's new partition, before the answer
         if error != ErrorCode.NONE:
             log.info("TxnOffsetCommit of %s for group %s refused: %s", body["transactional_id"], group_id, error.name)
             errors = [error] * len(commits)
@@ -466,6 +480,8 @@ def topic_viewer(ctx: RequestContext) -> Callable[[str], bool] | None:
 async def consumer_group_heartbeat(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     from minibroker.groups.consumer_coordinator import HeartbeatRequest  # with the coordinator: on first use
 
+    if ctx.broker.features.turned_off(GROUP_VERSION):
+        return group_version_refusal(ctx, body)
     refused = refusal(ctx, body, READ, GROUP, body["group_id"])
     if refused is not None:
         return refused
@@ -504,8 +520,20 @@ def assigned_topics(described: dict[str, Any]) -> set[str]:
     }
 
 
+def group_version_refusal(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    """KafkaApis refuses the consumer group APIs while group.version is 0 (isConsumerGroupProtocolEnabled)."""
+    from minibroker.protocol.error_responses import error_response
+
+    return error_response(ctx.api_key, ctx.api_version, body, ErrorCode.UNSUPPORTED_VERSION, UNSUPPORTED_VERSION_MESSAGE)
+
+
+UNSUPPORTED_VERSION_MESSAGE = "The version of API is not supported."
+
+
 @api(69, 0, 1)
 async def consumer_group_describe(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    if ctx.broker.features.turned_off(GROUP_VERSION):
+        return group_version_refusal(ctx, body)
     include = body["include_authorized_operations"]
     groups = []
     for group_id in body["group_ids"]:

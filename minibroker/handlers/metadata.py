@@ -7,6 +7,7 @@ from typing import Any
 
 from minibroker.acl_operations import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, NO_AUTHORIZED_OPERATIONS, TOPIC
 from minibroker.context import RequestContext
+from minibroker.features import FeatureLevels
 from minibroker.handlers.registry import api
 from minibroker.internal_topics import InternalTopic
 from minibroker.protocol.errors import ErrorCode
@@ -18,10 +19,15 @@ from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_S
 log = logging.getLogger(__name__)
 
 
+FIRST_VERSION_WITH_FEATURES = 3
+FIRST_VERSION_WITH_LEVEL_0 = 4  # v3 answers leave out features supported from level 0 (KAFKA-17492)
+
+
 @api(18, 0, 4)
 async def api_versions(ctx: RequestContext, body: dict[str, Any]) -> EncodedAnswer:
-    """The broker's API table (with kafka.version, capped at that release's): what it advertises is what it serves.
-    The same for every request of a version, so encoded once per version."""
+    """The broker's API table (with kafka.version, capped at that release's): what it advertises is what it serves;
+    from v3 the feature levels too. The same for every request of a version, so encoded once per version (UpdateFeatures
+    clears these answers)."""
     answers = ctx.broker.api_versions_answers
     answer = answers.get(ctx.api_version)
     if answer is None:
@@ -29,9 +35,25 @@ async def api_versions(ctx: RequestContext, body: dict[str, Any]) -> EncodedAnsw
             {"api_key": h.api_key, "min_version": h.min_version, "max_version": h.max_version}
             for h in sorted(ctx.broker.apis.values(), key=lambda h: h.api_key)
         ]
-        answer = answers[ctx.api_version] = EncodedAnswer.of(
-            API_VERSIONS_KEY, ctx.api_version, {"error_code": ErrorCode.NONE, "api_keys": keys, "throttle_time_ms": 0})
+        data = {"error_code": ErrorCode.NONE, "api_keys": keys, "throttle_time_ms": 0}
+        if ctx.api_version >= FIRST_VERSION_WITH_FEATURES:
+            data.update(feature_fields(ctx.broker.features, ctx.api_version))
+        answer = answers[ctx.api_version] = EncodedAnswer.of(API_VERSIONS_KEY, ctx.api_version, data)
     return answer
+
+
+def feature_fields(features: FeatureLevels, version: int) -> dict[str, Any]:
+    """SupportedFeatures, FinalizedFeaturesEpoch and FinalizedFeatures, as Kafka's ApiVersionsResponse builds them."""
+    supported = [
+        {"name": name, "min_version": low, "max_version": high}
+        for name, (low, high) in features.supported.items()
+        if low > 0 or version >= FIRST_VERSION_WITH_LEVEL_0
+    ]
+    finalized = [
+        {"name": name, "max_version_level": level, "min_version_level": level}
+        for name, level in features.finalized().items()
+    ]
+    return {"supported_features": supported, "finalized_features_epoch": features.epoch, "finalized_features": finalized}
 
 
 def broker_entries(ctx: RequestContext) -> list[dict[str, Any]]:

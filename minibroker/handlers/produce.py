@@ -25,6 +25,7 @@ from minibroker.replicas import insync_problem
 from minibroker.storage.errors import ProducerStateError
 from minibroker.storage.partition_log import PartitionLog
 from minibroker.storage.topic_names import is_internal
+from minibroker.transactions.produce_adds import FIRST_PRODUCE_ADDING_PARTITIONS, add_produced_partitions
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +163,7 @@ def refused_topics(ctx: RequestContext, body: dict[str, Any]) -> set[str] | None
     return names - ctx.allowed_names(WRITE, TOPIC, names)
 
 
-@api(0, 3, 11)
+@api(0, 3, 12)
 async def produce(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any] | None:
     acks = body["acks"]
     denied: set[str] = set()
@@ -176,6 +177,9 @@ async def produce(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any] |
         denied = refused
     flush: list[tuple[PartitionLog, dict[str, Any]]] = []
     responses = []
+    not_added = {}
+    if ctx.api_version >= FIRST_PRODUCE_ADDING_PARTITIONS and acks in (-1, 0, 1):
+        not_added = await add_produced_partitions(ctx, body, denied)  # transactions V2: no AddPartitionsToTxn
     for topic in body["topic_data"]:
         name = topic["name"]
         if denied and name in denied:
@@ -183,7 +187,11 @@ async def produce(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any] |
         elif acks not in (-1, 0, 1):
             results = [partition_error(p["index"], ErrorCode.INVALID_REQUIRED_ACKS) for p in topic["partition_data"]]
         else:
-            results = [append_partition(ctx, name, p["index"], p["records"], acks, flush) for p in topic["partition_data"]]
+            results = [
+                partition_error(p["index"], *not_added[(name, p["index"])]) if (name, p["index"]) in not_added
+                else append_partition(ctx, name, p["index"], p["records"], acks, flush)
+                for p in topic["partition_data"]
+            ]
         responses.append({"name": name, "partition_responses": results})
     for partition_log, response in flush:
         try:

@@ -23,6 +23,7 @@ from minibroker.acl_operations import (
 )
 from minibroker.acls.model import CLUSTER_DENIED, TOPIC_DENIED
 from minibroker.context import RequestContext
+from minibroker.features import TV2
 from minibroker.handlers.registry import api
 from minibroker.internal_topics import PendingFlushes
 from minibroker.protocol.errors import ErrorCode
@@ -140,9 +141,10 @@ def add_or_verify(
         if ctx.api_version >= FIRST_ADD_PARTITIONS_WITH_ABORTABLE:
             results = {tp: ErrorCode.TRANSACTION_ABORTABLE if error == ErrorCode.INVALID_TXN_STATE else error
                        for tp, error in results.items()}
-    else:
+    else:  # v4+ come from brokers adding for a transactions-V2 client (transactionVersionForAddPartitionsToTxn)
         results = txn_coordinator.add_partitions(
-            transactional_id, producer_id, producer_epoch, partitions, lambda tp: partition_exists(ctx, tp)
+            transactional_id, producer_id, producer_epoch, partitions, lambda tp: partition_exists(ctx, tp),
+            TV2 if ctx.api_version >= FIRST_BATCHED_ADD_PARTITIONS else 0,
         )
     return topic_results(ctx, results)
 
@@ -197,13 +199,21 @@ async def add_offsets_to_txn(ctx: RequestContext, body: dict[str, Any]) -> dict[
     return {"error_code": fenced_error(results[tp], ctx.api_version, 2)}
 
 
-@api(26, 0, 4)
+FIRST_END_TXN_V2 = 5  # transactions V2: the epoch bumps with every transaction, the answer carries it
+
+
+@api(26, 0, 5)
 async def end_txn(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    """v5 ends the transaction as transactions V2 (TransactionVersion.transactionVersionForEndTxn: the request version
+    decides, whatever transaction.version is finalized) and answers the producer id and epoch to go on with."""
     if ctx.broker.authorizer is not None and not ctx.allowed(WRITE, TRANSACTIONAL_ID, body["transactional_id"]):
-        return {"error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
-    error = coordinator(ctx).end_transaction(
-        body["transactional_id"], body["producer_id"], body["producer_epoch"], body["committed"]
-    )
+        return {"error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "producer_id": -1, "producer_epoch": -1}
+    args = (body["transactional_id"], body["producer_id"], body["producer_epoch"], body["committed"])
+    if ctx.api_version >= FIRST_END_TXN_V2:
+        result = coordinator(ctx).end_transaction_v2(*args)
+        await ctx.broker.transactions.flush()
+        return {"error_code": result.error, "producer_id": result.producer_id, "producer_epoch": result.producer_epoch}
+    error = coordinator(ctx).end_transaction(*args)
     await ctx.broker.transactions.flush()
     return {"error_code": fenced_error(error, ctx.api_version, 2)}
 

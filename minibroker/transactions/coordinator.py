@@ -1,4 +1,9 @@
-"""The transaction coordinator's state machine (Kafka's TransactionCoordinator, transactions V1).
+"""The transaction coordinator's state machine (Kafka's TransactionCoordinator, transactions V1 and V2).
+
+Transactions V2 (KIP-890 part 2) are decided by request version, as in Kafka: a Produce v12+ or TxnOffsetCommit v5+
+adds its partition itself (``add_partitions`` with TV2), and EndTxn v5 (``end_transaction_v2``) bumps the producer
+epoch of every transaction, its markers carrying the bumped epoch; an exhausted epoch moves to a new producer id when
+the transaction completes. Old-protocol clients keep the V1 rules on the same coordinator.
 
 Every state change is written to ``__transaction_state`` through ``TxnLogWriter`` before the
 client is answered; commit and abort are two-phase: PrepareCommit/PrepareAbort is written, then
@@ -14,6 +19,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Protocol
 
 from minibroker.coordinator_partitions import ServedPartitions
+from minibroker.features import TV2
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.txn_log_records import TransactionLogValue
 from minibroker.transactions.metadata import MAX_EPOCH, TopicPartition, TransactionMetadata, TxnState
@@ -44,6 +50,8 @@ class CrashHook(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class InitResult:
+    """InitProducerId's answer, and EndTxn v5's (the producer id and epoch the client goes on with)."""
+
     error: ErrorCode
     producer_id: int = -1
     producer_epoch: int = -1
@@ -113,8 +121,11 @@ class TransactionCoordinator:
 
     # helpers
 
-    def _persist(self, txn: TransactionMetadata) -> None:
+    def _persist(self, txn: TransactionMetadata, previous_id: int) -> None:
+        """Write the new state; ``previous_id`` is the producer id before this change (PreviousProducerId, as Kafka's
+        transitions record it)."""
         txn.last_update_ms = self.clock()
+        txn.prev_producer_id = previous_id
         self.log_writer.write(txn.transactional_id, txn.to_log_value())
 
     def _bump_epoch(self, txn: TransactionMetadata) -> None:
@@ -122,6 +133,15 @@ class TransactionCoordinator:
             txn.producer_id = self.allocate_producer_id()
             txn.producer_epoch = 0
         else:
+            txn.producer_epoch += 1
+
+    def _fence(self, txn: TransactionMetadata) -> None:
+        """The bump that aborts an open transaction (prepareFenceProducerEpoch): its markers must carry the producer id
+        of its data, so an exhausted epoch goes up to Short.MAX_VALUE under the same id; a TV2 client moves to the next
+        id when the abort completes, a V1 client at its next InitProducerId."""
+        if txn.producer_epoch >= MAX_EPOCH and txn.client_transaction_version >= TV2:
+            txn.next_producer_id = self.allocate_producer_id()
+        if txn.producer_epoch <= MAX_EPOCH:
             txn.producer_epoch += 1
 
     def _check(
@@ -138,6 +158,8 @@ class TransactionCoordinator:
         return ErrorCode.NONE
 
     def _write_markers_and_complete(self, txn: TransactionMetadata) -> None:
+        """The markers carry the epoch of the Prepare state (TV2: the bumped one); then an exhausted TV2 epoch moves
+        to the next producer id, epoch 0 (TransactionMetadata.prepareComplete)."""
         committed = txn.state == TxnState.PREPARE_COMMIT
         self.crash_hook("before-markers")
         errors = self.markers.write_markers(
@@ -146,15 +168,32 @@ class TransactionCoordinator:
         failed = {tp: e for tp, e in errors.items() if e != ErrorCode.NONE}
         if failed:
             log.warning("markers for %s not written to %s; partitions gone or unwritable", txn.transactional_id, failed)
+        before = txn.producer_id
+        if txn.client_transaction_version >= TV2 and txn.next_producer_id >= 0:
+            txn.producer_id, txn.producer_epoch = txn.next_producer_id, 0
+        txn.next_producer_id = -1
         txn.state = TxnState.COMPLETE_COMMIT if committed else TxnState.COMPLETE_ABORT
         txn.partitions = set()
-        self._persist(txn)
+        self._persist(txn, before)
 
     def _prepare_and_complete(self, txn: TransactionMetadata, commit: bool) -> None:
         txn.state = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
-        self._persist(txn)
+        self._persist(txn, txn.producer_id)
         self.crash_hook("after-prepare")
         self._write_markers_and_complete(txn)
+
+    def _prepare_and_complete_v2(self, txn: TransactionMetadata, commit: bool, empty: bool) -> InitResult:
+        """TV2's end of a transaction (prepareAbortOrCommit): the epoch goes up by one, the next producer id is taken
+        when the epoch is exhausted, and an abort with no partition added starts and ends now."""
+        if txn.producer_epoch >= MAX_EPOCH:
+            txn.next_producer_id = self.allocate_producer_id()
+        if txn.producer_epoch <= MAX_EPOCH:  # at Short.MAX_VALUE already, only an abort gets here: it stays
+            txn.producer_epoch += 1
+        txn.client_transaction_version = TV2
+        if empty:
+            txn.start_ms = self.clock()
+        self._prepare_and_complete(txn, commit)
+        return InitResult(ErrorCode.NONE, txn.producer_id, txn.producer_epoch)
 
     # requests
 
@@ -170,7 +209,7 @@ class TransactionCoordinator:
         if txn is None:
             txn = TransactionMetadata(transactional_id, self.allocate_producer_id(), 0, timeout_ms)
             self.transactions[transactional_id] = txn
-            self._persist(txn)
+            self._persist(txn, txn.producer_id)
             return InitResult(ErrorCode.NONE, txn.producer_id, txn.producer_epoch)
         if producer_id >= 0 and (producer_id, producer_epoch) != (txn.producer_id, txn.producer_epoch):
             return InitResult(ErrorCode.PRODUCER_FENCED)
@@ -180,21 +219,24 @@ class TransactionCoordinator:
             # Fence the old producer: abort its transaction under a bumped epoch; the client retries.
             log.info("fencing producer %d epoch %d of %s: aborting its open transaction",
                      txn.producer_id, txn.producer_epoch, transactional_id)
-            self._bump_epoch(txn)
+            self._fence(txn)
             self._prepare_and_complete(txn, commit=False)
             return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
+        before = txn.producer_id
         self._bump_epoch(txn)
         txn.timeout_ms = timeout_ms
         txn.state = TxnState.EMPTY
         txn.partitions = set()
         txn.start_ms = -1
-        self._persist(txn)
+        self._persist(txn, before)
         return InitResult(ErrorCode.NONE, txn.producer_id, txn.producer_epoch)
 
     def add_partitions(
         self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: list[TopicPartition],
-        exists: Callable[[TopicPartition], bool],
+        exists: Callable[[TopicPartition], bool], client_transaction_version: int = 0,
     ) -> dict[TopicPartition, ErrorCode]:
+        """AddPartitionsToTxn (and AddOffsetsToTxn); with TV2, the partitions a Produce v12+ or TxnOffsetCommit v5+
+        adds itself (Kafka's handleAddPartitionsToTransaction with the client's transaction version)."""
         txn = self.transactions.get(transactional_id)
         error = self._check(transactional_id, txn, producer_id, producer_epoch)
         if error == ErrorCode.NONE and txn.completing:
@@ -213,7 +255,8 @@ class TransactionCoordinator:
                 txn.start_ms = self.clock()
                 txn.state = TxnState.ONGOING
             txn.partitions |= new
-            self._persist(txn)
+            txn.client_transaction_version = client_transaction_version
+            self._persist(txn, txn.producer_id)
         return {tp: ErrorCode.NONE for tp in partitions}
 
     def verify_partition(
@@ -238,6 +281,7 @@ class TransactionCoordinator:
             return error
         state = txn.state
         if state == TxnState.ONGOING:
+            txn.client_transaction_version = 0  # ended the V1 way, whatever began it
             self._prepare_and_complete(txn, commit)
             return ErrorCode.NONE
         if state == TxnState.COMPLETE_COMMIT:
@@ -249,6 +293,47 @@ class TransactionCoordinator:
         if state == TxnState.PREPARE_ABORT:
             return ErrorCode.CONCURRENT_TRANSACTIONS if not commit else ErrorCode.INVALID_TXN_STATE
         return ErrorCode.INVALID_TXN_STATE
+
+    def end_transaction_v2(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> InitResult:
+        """EndTxn v5, as TransactionCoordinator.endTransaction with TV2: every end bumps the epoch, and a retry of an
+        end that completed (the previous epoch, or the last one before an overflow's new producer id) answers success
+        with the producer id and epoch the client goes on with."""
+        unavailable = self.availability(transactional_id)
+        if unavailable != ErrorCode.NONE:
+            return InitResult(unavailable)
+        txn = self.transactions.get(transactional_id)
+        if txn is None:
+            return InitResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        state = txn.state
+        retry_on_overflow = txn.prev_producer_id == producer_id and producer_epoch == MAX_EPOCH and txn.producer_epoch == 0
+        retry_on_bump = txn.producer_epoch == producer_epoch + 1
+        is_retry = retry_on_bump or retry_on_overflow
+        if state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            valid_epoch = retry_on_bump
+        elif state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
+            valid_epoch = is_retry or producer_epoch == txn.producer_epoch
+        else:
+            valid_epoch = producer_epoch == txn.producer_epoch
+        if txn.producer_id != producer_id and not retry_on_overflow:
+            return InitResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        if not valid_epoch:
+            return InitResult(ErrorCode.PRODUCER_FENCED)
+        done = InitResult(ErrorCode.NONE, txn.producer_id, txn.producer_epoch)
+        if state == TxnState.ONGOING:
+            return self._prepare_and_complete_v2(txn, commit, empty=False)
+        if state == TxnState.COMPLETE_COMMIT:
+            if commit:
+                return done if is_retry else InitResult(ErrorCode.INVALID_TXN_STATE)
+            return InitResult(ErrorCode.INVALID_TXN_STATE) if is_retry else self._prepare_and_complete_v2(txn, False, empty=True)
+        if state == TxnState.COMPLETE_ABORT:
+            if commit:
+                return InitResult(ErrorCode.INVALID_TXN_STATE)
+            return done if is_retry else self._prepare_and_complete_v2(txn, False, empty=True)
+        if state == TxnState.EMPTY and not commit:
+            return self._prepare_and_complete_v2(txn, False, empty=True)
+        if txn.completing and commit == (state == TxnState.PREPARE_COMMIT):
+            return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
+        return InitResult(ErrorCode.INVALID_TXN_STATE)
 
     def expire_transactional_ids(self, expiration_ms: int) -> list[str]:
         """Kafka's removeExpiredTransactionalIds: ids with no transaction under way (Empty, CompleteCommit,
@@ -273,7 +358,7 @@ class TransactionCoordinator:
             if txn.state == TxnState.ONGOING and txn.start_ms >= 0 and now > txn.start_ms + txn.timeout_ms:
                 log.info("aborting transaction of %s: open for %d ms, timeout %d ms",
                          txn.transactional_id, now - txn.start_ms, txn.timeout_ms)
-                self._bump_epoch(txn)
+                self._fence(txn)
                 self._prepare_and_complete(txn, commit=False)
                 aborted.append(txn.transactional_id)
         return aborted

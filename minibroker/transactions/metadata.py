@@ -38,6 +38,9 @@ class TransactionMetadata:
     partitions: set[TopicPartition] = field(default_factory=set)
     start_ms: int = -1
     last_update_ms: int = -1
+    prev_producer_id: int = -1  # the producer id before the last state change
+    next_producer_id: int = -1  # TV2: the id an exhausted epoch moves to when the transaction completes
+    client_transaction_version: int = 0  # TV2 when the client ends its transactions with EndTxn v5
 
     @property
     def completing(self) -> bool:
@@ -55,6 +58,9 @@ class TransactionMetadata:
             partitions={topic: tuple(ids) for topic, ids in by_topic.items()},
             last_update_ms=self.last_update_ms,
             start_ms=self.start_ms,
+            prev_producer_id=self.prev_producer_id,
+            next_producer_id=self.next_producer_id,
+            client_transaction_version=self.client_transaction_version,
         )
 
     @classmethod
@@ -68,4 +74,7 @@ class TransactionMetadata:
             partitions={(topic, p) for topic, ids in value.partitions.items() for p in ids},
             start_ms=value.start_ms,
             last_update_ms=value.last_update_ms,
+            prev_producer_id=value.prev_producer_id,
+            next_producer_id=value.next_producer_id,
+            client_transaction_version=value.client_transaction_version,
         )

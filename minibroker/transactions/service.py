@@ -13,6 +13,7 @@ import signal
 from typing import TYPE_CHECKING, Iterable
 
 from minibroker.coordinator_partitions import PartitionOwnership
+from minibroker.features import TRANSACTION_VERSION
 from minibroker.internal_topics import InternalTopic, PendingFlushes, internal_replication_factor, replay
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.key_partitions import partition_for
@@ -100,7 +101,9 @@ class TransactionService:
         return partition_for(transactional_id, self.topic.num_partitions)
 
     def write(self, transactional_id: str, value: TransactionLogValue | None) -> None:
-        record = (encode_key(transactional_id), None if value is None else encode_value(value))
+        """Version 1 of the value while transaction.version is 1 or more (TransactionVersion.transactionLogValueVersion)."""
+        version = 1 if self.broker.features.level(TRANSACTION_VERSION) >= 1 else 0
+        record = (encode_key(transactional_id), None if value is None else encode_value(value, version))
         self.topic.append(self.partition_for(transactional_id), [record])
 
     def write_markers(
