@@ -18,7 +18,7 @@ from .schema import Field, default_value, in_range, snake_case
 PARTITION_NAMES = ("partition_index", "partition", "index")  # one field under the names APIs give it
 
 
-def error_response(api_key: int, version: int, request: dict[str, Any], error: int, message: str) -> dict[str, Any]:
+def error_response(api_key: int, version: int, request: dict[str, Any], error: int, message: str | None) -> dict[str, Any]:
     return _mirror(RESPONSES[api_key].fields, REQUESTS[api_key].fields, request, version, error, message)
 
 
@@ -28,7 +28,7 @@ def _present(fields: tuple[Field, ...], version: int) -> list[Field]:
 
 def _mirror(
     response_fields: tuple[Field, ...], request_fields: tuple[Field, ...], request: dict[str, Any], version: int,
-    error: int, message: str,
+    error: int, message: str | None,
 ) -> dict[str, Any]:
     fields = _present(response_fields, version)
     request_arrays = {snake_case(f.name): f for f in _present(request_fields, version) if f.element_type is not None}
@@ -86,7 +86,7 @@ def _shared_value(key: str, request: dict[str, Any]) -> Any:
 
 
 def _element(
-    response_field: Field, request_field: Field, item: Any, version: int, error: int, message: str,
+    response_field: Field, request_field: Field, item: Any, version: int, error: int, message: str | None,
 ) -> dict[str, Any]:
     if isinstance(item, dict):
         return _mirror(response_field.fields, request_field.fields, item, version, error, message)

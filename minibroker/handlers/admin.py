@@ -101,10 +101,15 @@ def assignment_problem(assignments: list[list[int]], nodes: list[int]) -> str | 
     return None
 
 
+def refused_topic(name: str, error: ErrorCode, message: str | None) -> dict[str, Any]:
+    """A CreateTopics result before (or without) a topic: no id, no configs, as Kafka's controller answers."""
+    return {"name": name, "topic_id": bytes(16), "error_code": error, "error_message": message, "configs": []}
+
+
 async def create_one(ctx: RequestContext, request: dict[str, Any], validate_only: bool) -> dict[str, Any]:
     broker = ctx.broker
     name = request["name"]
-    result: dict[str, Any] = {"name": name, "error_code": ErrorCode.NONE, "error_message": None}
+    result = refused_topic(name, ErrorCode.NONE, None)
     assignments = request["assignments"]
     partitions = len(assignments) if assignments else request["num_partitions"]
     if partitions == -1:
@@ -152,7 +157,7 @@ async def create_topics(ctx: RequestContext, body: dict[str, Any]) -> dict[str, 
     for request in body["topics"]:
         name = request["name"]
         if name not in may_create:
-            result = {"name": name, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "error_message": "Authorization failed."}
+            result = refused_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
         else:
             result = await create_one(ctx, request, body["validate_only"])
         if result["error_code"] == ErrorCode.NONE and name not in may_see_configs:

@@ -85,14 +85,14 @@ def refusal(ctx: RequestContext, body: dict[str, Any], operation: int, resource_
 
 def denied_answer(ctx: RequestContext, body: dict[str, Any], error: ErrorCode, message: str) -> dict[str, Any]:
     """A whole request refused, answered as Kafka's getErrorResponse of its API answers (clients read these fields)."""
-    if ctx.api_key in ERROR_CODE_ONLY:
-        return {"error_code": error}
+    from minibroker.protocol.error_responses import error_response
+
+    if ctx.api_key in ERROR_CODE_ONLY:  # every other field at its default (an empty assignment, no members)
+        return error_response(ctx.api_key, ctx.api_version, {}, error, None)
     if ctx.api_key == JOIN_GROUP:
         protocol = None if ctx.api_version >= FIRST_JOIN_GROUP_WITH_NULL_PROTOCOL else ""
         return {"error_code": error, "generation_id": -1, "protocol_name": protocol, "leader": "", "member_id": "",
                 "members": []}
-    from minibroker.protocol.error_responses import error_response
-
     return error_response(ctx.api_key, ctx.api_version, body, error, message)
 
 
@@ -346,7 +346,7 @@ def fetch_group_offsets(
     if group["error_code"] == ErrorCode.NONE:
         group["topics"] += [
             {"name": name, "partitions": [
-                {"partition_index": p, "committed_offset": -1, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+                {"partition_index": p, "committed_offset": -1, "metadata": "", "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
                 for p in partitions
             ]}
             for name, partitions in topics if name in denied

@@ -259,20 +259,28 @@ def visible_partitions(ctx: RequestContext, partitions: set[tuple[str, int]]) ->
 
 
 @api(65, 0, 0)
+def undescribed(transactional_id: str, error: ErrorCode) -> dict[str, Any]:
+    """A transaction the answer cannot describe: its error and Kafka's empty state (TransactionState's defaults)."""
+    return {
+        "error_code": error, "transactional_id": transactional_id, "transaction_state": "", "transaction_timeout_ms": 0,
+        "transaction_start_time_ms": 0, "producer_id": 0, "producer_epoch": 0, "topics": [],
+    }
+
+
 async def describe_transactions(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     txn_coordinator = coordinator(ctx)
     states = []
     for transactional_id in body["transactional_ids"]:
         if ctx.broker.authorizer is not None and not ctx.allowed(DESCRIBE, TRANSACTIONAL_ID, transactional_id):
-            states.append({"error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactional_id": transactional_id})
+            states.append(undescribed(transactional_id, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
             continue
         unavailable = txn_coordinator.availability(transactional_id)
         if unavailable != ErrorCode.NONE:
-            states.append({"error_code": unavailable, "transactional_id": transactional_id})
+            states.append(undescribed(transactional_id, unavailable))
             continue
         txn = txn_coordinator.transactions.get(transactional_id)
         if txn is None:
-            states.append({"error_code": ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, "transactional_id": transactional_id})
+            states.append(undescribed(transactional_id, ErrorCode.TRANSACTIONAL_ID_NOT_FOUND))
             continue
         states.append(
             {
@@ -325,7 +333,8 @@ async def describe_producers(ctx: RequestContext, body: dict[str, Any]) -> dict[
         partitions = []
         if ctx.broker.authorizer is not None and not ctx.allowed(READ, TOPIC, topic["name"]):  # READ, not DESCRIBE
             partitions = [
-                {"partition_index": index, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "error_message": TOPIC_DENIED}
+                {"partition_index": index, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "error_message": TOPIC_DENIED,
+                 "active_producers": []}
                 for index in topic["partition_indexes"]
             ]
             topics.append({"name": topic["name"], "partitions": partitions})
@@ -333,7 +342,8 @@ async def describe_producers(ctx: RequestContext, body: dict[str, Any]) -> dict[
         for index in topic["partition_indexes"]:
             partition_log = ctx.broker.partition(topic["name"], index)
             if partition_log is None:
-                partitions.append({"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
+                partitions.append(
+                    {"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "active_producers": []})
                 continue
             producers = [
                 {
