@@ -14,7 +14,8 @@ ENV_PREFIX = "MINIBROKER_"
 KAFKA_ENV_PREFIX = "KAFKA_"
 # minibroker's variables that are not settings (read by the CLI, the test hooks and the test suite).
 NON_SETTING_VARIABLES = frozenset(
-    {"MINIBROKER_LOG_LEVEL", "MINIBROKER_TEST_CRASH_POINT", "MINIBROKER_EVENT_LOOP", "MINIBROKER_SPEC_DIR"}
+    {"MINIBROKER_LOG_LEVEL", "MINIBROKER_TEST_CRASH_POINT", "MINIBROKER_EVENT_LOOP", "MINIBROKER_SPEC_DIR",
+     "MINIBROKER_STRICT_CODEC"}
 )
 # The apache/kafka image's KAFKA_* variables that configure the JVM and logging, not the broker.
 KAFKA_IMAGE_VARIABLES = frozenset(
