@@ -377,12 +377,12 @@ class GroupCoordinator:
         """One group of ConsumerGroupDescribe."""
         unavailable = self.availability(group_id)
         if unavailable != ErrorCode.NONE:
-            return _described_error(group_id, unavailable, None)
+            return described_error(group_id, unavailable, None)
         if group_id in self.consumer.groups:
             return self.consumer.describe(group_id)
         if group_id in self.groups:
-            return _described_error(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
-        return _described_error(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+            return described_error(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+        return described_error(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
 
     def sync_group(
         self, group_id: str, member_id: str, instance_id: str | None, generation_id: int,
@@ -750,7 +750,7 @@ class GroupCoordinator:
         return records, all_expired
 
 
-def _described_error(group_id: str, error: ErrorCode, message: str | None) -> dict[str, Any]:
+def described_error(group_id: str, error: ErrorCode, message: str | None) -> dict[str, Any]:
     return {
         "error_code": error, "error_message": message, "group_id": group_id, "group_state": "", "group_epoch": -1,
         "assignment_epoch": -1, "assignor_name": "", "members": [],

@@ -487,7 +487,9 @@ async def consumer_group_heartbeat(ctx: RequestContext, body: dict[str, Any]) ->
         return refused
     names = set(body["subscribed_topic_names"] or ())
     if names and refused_topics(ctx, names, DESCRIBE):  # Kafka 4.0 (KAFKA-18813): no subscribing to hidden topics
-        return {"error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+        from minibroker.protocol.error_responses import error_response
+
+        return error_response(ctx.api_key, ctx.api_version, {}, ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
     request = HeartbeatRequest(
         group_id=body["group_id"],
         member_id=body["member_id"],
@@ -532,18 +534,19 @@ UNSUPPORTED_VERSION_MESSAGE = "The version of API is not supported."
 
 @api(69, 0, 1)
 async def consumer_group_describe(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    from minibroker.groups.coordinator import described_error
+
     if ctx.broker.features.turned_off(GROUP_VERSION):
         return group_version_refusal(ctx, body)
     include = body["include_authorized_operations"]
     groups = []
     for group_id in body["group_ids"]:
         if ctx.broker.authorizer is not None and not ctx.allowed(DESCRIBE, GROUP, group_id):
-            groups.append({"group_id": group_id, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "error_message": None})
+            groups.append(described_error(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, None))
             continue
         described = coordinator(ctx).consumer_describe(group_id)
         if refused_topics(ctx, assigned_topics(described), DESCRIBE):
-            groups.append({"group_id": group_id, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                           "error_message": HIDDEN_TOPICS, "members": []})
+            groups.append(described_error(group_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, HIDDEN_TOPICS))
             continue
         described["authorized_operations"] = ctx.authorized_operations(GROUP, group_id) if include else NO_AUTHORIZED_OPERATIONS
         groups.append(described)

@@ -258,7 +258,6 @@ def visible_partitions(ctx: RequestContext, partitions: set[tuple[str, int]]) ->
     return {tp for tp in partitions if ctx.allowed(DESCRIBE, TOPIC, tp[0])}
 
 
-@api(65, 0, 0)
 def undescribed(transactional_id: str, error: ErrorCode) -> dict[str, Any]:
     """A transaction the answer cannot describe: its error and Kafka's empty state (TransactionState's defaults)."""
     return {
@@ -267,6 +266,7 @@ def undescribed(transactional_id: str, error: ErrorCode) -> dict[str, Any]:
     }
 
 
+@api(65, 0, 0)
 async def describe_transactions(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     txn_coordinator = coordinator(ctx)
     states = []
