@@ -21,6 +21,7 @@ from minibroker.acls.store import FILE_NAME as ACL_FILE
 from minibroker.clock import VirtualClock, every, wall_clock_ms
 from minibroker.cluster import NO_LEADER, Placements
 from minibroker.config import BrokerConfig
+from minibroker.fetch_sessions import FetchSessionCache
 from minibroker.handlers import HANDLERS
 from minibroker.handlers.registry import Handler
 from minibroker.listeners import (
@@ -122,6 +123,8 @@ class Broker:
         self.snapshots = SnapshotStore(keep=(PRODUCER_ID_FILE, ACL_FILE))
         self.request_counts: Counter[int] = Counter()  # requests served by API key, for the inspector's rates
         self.api_versions_answers: dict[int, EncodedAnswer] = {}  # by version: the same answer for every request
+        self.fetch_sessions = FetchSessionCache(config.max_incremental_fetch_session_cache_slots, self.clock)
+        self._by_id: tuple[tuple[int, int], dict[bytes, TopicInfo]] = ((-1, 0), {})  # (catalog version and size, index)
         self.started_at = time.monotonic()
 
     # lifecycle
@@ -628,6 +631,16 @@ class Broker:
 
     def topic(self, name: str) -> TopicInfo | None:
         return self.logs.topics.get(name)
+
+    def topic_by_id(self, topic_id: bytes) -> TopicInfo | None:
+        """The topic of a KIP-516 id. A deleted topic's id finds nothing, even once a topic of its name is made again
+        (that one has a new id). The index is rebuilt when the catalog changes."""
+        topics = self.logs.topics
+        version, by_id = self._by_id
+        if version != (self.logs.catalog_version, len(topics)):
+            by_id = {info.topic_id: info for info in topics.values()}
+            self._by_id = ((self.logs.catalog_version, len(topics)), by_id)
+        return by_id.get(topic_id)
 
     def partition(self, topic: str, index: int) -> PartitionLog | None:
         info = self.logs.topics.get(topic)

@@ -1,6 +1,8 @@
 """Request handlers, one module per API family; importing this package fills the handler table."""
 
-from minibroker.handlers import acls, admin, fetch, groups, metadata, produce, sasl, transactions  # noqa: F401  (registration)
+from minibroker.handlers import (  # noqa: F401  (registration)
+    acls, admin, describe_topics, fetch, groups, metadata, produce, sasl, transactions,
+)
 from minibroker.handlers.registry import HANDLERS
 
 __all__ = ["HANDLERS"]

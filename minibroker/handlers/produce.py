@@ -29,6 +29,7 @@ from minibroker.storage.topic_names import is_internal
 log = logging.getLogger(__name__)
 
 ZSTD_MIN_PRODUCE_VERSION = 7
+TOPIC_ID_VERSION = 13  # Produce names topics by id (KIP-516)
 ADMIN_CLIENT_ID = "__admin_client"  # Kafka lets only this client id append to internal topics
 
 
@@ -149,23 +150,33 @@ def has_transactional_records(body: dict[str, Any]) -> bool:
     return False
 
 
-def refused_topics(ctx: RequestContext, body: dict[str, Any]) -> set[str] | None:
+def topic_names(ctx: RequestContext, body: dict[str, Any]) -> list[str | None]:
+    """The name of each topic of the request: from v13 it is named by id (KIP-516), and an id no topic has (a deleted
+    topic's, even if one of its name was made again) has none, answered UNKNOWN_TOPIC_ID."""
+    if ctx.api_version < TOPIC_ID_VERSION:
+        return [topic["name"] for topic in body["topic_data"]]
+    infos = [ctx.broker.topic_by_id(topic["topic_id"]) for topic in body["topic_data"]]
+    return [info.name if info is not None else None for info in infos]
+
+
+def refused_topics(ctx: RequestContext, body: dict[str, Any], names: list[str | None]) -> set[str] | None:
     """With the authorizer on, as KafkaApis.handleProduceRequest: None when transactional records come without WRITE on
     their transactional id (the whole request is refused), else the topics the principal may not WRITE."""
     if has_transactional_records(body):
         transactional_id = body["transactional_id"]
         if transactional_id is None or not ctx.allowed(WRITE, TRANSACTIONAL_ID, transactional_id):
             return None
-    names = {topic["name"] for topic in body["topic_data"]}
-    return names - ctx.allowed_names(WRITE, TOPIC, names)
+    known = {name for name in names if name is not None}
+    return known - ctx.allowed_names(WRITE, TOPIC, known)
 
 
-@api(0, 3, 11)
+@api(0, 3, 13)
 async def produce(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any] | None:
     acks = body["acks"]
+    names = topic_names(ctx, body)
     denied: set[str] = set()
     if ctx.broker.authorizer is not None:
-        refused = refused_topics(ctx, body)
+        refused = refused_topics(ctx, body, names)
         if refused is None:
             from minibroker.protocol.error_responses import error_response
 
@@ -174,15 +185,17 @@ async def produce(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any] |
         denied = refused
     flush: list[tuple[PartitionLog, dict[str, Any]]] = []
     responses = []
-    for topic in body["topic_data"]:
-        name = topic["name"]
-        if denied and name in denied:
+    for topic, name in zip(body["topic_data"], names):
+        if name is None:
+            results = [partition_error(p["index"], ErrorCode.UNKNOWN_TOPIC_ID) for p in topic["partition_data"]]
+        elif denied and name in denied:
             results = [partition_error(p["index"], ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in topic["partition_data"]]
         elif acks not in (-1, 0, 1):
             results = [partition_error(p["index"], ErrorCode.INVALID_REQUIRED_ACKS) for p in topic["partition_data"]]
         else:
             results = [append_partition(ctx, name, p["index"], p["records"], acks, flush) for p in topic["partition_data"]]
-        responses.append({"name": name, "partition_responses": results})
+        named = {"topic_id": topic["topic_id"]} if ctx.api_version >= TOPIC_ID_VERSION else {"name": name}
+        responses.append({**named, "partition_responses": results})
     for partition_log, response in flush:
         try:
             await ctx.broker.flush_log(partition_log)
