@@ -277,3 +277,32 @@ def test_confluent_consumer_fetches_by_topic_id(broker: Broker, conn: RawConnect
     assert sorted(values) == [(0, b"x"), (0, b"y"), (1, b"x"), (1, b"y")]
     fetches = {e["version"] for e in broker.core.transcript.since(seq) if e["api_key"] == FETCH}
     assert fetches and min(fetches) >= 13, fetches
+
+
+def test_describe_topic_partitions_refuses_a_cursor_outside_the_request(conn: RawConnection, topic_name: str) -> None:
+    create(conn, topic_name)
+    for cursor in ({"topic_name": f"{topic_name}-other", "partition_index": 0}, {"topic_name": topic_name, "partition_index": -1}):
+        answer = call(conn, DESCRIBE_TOPIC_PARTITIONS, 0, {"topics": [{"name": topic_name}], "response_partition_limit": 5,
+                                                           "cursor": cursor})
+        assert [(t["name"], t["error_code"]) for t in answer["topics"]] == [(topic_name, ErrorCode.INVALID_REQUEST)]
+
+
+def test_list_offsets_v11_special_timestamps(conn: RawConnection, topic_name: str) -> None:
+    """Without tiered storage the latest tiered (-5, v9) and earliest pending upload (-6, v11) offsets are -1; a
+    special timestamp older than its version answers UNSUPPORTED_VERSION, as Kafka's ReplicaManager does."""
+    create(conn, topic_name)
+    produce(conn, 12, topic_name, 0, batch(b"a", b"b"))
+
+    def offset(version: int, timestamp: int) -> tuple[int, int]:
+        answer = call(conn, 2, version, {"replica_id": -1, "isolation_level": 0, "timeout_ms": 5000, "topics": [
+            {"name": topic_name, "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": timestamp}]}]})
+        [[partition]] = [t["partitions"] for t in answer["topics"]]
+        return partition["error_code"], partition["offset"]
+
+    assert offset(11, -1) == (ErrorCode.NONE, 2)
+    assert offset(11, -4) == (ErrorCode.NONE, 0)
+    assert offset(11, -5) == (ErrorCode.NONE, -1)
+    assert offset(11, -6) == (ErrorCode.NONE, -1)
+    assert offset(10, -6)[0] == ErrorCode.UNSUPPORTED_VERSION
+    assert offset(7, -4)[0] == ErrorCode.UNSUPPORTED_VERSION
+    assert offset(11, -7)[0] == ErrorCode.UNSUPPORTED_VERSION

@@ -37,7 +37,14 @@ MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5  # v9 (KIP-1005)
 EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6  # v11 (KIP-1023)
+# The first ListOffsets version each special timestamp may be asked in (Kafka's ReplicaManager): earlier, or another
+# negative timestamp, answers UNSUPPORTED_VERSION.
+TIMESTAMP_MIN_VERSION = {
+    LATEST_TIMESTAMP: 1, EARLIEST_TIMESTAMP: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL_TIMESTAMP: 8, LATEST_TIERED_TIMESTAMP: 9,
+    EARLIEST_PENDING_UPLOAD_TIMESTAMP: 11,
+}
 READ_COMMITTED = 1
+MAX_VERSION = 0x7FFF
 TOPIC_ID_VERSION = 13  # Fetch names topics by id (KIP-516)
 NODE_ENDPOINTS_VERSION = 16  # Fetch answers a moved partition's leader and its endpoint (KIP-951)
 UNRESOLVED = (ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
@@ -255,10 +262,12 @@ def list_offset(
     index = request["partition_index"]
     if denied and topic in denied:
         return {"partition_index": index, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "timestamp": -1, "offset": -1}
+    timestamp = request["timestamp"]
+    if timestamp < 0 and ctx.api_version < TIMESTAMP_MIN_VERSION.get(timestamp, MAX_VERSION + 1):
+        return {"partition_index": index, "error_code": ErrorCode.UNSUPPORTED_VERSION}
     partition_log, error = ctx.led_partition(topic, index, request["current_leader_epoch"])
     if partition_log is None:
         return {"partition_index": index, "error_code": error}
-    timestamp = request["timestamp"]
     found: tuple[int, int] | None
     leader_epoch = ctx.broker.placements.of(topic, index).leader_epoch
     if timestamp == LATEST_TIMESTAMP:
