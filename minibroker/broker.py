@@ -296,8 +296,9 @@ class Broker:
 
     async def _drop_served_state(self) -> None:
         """Before the topics go or are replaced: creations finish, the coordinators resign and stop, long polls
-        answer now."""
+        answer now, and fetch sessions are forgotten (a client's next incremental fetch starts a new one)."""
         await self._creations_landed()
+        self.fetch_sessions.clear()
         for service in (self._groups, self._transactions):
             if service is not None:
                 service.ownership.resign_all()

@@ -121,6 +121,9 @@ class FetchSessionCache:
     def remove(self, session_id: int) -> None:
         self.sessions.pop(session_id, None)
 
+    def clear(self) -> None:
+        self.sessions.clear()
+
     def touch(self, session: FetchSession) -> None:
         session.last_used_ms = self.clock()
 

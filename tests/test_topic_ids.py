@@ -306,3 +306,20 @@ def test_list_offsets_v11_special_timestamps(conn: RawConnection, topic_name: st
     assert offset(10, -6)[0] == ErrorCode.UNSUPPORTED_VERSION
     assert offset(7, -4)[0] == ErrorCode.UNSUPPORTED_VERSION
     assert offset(11, -7)[0] == ErrorCode.UNSUPPORTED_VERSION
+
+
+def test_a_full_session_cache_evicts_only_stale_or_smaller_sessions(topic_name: str) -> None:
+    """max.incremental.fetch.session.cache.slots bounds the sessions: a new one takes a slot from a session unused
+    for 2 minutes or one with fewer partitions (Kafka's FetchSessionCache), else gets no session (id 0)."""
+    with Broker(max_incremental_fetch_session_cache_slots=1, clock="virtual") as small, \
+            RawConnection(small.bootstrap_servers) as conn:
+        topic_id = create(conn, topic_name, 2)
+        first = call(conn, FETCH, 13, fetch_body(13, topic_id, {0: 0}))["session_id"]
+        assert first != 0
+        assert call(conn, FETCH, 13, fetch_body(13, topic_id, {1: 0}))["session_id"] == 0
+        bigger = call(conn, FETCH, 13, fetch_body(13, topic_id, {0: 0, 1: 0}))["session_id"]
+        assert bigger not in (0, first)
+        assert call(conn, FETCH, 13, fetch_body(13, topic_id, {}, first, 1))["error_code"] == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+        small.advance(120_001)
+        third = call(conn, FETCH, 13, fetch_body(13, topic_id, {0: 0}))["session_id"]
+        assert third not in (0, bigger)
