@@ -276,10 +276,14 @@ def test_a_kip848_consumer_meets_a_broker_without_it() -> None:
             consumer.close()
 
 
-@pytest.mark.parametrize(("release", "inferred"), [("2.1", (2, 1)), ("2.4", (2, 4)), ("2.8", (2, 8)), ("3.0", (3, 0))])
+@pytest.mark.parametrize(("release", "inferred"), [
+    ("2.1", (2, 1)), ("2.4", (2, 4)), ("2.8", (2, 8)), ("3.0", (3, 0)), ("3.1", (3, 1)), ("3.5", (3, 5)), ("3.7", (3, 7)),
+    ("3.9", (3, 9)), ("4.0", (4, 0)), ("4.1", (4, 1)), ("4.2", (4, 2)),
+])
 def test_kafka_python_infers_the_emulated_release(release: str, inferred: tuple[int, int]) -> None:
-    """kafka-python probes ApiVersions and names the release from marker versions (e.g. 2.8: Produce v9). Releases
-    whose marker is above minibroker's own range (3.5: Fetch v15) are inferred lower; these four are exact."""
+    """kafka-python probes ApiVersions and names the release from marker versions (e.g. 2.8: Produce v9, 3.1: Fetch
+    v13, 3.9: Fetch v17, 4.1: Produce v13, 4.2: ListOffsets v11). Releases whose marker is above minibroker's own
+    range would be inferred lower; these are exact."""
     with Broker(kafka_version=release) as broker:
         producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
         try:
