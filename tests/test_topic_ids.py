@@ -173,7 +173,7 @@ def test_a_recreated_topic_has_a_new_id_and_the_old_one_is_unknown(conn: RawConn
     assert produce(conn, 13, old_id, 0, batch(b"lost"))["error_code"] == ErrorCode.UNKNOWN_TOPIC_ID
     assert produce(conn, 13, new_id, 0, batch(b"new"))["error_code"] == ErrorCode.NONE
 
-    metadata = call(conn, METADATA, 12, {"topics": [{"name": None, "topic_id": old_id}, {"name": None, "topic_id": new_id}],
+    metadata = call(conn, METADATA, 13, {"topics": [{"name": None, "topic_id": old_id}, {"name": None, "topic_id": new_id}],
                                          "allow_auto_topic_creation": False, "include_topic_authorized_operations": False})
     assert [(t["error_code"], t["name"]) for t in metadata["topics"]] == [
         (ErrorCode.UNKNOWN_TOPIC_ID, None), (ErrorCode.NONE, topic_name)]
@@ -323,3 +323,28 @@ def test_a_full_session_cache_evicts_only_stale_or_smaller_sessions(topic_name: 
         small.advance(120_001)
         third = call(conn, FETCH, 13, fetch_body(13, topic_id, {0: 0}))["session_id"]
         assert third not in (0, bigger)
+
+
+@pytest.mark.parametrize("version", [15, 16])
+def test_fetch_from_a_follower_names_the_leader_from_v16(topic_name: str, version: int) -> None:
+    """KIP-951 in Fetch: from v16 NOT_LEADER_OR_FOLLOWER comes with the partition's current leader and its endpoint."""
+    with Broker(nodes=3) as cluster, RawConnection(cluster.bootstrap_servers) as conn:
+        answer = call(conn, CREATE_TOPICS, 7, {"topics": [{
+            "name": topic_name, "num_partitions": 1, "replication_factor": 3, "assignments": [], "configs": [],
+        }], "timeout_ms": 5000, "validate_only": False})
+        topic_id = answer["topics"][0]["topic_id"]
+        described = call(conn, METADATA, 12, {"topics": [{"name": topic_name, "topic_id": ZERO_ID}],
+                                              "allow_auto_topic_creation": False, "include_topic_authorized_operations": False})
+        [partition] = described["topics"][0]["partitions"]
+        follower = next(b for b in described["brokers"] if b["node_id"] != partition["leader_id"])
+        with RawConnection(f"{follower['host']}:{follower['port']}") as other:
+            fetched = call(other, FETCH, version, fetch_body(version, topic_id, {0: 0}, epoch=-1))
+    [[result]] = [t["partitions"] for t in fetched["responses"]]
+    assert result["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    if version < 16:
+        assert result["current_leader"].get("leader_id", -1) == -1 and not fetched["node_endpoints"]
+        return
+    assert result["current_leader"] == {"leader_id": partition["leader_id"], "leader_epoch": partition["leader_epoch"]}
+    leader = next(b for b in described["brokers"] if b["node_id"] == partition["leader_id"])
+    assert [(e["node_id"], e["host"], e["port"]) for e in fetched["node_endpoints"]] == [
+        (leader["node_id"], leader["host"], leader["port"])]
