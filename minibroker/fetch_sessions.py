@@ -72,7 +72,18 @@ class FetchSession:
     privileged: bool  # made by a follower (replica id >= 0)
     partitions: dict[PartitionKey, Wanted]
     epoch: int
+    created_ms: int
     last_used_ms: int
+
+    @property
+    def evictable_key(self) -> tuple[bool, int, int]:
+        """Kafka's EvictableKey: a consumer's session before a follower's, a smaller before a larger."""
+        return (self.privileged, len(self.partitions), self.id)
+
+    def evictable_by(self, privileged: bool) -> bool:
+        """Only a session older than EVICTION_MS when last used may be pushed out for a new one; a consumer's
+        session, of any age, for a follower's (Kafka's evictableByAll and evictableByPrivileged)."""
+        return self.last_used_ms - self.created_ms > EVICTION_MS or (privileged and not self.privileged)
 
     def update(self, requested: list[Wanted], forgotten: list[PartitionKey]) -> None:
         """The request's partitions replace their cached request fields (new ones are added), then the forgotten go."""
@@ -137,18 +148,22 @@ class FetchSessionCache:
         while session_id == INVALID_SESSION_ID or session_id in self.sessions:
             session_id = random.randint(1, 0x7FFFFFFF)
         partitions = {wanted.key(uses_ids): wanted for wanted in parts}
-        self.sessions[session_id] = FetchSession(session_id, uses_ids, privileged, partitions, next_epoch(INITIAL_EPOCH), now)
+        self.sessions[session_id] = FetchSession(
+            session_id, uses_ids, privileged, partitions, next_epoch(INITIAL_EPOCH), now, now)
         return session_id
 
     def _evict(self, now: int, privileged: bool, size: int) -> bool:
-        """Kafka's tryEvict: the least recently used session if it is stale, else the least valuable one (a consumer's
-        before a follower's, smaller before larger) if the new one is worth more."""
+        """Kafka's tryEvict: the least recently used session if it is stale (unused for EVICTION_MS), else the least
+        valuable evictable one if the new one is worth more."""
         oldest = min(self.sessions.values(), key=lambda s: s.last_used_ms)
         if now - oldest.last_used_ms > EVICTION_MS:
             del self.sessions[oldest.id]
             return True
-        weakest = min(self.sessions.values(), key=lambda s: (s.privileged, len(s.partitions), s.id))
-        if (privileged, size) > (weakest.privileged, len(weakest.partitions)):
-            del self.sessions[weakest.id]
-            return True
-        return False
+        candidates = [s for s in self.sessions.values() if s.evictable_by(privileged)]
+        if not candidates:
+            return False
+        weakest = min(candidates, key=lambda s: s.evictable_key)
+        if (privileged, size, 0) < weakest.evictable_key:
+            return False
+        del self.sessions[weakest.id]
+        return True

@@ -309,18 +309,24 @@ def test_list_offsets_v11_special_timestamps(conn: RawConnection, topic_name: st
 
 
 def test_a_full_session_cache_evicts_only_stale_or_smaller_sessions(topic_name: str) -> None:
-    """max.incremental.fetch.session.cache.slots bounds the sessions: a new one takes a slot from a session unused
-    for 2 minutes or one with fewer partitions (Kafka's FetchSessionCache), else gets no session (id 0)."""
+    """max.incremental.fetch.session.cache.slots bounds the sessions (Kafka's FetchSessionCache): a new session takes
+    the slot of one unused for 2 minutes, or of one with fewer partitions that was already 2 minutes old when last
+    used; otherwise it gets none (id 0)."""
     with Broker(max_incremental_fetch_session_cache_slots=1, clock="virtual") as small, \
             RawConnection(small.bootstrap_servers) as conn:
         topic_id = create(conn, topic_name, 2)
         first = call(conn, FETCH, 13, fetch_body(13, topic_id, {0: 0}))["session_id"]
         assert first != 0
-        assert call(conn, FETCH, 13, fetch_body(13, topic_id, {1: 0}))["session_id"] == 0
+        assert call(conn, FETCH, 13, fetch_body(13, topic_id, {0: 0, 1: 0}))["session_id"] == 0  # too young to go
+        small.advance(100_000)
+        assert call(conn, FETCH, 13, fetch_body(13, topic_id, {}, first, 1))["error_code"] == ErrorCode.NONE
+        small.advance(30_000)  # used again at 130 s of age: evictable from now on, though not stale
+        assert call(conn, FETCH, 13, fetch_body(13, topic_id, {}, first, 2))["error_code"] == ErrorCode.NONE
+        assert call(conn, FETCH, 13, fetch_body(13, topic_id, {1: 0}))["session_id"] == 0  # not larger
         bigger = call(conn, FETCH, 13, fetch_body(13, topic_id, {0: 0, 1: 0}))["session_id"]
         assert bigger not in (0, first)
-        assert call(conn, FETCH, 13, fetch_body(13, topic_id, {}, first, 1))["error_code"] == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
-        small.advance(120_001)
+        assert call(conn, FETCH, 13, fetch_body(13, topic_id, {}, first, 3))["error_code"] == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+        small.advance(120_001)  # stale: any new session takes its slot
         third = call(conn, FETCH, 13, fetch_body(13, topic_id, {0: 0}))["session_id"]
         assert third not in (0, bigger)
 
