@@ -643,6 +643,10 @@ class Broker:
             self._by_id = ((self.logs.catalog_version, len(topics)), by_id)
         return by_id.get(topic_id)
 
+    def topic_name(self, topic_id: bytes) -> str | None:
+        info = self.topic_by_id(topic_id)
+        return None if info is None else info.name
+
     def partition(self, topic: str, index: int) -> PartitionLog | None:
         info = self.logs.topics.get(topic)
         if info is None or not 0 <= index < len(info.partitions):

@@ -275,7 +275,7 @@ def test_confluent_consumer_fetches_by_topic_id(broker: Broker, conn: RawConnect
     finally:
         consumer.close()
     assert sorted(values) == [(0, b"x"), (0, b"y"), (1, b"x"), (1, b"y")]
-    fetches = {e["version"] for e in broker.core.transcript.since(seq) if e["api_key"] == FETCH}
+    fetches = {e["version"] for e in broker.core.transcript.since(seq - 1) if e["api_key"] == FETCH}
     assert fetches and min(fetches) >= 13, fetches
 
 
@@ -354,3 +354,23 @@ def test_fetch_from_a_follower_names_the_leader_from_v16(topic_name: str, versio
     leader = next(b for b in described["brokers"] if b["node_id"] == partition["leader_id"])
     assert [(e["node_id"], e["host"], e["port"]) for e in fetched["node_endpoints"]] == [
         (leader["node_id"], leader["host"], leader["port"])]
+
+
+def test_transcript_and_faults_name_topics_given_by_id(broker: Broker, conn: RawConnection, topic_name: str) -> None:
+    """A fault naming a topic meets Fetch v13 and Produce v13, which name it by id, and the transcript names it."""
+    topic_id = create(conn, topic_name)
+    seq = broker.core.transcript.next_seq
+    fault = broker.add_fault("Produce", error="NOT_LEADER_OR_FOLLOWER", topic=topic_name, count=1)
+    try:
+        assert produce(conn, 13, topic_id, 0, batch(b"v"))["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert produce(conn, 13, topic_id, 0, batch(b"v"))["error_code"] == ErrorCode.NONE
+    finally:
+        broker.clear_faults(fault["id"])
+    fetched = call(conn, FETCH, 13, fetch_body(13, topic_id, {0: 0}, epoch=-1))
+    assert fetched["responses"][0]["partitions"][0]["error_code"] == ErrorCode.NONE
+    entries = [e for e in broker.core.transcript.since(seq - 1) if e["api_key"] in (PRODUCE, FETCH)]
+    assert [(e["api"], e["version"], e["partitions"]) for e in entries] == [
+        ("Produce", 13, {topic_name: [0]}), ("Produce", 13, {topic_name: [0]}), ("Fetch", 13, {topic_name: [0]})]
+    assert entries[0]["errors"] == [{"topic": topic_name, "partition": 0, "error": "NOT_LEADER_OR_FOLLOWER"}]
+    assert [b["topic"] for e in entries for b in e.get("request_batches", []) + e.get("response_batches", [])] == [
+        topic_name] * 3

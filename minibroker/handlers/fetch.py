@@ -168,8 +168,7 @@ def requested(ctx: RequestContext, body: dict[str, Any]) -> tuple[list[Wanted], 
         return wanted, forgotten
     wanted = []
     for topic in body["topics"]:
-        info = broker.topic_by_id(topic["topic_id"])
-        name = info.name if info is not None else None
+        name = broker.topic_name(topic["topic_id"])
         wanted += [Wanted(topic["topic_id"], name, p["partition"], p) for p in topic["partitions"]]
     forgotten = [(t["topic_id"], index) for t in body["forgotten_topics_data"] for index in t["partitions"]]
     return wanted, forgotten
@@ -199,8 +198,7 @@ def session_parts(
         return wanted, None, ErrorCode.NONE
     sessions.touch(session)
     session.epoch = next_epoch(session.epoch)
-    resolve = ctx.broker.topic_by_id
-    return session.cached(lambda topic_id: getattr(resolve(topic_id), "name", None)), session, ErrorCode.NONE
+    return session.cached(ctx.broker.topic_name), session, ErrorCode.NONE
 
 
 def topic_responses(ctx: RequestContext, parts: list[Wanted], answers: list[dict[str, Any]]) -> list[dict[str, Any]]:

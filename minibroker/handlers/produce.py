@@ -155,8 +155,7 @@ def topic_names(ctx: RequestContext, body: dict[str, Any]) -> list[str | None]:
     topic's, even if one of its name was made again) has none, answered UNKNOWN_TOPIC_ID."""
     if ctx.api_version < TOPIC_ID_VERSION:
         return [topic["name"] for topic in body["topic_data"]]
-    infos = [ctx.broker.topic_by_id(topic["topic_id"]) for topic in body["topic_data"]]
-    return [info.name if info is not None else None for info in infos]
+    return [ctx.broker.topic_name(topic["topic_id"]) for topic in body["topic_data"]]
 
 
 def refused_topics(ctx: RequestContext, body: dict[str, Any], names: list[str | None]) -> set[str] | None:
