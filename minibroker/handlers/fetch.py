@@ -225,17 +225,19 @@ async def fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     if error != ErrorCode.NONE:
         return {"error_code": error, "session_id": INVALID_SESSION_ID, "responses": []}
     deadline = time.monotonic() + max(body["max_wait_ms"], 0) / 1000
-    keys = [(w.name, w.index) for w in parts if w.name is not None]
     denied = fetch_refusals(ctx, body, parts)
+    keys = None
     while True:
         answers, total, erred = read_partitions(ctx, body, parts, denied)
-        if total >= body["min_bytes"] or erred or not keys:
+        if total >= body["min_bytes"] or erred:
             break
-        if not await ctx.broker.wait_for_append(keys, deadline - time.monotonic()):
+        if keys is None:
+            keys = [(w.name, w.index) for w in parts if w.name is not None]
+        if not keys or not await ctx.broker.wait_for_append(keys, deadline - time.monotonic()):
             break
-    # Partitions that could not be named or read at all come last, as Kafka adds them after the fetched ones.
-    order = sorted(range(len(parts)), key=lambda i: answers[i]["error_code"] in UNRESOLVED)
-    parts, answers = [parts[i] for i in order], [answers[i] for i in order]
+    if erred:  # partitions that could not be named or read at all come last, as Kafka adds them after the others
+        order = sorted(range(len(parts)), key=lambda i: answers[i]["error_code"] in UNRESOLVED)
+        parts, answers = [parts[i] for i in order], [answers[i] for i in order]
     if session is not None:
         kept = session.answered(parts, answers)
         parts, answers = [parts[i] for i in kept], [answers[i] for i in kept]

@@ -172,6 +172,7 @@ def refused_topics(ctx: RequestContext, body: dict[str, Any], names: list[str | 
 @api(0, 3, 13)
 async def produce(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any] | None:
     acks = body["acks"]
+    by_id = ctx.api_version >= TOPIC_ID_VERSION
     names = topic_names(ctx, body)
     denied: set[str] = set()
     if ctx.broker.authorizer is not None:
@@ -193,8 +194,10 @@ async def produce(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any] |
             results = [partition_error(p["index"], ErrorCode.INVALID_REQUIRED_ACKS) for p in topic["partition_data"]]
         else:
             results = [append_partition(ctx, name, p["index"], p["records"], acks, flush) for p in topic["partition_data"]]
-        named = {"topic_id": topic["topic_id"]} if ctx.api_version >= TOPIC_ID_VERSION else {"name": name}
-        responses.append({**named, "partition_responses": results})
+        if by_id:
+            responses.append({"topic_id": topic["topic_id"], "partition_responses": results})
+        else:
+            responses.append({"name": name, "partition_responses": results})
     for partition_log, response in flush:
         try:
             await ctx.broker.flush_log(partition_log)
