@@ -146,8 +146,9 @@ class BrokerConfig:
     num_partitions: int = setting("num.partitions", 1, "Partitions of auto-created topics.", 1)
     max_incremental_fetch_session_cache_slots: int = setting(
         "max.incremental.fetch.session.cache.slots", 1000,
-        "Incremental fetch sessions kept (KIP-227); when all are taken a full Fetch gets no session (id 0) unless "
-        "one unused for 2 minutes can be evicted.", 0,
+        "Incremental fetch sessions kept (KIP-227); when all are taken a full Fetch gets no session (id 0), unless "
+        "one unused for 2 minutes, or one with fewer partitions that was 2 minutes old when last used, gives way "
+        "(Kafka's rule).", 0,
     )
     default_replication_factor: int = setting(
         "default.replication.factor", 1,
