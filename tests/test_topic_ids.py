@@ -12,8 +12,10 @@ from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import decode_response
 from minibroker.protocol.records import RecordInput, build_batch
 
+from minibroker.acl_operations import DESCRIBE, READ, WRITE, operation_bits
 from minibroker.testing import Broker
-from tests.clientutil import MIB, TIMEOUT_S, Deadline, RawConnection
+from tests.aclutil import TOPIC, acl_broker, create_topics, grant, login, unique
+from tests.clientutil import MIB, Deadline, RawConnection
 
 PRODUCE, FETCH, METADATA, OFFSET_COMMIT, OFFSET_FETCH = 0, 1, 3, 8, 9
 FIND_COORDINATOR, CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_TOPIC_PARTITIONS = 10, 19, 20, 75
@@ -374,3 +376,51 @@ def test_transcript_and_faults_name_topics_given_by_id(broker: Broker, conn: Raw
     assert entries[0]["errors"] == [{"topic": topic_name, "partition": 0, "error": "NOT_LEADER_OR_FOLLOWER"}]
     assert [b["topic"] for e in entries for b in e.get("request_batches", []) + e.get("response_batches", [])] == [
         topic_name] * 3
+
+
+def test_topics_given_by_id_are_authorized_by_name(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """With the authorizer on, a topic named by id needs what its name needs: READ to fetch, WRITE to produce, and
+    DescribeTopicPartitions answers a named topic the principal may not DESCRIBE with TOPIC_AUTHORIZATION_FAILED and
+    no id, after the others, and leaves it out of an all-topics answer."""
+    brokers = acl_broker(tmp_path_factory.mktemp("topic-ids-acl") / "data", ("alice",))
+    proc = next(brokers)
+    try:
+        shown, hidden = unique("shown"), unique("hidden")
+        with login(proc, "admin") as admin:
+            ids = {t["name"]: t["topic_id"] for t in create_topics(admin, shown, hidden)}
+        for operation in (DESCRIBE, READ, WRITE):
+            grant(proc, "alice", TOPIC, shown, operation)
+        with login(proc, "alice") as conn:
+            described = call(conn, DESCRIBE_TOPIC_PARTITIONS, 0, {
+                "topics": [{"name": hidden}, {"name": shown}], "response_partition_limit": 10, "cursor": None})
+            assert [(t["name"], t["error_code"], t["topic_id"]) for t in described["topics"]] == [
+                (shown, ErrorCode.NONE, ids[shown]), (hidden, ErrorCode.TOPIC_AUTHORIZATION_FAILED, ZERO_ID)]
+            assert described["topics"][0]["topic_authorized_operations"] == operation_bits(DESCRIBE, READ, WRITE)
+            everything = call(conn, DESCRIBE_TOPIC_PARTITIONS, 0, {"topics": [], "response_partition_limit": 10, "cursor": None})
+            assert [t["name"] for t in everything["topics"]] == [shown]
+            for name, error in ((shown, ErrorCode.NONE), (hidden, ErrorCode.TOPIC_AUTHORIZATION_FAILED)):
+                assert produce(conn, 13, ids[name], 0, batch(b"v"))["error_code"] == error
+                fetched = call(conn, FETCH, 13, fetch_body(13, ids[name], {0: 0}, epoch=-1))
+                assert [p["error_code"] for t in fetched["responses"] for p in t["partitions"]] == [error]
+    finally:
+        brokers.close()  # stops the broker
+
+
+def test_describe_topic_partitions_of_every_topic_pages_through_all(conn: RawConnection, topic_name: str) -> None:
+    """No topics named: every topic, in name order, each partition once across the pages."""
+    create(conn, f"{topic_name}-x", 3)
+    create(conn, f"{topic_name}-y", 2)
+    listed = call(conn, METADATA, 12, {"topics": None, "allow_auto_topic_creation": False,
+                                       "include_topic_authorized_operations": False})
+    expected = sorted((t["name"], p["partition_index"]) for t in listed["topics"] for p in t["partitions"])
+    seen: list[tuple[str, int]] = []
+    cursor = None
+    for _ in range(len(expected)):
+        answer = call(conn, DESCRIBE_TOPIC_PARTITIONS, 0, {"topics": [], "response_partition_limit": 2, "cursor": cursor})
+        page = [(t["name"], p["partition_index"]) for t in answer["topics"] for p in t["partitions"]]
+        assert 1 <= len(page) <= 2
+        seen += page
+        cursor = answer["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == expected
