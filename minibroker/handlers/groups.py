@@ -259,16 +259,18 @@ def known_commits(
     return answers, commits
 
 
-def commit_response(answers: CommitAnswers, commits: list[PartitionCommit], errors: list[ErrorCode]) -> dict[str, Any]:
+def commit_response(
+    answers: CommitAnswers, commits: list[PartitionCommit], errors: list[ErrorCode], by_id: bool = False,
+) -> dict[str, Any]:
+    """The topics answered by name, or by id from OffsetCommit v10."""
     keys = {name: (topic_id, name) for topic_id, name in answers}
     for commit, error in zip(commits, errors):
         answers[keys[commit.topic]][commit.partition] = error
-    return {
-        "topics": [
-            {"topic_id": topic_id, "name": name, "partitions": [{"partition_index": p, "error_code": e} for p, e in partitions.items()]}
-            for (topic_id, name), partitions in answers.items()
-        ]
-    }
+    topics = []
+    for (topic_id, name), partitions in answers.items():
+        results = [{"partition_index": p, "error_code": e} for p, e in partitions.items()]
+        topics.append({"topic_id": topic_id, "partitions": results} if by_id else {"name": name, "partitions": results})
+    return {"topics": topics}
 
 
 @api(8, 2, 10)
@@ -287,7 +289,7 @@ async def offset_commit(ctx: RequestContext, body: dict[str, Any]) -> dict[str, 
             body["retention_time_ms"], commits, ctx.api_version,
         )
         await ctx.broker.groups.flush()
-    return commit_response(answers, commits, errors)
+    return commit_response(answers, commits, errors, by_id)
 
 
 def transaction_error(ctx: RequestContext, body: dict[str, Any]) -> ErrorCode:
@@ -374,17 +376,18 @@ def fetch_group_offsets_by_id(
         ctx, group["group_id"], requested_topics(topics), stable, group["member_id"], group["member_epoch"])
     if answer["error_code"] != ErrorCode.NONE:
         return answer
+    topics = []
     for topic in answer["topics"]:
         info = ctx.broker.topic(topic["name"])
-        topic["topic_id"] = info.topic_id if info is not None else ZERO_ID
-    answer["topics"] += [
-        {"topic_id": t["topic_id"], "name": "", "partitions": [
+        topics.append({"topic_id": info.topic_id if info is not None else ZERO_ID, "partitions": topic["partitions"]})
+    topics += [
+        {"topic_id": t["topic_id"], "partitions": [
             {"partition_index": p, "committed_offset": -1, "error_code": ErrorCode.UNKNOWN_TOPIC_ID}
             for p in t["partition_indexes"]
         ]}
         for t in unknown
     ]
-    return answer
+    return {**answer, "topics": topics}
 
 
 @api(9, 1, 10)
