@@ -108,7 +108,8 @@ async def dispatch(broker: Broker, frame: memoryview, peer: str, connection: Kaf
     outcome = "disconnected"
     try:
         if broker.faults is not None and broker.faults.faults:
-            fault = broker.faults.match(header.api_key, header.api_version, ctx.node_id, header.client_id, body, broker.topic_name)
+            fault = broker.faults.match(
+                header.api_key, header.api_version, ctx.node_id, header.client_id, body, broker.topic_name)
             response = await apply_fault(fault, ctx, body, peer) if fault is not None else None
         if response is None:
             try:

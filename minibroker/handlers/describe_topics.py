@@ -79,7 +79,8 @@ async def describe_topic_partitions(ctx: RequestContext, body: dict[str, Any]) -
         if info is None:
             if not everything:
                 error = ErrorCode.INVALID_TOPIC_EXCEPTION if validate_topic_name(name) else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                topics.append({**missing_topic(name, error), "topic_authorized_operations": ctx.authorized_operations(TOPIC, name)})
+                operations = ctx.authorized_operations(TOPIC, name)
+                topics.append({**missing_topic(name, error), "topic_authorized_operations": operations})
             continue
         start = cursor["partition_index"] if cursor is not None and name == cursor["topic_name"] else 0
         partitions = partition_entries(ctx, info, start, remaining)

@@ -210,7 +210,8 @@ def topic_responses(ctx: RequestContext, parts: list[Wanted], answers: list[dict
     for wanted, answer in zip(parts, answers):
         topic = (wanted.topic_id, wanted.name)
         if topic != last:
-            responses.append({"topic_id": wanted.topic_id, "partitions": []} if by_id else {"topic": wanted.name, "partitions": []})
+            responses.append({"topic_id": wanted.topic_id} if by_id else {"topic": wanted.name})
+            responses[-1]["partitions"] = []
             last = topic
         responses[-1]["partitions"].append(answer)
     return responses
