@@ -22,6 +22,7 @@ from minibroker.clock import VirtualClock, every, wall_clock_ms
 from minibroker.cluster import NO_LEADER, Placements
 from minibroker.config import BrokerConfig
 from minibroker.groups.group_configs import GroupConfigs
+from minibroker.fetch_sessions import FetchSessionCache
 from minibroker.handlers import HANDLERS
 from minibroker.handlers.registry import Handler
 from minibroker.listeners import (
@@ -128,6 +129,8 @@ class Broker:
         self.group_configs = GroupConfigs.of(config, config.data_dir)
         self.request_counts: Counter[int] = Counter()  # requests served by API key, for the inspector's rates
         self.api_versions_answers: dict[int, EncodedAnswer] = {}  # by version: the same answer for every request
+        self.fetch_sessions = FetchSessionCache(config.max_incremental_fetch_session_cache_slots, self.clock)
+        self._by_id: tuple[tuple[int, int], dict[bytes, TopicInfo]] = ((-1, 0), {})  # (catalog version and size, index)
         self.started_at = time.monotonic()
 
     def _supported_features(self) -> dict[str, tuple[int, int]]:
@@ -310,8 +313,9 @@ class Broker:
 
     async def _drop_served_state(self) -> None:
         """Before the topics go or are replaced: creations finish, the coordinators resign and stop, long polls
-        answer now."""
+        answer now, and fetch sessions are forgotten (a client's next incremental fetch starts a new one)."""
         await self._creations_landed()
+        self.fetch_sessions.clear()
         for service in (self._groups, self._transactions):
             if service is not None:
                 service.ownership.resign_all()
@@ -645,6 +649,20 @@ class Broker:
 
     def topic(self, name: str) -> TopicInfo | None:
         return self.logs.topics.get(name)
+
+    def topic_by_id(self, topic_id: bytes) -> TopicInfo | None:
+        """The topic of a KIP-516 id. A deleted topic's id finds nothing, even once a topic of its name is made again
+        (that one has a new id). The index is rebuilt when the catalog changes."""
+        topics = self.logs.topics
+        version, by_id = self._by_id
+        if version != (self.logs.catalog_version, len(topics)):
+            by_id = {info.topic_id: info for info in topics.values()}
+            self._by_id = ((self.logs.catalog_version, len(topics)), by_id)
+        return by_id.get(topic_id)
+
+    def topic_name(self, topic_id: bytes) -> str | None:
+        info = self.topic_by_id(topic_id)
+        return None if info is None else info.name
 
     def partition(self, topic: str, index: int) -> PartitionLog | None:
         info = self.logs.topics.get(topic)

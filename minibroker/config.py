@@ -144,6 +144,12 @@ class BrokerConfig:
     )
     log_dirs: str = setting("log.dirs", "./minibroker-data", "Data directory holding the partition logs.")
     num_partitions: int = setting("num.partitions", 1, "Partitions of auto-created topics.", 1)
+    max_incremental_fetch_session_cache_slots: int = setting(
+        "max.incremental.fetch.session.cache.slots", 1000,
+        "Incremental fetch sessions kept (KIP-227); when all are taken a full Fetch gets no session (id 0), unless "
+        "one unused for 2 minutes, or one with fewer partitions that was 2 minutes old when last used, gives way "
+        "(Kafka's rule).", 0,
+    )
     default_replication_factor: int = setting(
         "default.replication.factor", 1,
         "Replicas of auto-created topics and of CreateTopics asking -1; above the live brokers (1) the topic is "

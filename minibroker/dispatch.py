@@ -114,7 +114,8 @@ async def dispatch(broker: Broker, frame: memoryview, peer: str, connection: Kaf
     outcome = "disconnected"
     try:
         if broker.faults is not None and broker.faults.faults:
-            fault = broker.faults.match(header.api_key, header.api_version, ctx.node_id, header.client_id, body)
+            fault = broker.faults.match(
+                header.api_key, header.api_version, ctx.node_id, header.client_id, body, broker.topic_name)
             response = await apply_fault(fault, ctx, body, peer) if fault is not None else None
         if response is None:
             try:
@@ -140,7 +141,7 @@ async def dispatch(broker: Broker, frame: memoryview, peer: str, connection: Kaf
                 header.api_key, header.api_version, header.correlation_id, header.client_id, peer, ctx.node_id,
                 body, None if response is None else answer_body(response), broker.clock(),
                 (time.perf_counter() - started) * 1000,
-                None if fault is None else fault.id, outcome,
+                None if fault is None else fault.id, outcome, broker.topic_name,
             )
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from minibroker.handlers.registry import Handler
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.messages import REQUESTS
-from minibroker.transcript import named_partitions
+from minibroker.transcript import TopicNames, named_partitions
 
 log = logging.getLogger(__name__)
 
@@ -109,12 +109,16 @@ class Faults:
             log.info("fault %d cleared after %d hit(s)", fault.id, fault.hits)
         return len(removed)
 
-    def match(self, api_key: int, version: int, node: int, client_id: str | None, body: dict[str, Any]) -> Fault | None:
-        """The fault that acts on this request, counted; None for most requests."""
+    def match(
+        self, api_key: int, version: int, node: int, client_id: str | None, body: dict[str, Any],
+        names: TopicNames | None = None,
+    ) -> Fault | None:
+        """The fault that acts on this request, counted; None for most requests. ``names`` names the topics a request
+        gives by id, so a fault naming a topic meets Fetch v13+ and Produce v13 too."""
         partitions = None
         for fault in self.faults.values():
             if fault.topic is not None and partitions is None:
-                partitions = named_partitions(body)
+                partitions = named_partitions(body, names)
             if fault.matches(api_key, version, node, client_id, partitions or {}) and fault.rng.random() < fault.probability:
                 fault.hits += 1
                 if fault.count is not None:

@@ -15,7 +15,7 @@ import json
 import logging
 from collections import deque
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Callable
 
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.messages import REQUESTS
@@ -24,6 +24,7 @@ from minibroker.protocol.records import iter_batches
 log = logging.getLogger(__name__)
 
 PARTITION_KEYS = ("partition_index", "partition", "index")
+TopicNames = Callable[[bytes], "str | None"]  # a topic id's name (KIP-516), None for an id no topic has
 CONTEXT_KEYS = ("group_id", "transactional_id", "key", "member_id")
 
 
@@ -48,12 +49,13 @@ class Transcript:
     def note(
         self, api_key: int, version: int, correlation_id: int, client_id: str | None, peer: str, node: int,
         request: dict[str, Any], response: dict[str, Any] | None, started_ms: int, elapsed_ms: float,
-        fault: int | None, outcome: str,
+        fault: int | None, outcome: str, names: TopicNames | None = None,
     ) -> None:
-        """Record one exchange (``outcome``: answered, no answer for acks=0, or disconnected)."""
+        """Record one exchange (``outcome``: answered, no answer for acks=0, or disconnected); ``names`` names the
+        topics a message gives by id."""
         self.record(entry(
             api_key, version, correlation_id, client_id, peer, node, request, response, started_ms, elapsed_ms, fault,
-            outcome,
+            outcome, names,
         ))
 
     def since(self, seq: int) -> list[dict[str, Any]]:
@@ -71,21 +73,22 @@ class Transcript:
 def entry(
     api_key: int, version: int, correlation_id: int, client_id: str | None, peer: str, node: int,
     request: dict[str, Any], response: dict[str, Any] | None, started_ms: int, elapsed_ms: float,
-    fault: int | None, outcome: str,
+    fault: int | None, outcome: str, names: TopicNames | None = None,
 ) -> dict[str, Any]:
     summary: dict[str, Any] = {
         "time_ms": started_ms, "elapsed_ms": round(elapsed_ms, 3), "peer": peer, "node": node, "client_id": client_id,
         "api": REQUESTS[api_key].name.removesuffix("Request"), "api_key": api_key, "version": version,
         "correlation_id": correlation_id, "outcome": outcome,
-        "partitions": named_partitions(request), "errors": errors(response) if response is not None else [],
+        "partitions": named_partitions(request, names),
+        "errors": errors(response, names) if response is not None else [],
     }
     for key in CONTEXT_KEYS:
         if isinstance(request.get(key), str):
             summary[key] = request[key]
-    sent = batches(request)
+    sent = batches(request, names)
     if sent:
         summary["request_batches"] = sent
-    returned = batches(response) if response is not None else []
+    returned = batches(response, names) if response is not None else []
     if returned:
         summary["response_batches"] = returned
     if fault is not None:
@@ -93,10 +96,10 @@ def entry(
     return summary
 
 
-def named_partitions(body: Any) -> dict[str, list[int]]:
+def named_partitions(body: Any, names: TopicNames | None = None) -> dict[str, list[int]]:
     """topic -> partitions a message names (topics without partitions: an empty list)."""
     found: dict[str, list[int]] = {}
-    for where, _ in walk(body):
+    for where, _ in walk(body, names):
         topic = where.get("topic")
         if topic is not None:
             partitions = found.setdefault(topic, [])
@@ -106,10 +109,10 @@ def named_partitions(body: Any) -> dict[str, list[int]]:
     return found
 
 
-def errors(body: Any) -> list[dict[str, Any]]:
+def errors(body: Any, names: TopicNames | None = None) -> list[dict[str, Any]]:
     """Every non-zero error code with where it was: topic, partition, group, key."""
     found = []
-    for where, item in walk(body):
+    for where, item in walk(body, names):
         for key, value in item.items():
             if key.endswith("error_code") and isinstance(value, int) and value != 0:
                 name = ErrorCode(value).name if value in ErrorCode._value2member_map_ else str(value)
@@ -117,10 +120,10 @@ def errors(body: Any) -> list[dict[str, Any]]:
     return found
 
 
-def batches(body: Any) -> list[dict[str, Any]]:
+def batches(body: Any, names: TopicNames | None = None) -> list[dict[str, Any]]:
     """The record batches a message carries, by topic and partition: offsets, count, producer, flags."""
     found = []
-    for where, item in walk(body):
+    for where, item in walk(body, names):
         records = item.get("records")
         if isinstance(records, (bytes, bytearray, memoryview)) and records:
             for header in iter_batches(records):
@@ -136,8 +139,9 @@ def batches(body: Any) -> list[dict[str, Any]]:
     return found
 
 
-def walk(body: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """Every dict of a message with what encloses it: (context of topic / partition / group / key, the dict)."""
+def walk(body: Any, names: TopicNames | None = None) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Every dict of a message with what encloses it: (context of topic / partition / group / key, the dict); a
+    topic named only by id (Fetch v13+, Produce v13, ...) is named by ``names``."""
     out: list[tuple[dict[str, Any], dict[str, Any]]] = []
     stack: list[tuple[Any, dict[str, Any]]] = [(body, {})]
     while stack:
@@ -147,8 +151,13 @@ def walk(body: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         elif isinstance(value, dict):
             here = dict(where)
             for key in ("name", "topic"):
-                if isinstance(value.get(key), str):
+                if isinstance(value.get(key), str) and value[key]:  # "": the name of a version that names by id
                     here["topic"] = value[key]
+            topic_id = value.get("topic_id")
+            if names is not None and isinstance(topic_id, bytes) and not value.get("name") and not value.get("topic"):
+                name = names(topic_id)
+                if name is not None:
+                    here["topic"] = name
             for key in PARTITION_KEYS:
                 if isinstance(value.get(key), int):
                     here["partition"] = value[key]

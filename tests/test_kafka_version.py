@@ -141,6 +141,22 @@ def test_emulation_is_the_intersection_with_minibrokers_ranges() -> None:
         assert all(capped[key].fn is HANDLERS[key].fn for key in capped)
 
 
+@pytest.mark.parametrize(("release", "maxima"), [
+    ("3.0", {PRODUCE: 9, FETCH: 12, 2: 7, 3: 11, 8: 8, 9: 8, 75: None}),
+    ("3.1", {FETCH: 13, 3: 12}),  # KIP-516: Fetch and Metadata by topic id
+    ("3.5", {FETCH: 15, 2: 8}),  # KIP-903 ReplicaState, KIP-405 earliest local offset
+    ("3.7", {FETCH: 16, 75: None}),  # KIP-951 leader discovery
+    ("3.8", {PRODUCE: 11, FETCH: 16, 75: 0}),  # KIP-966 DescribeTopicPartitions
+    ("3.9", {FETCH: 17, 2: 9}),  # KIP-853 ReplicaDirectoryId, KIP-1005 latest tiered offset
+    ("4.0", {PRODUCE: 12, FETCH: 17, 2: 10, 3: 13, 8: 9, 9: 9}),
+    ("4.1", {PRODUCE: 13, FETCH: 18, 8: 9, 9: 9}),  # KIP-516 Produce by topic id
+    ("4.2", {2: 11, 8: 10, 9: 10}),  # KIP-1023, KIP-848 offsets by topic id
+])
+def test_topic_id_versions_come_with_the_release_that_added_them(release: str, maxima: dict[int, int | None]) -> None:
+    capped = emulated_apis(HANDLERS, release)
+    assert {key: capped[key].max_version if key in capped else None for key in maxima} == maxima
+
+
 def test_api_reference_prints_the_emulated_table() -> None:
     table = api_table("2.8")
     assert "| Produce | 0 | 3-9 |" in table and "ConsumerGroupHeartbeat" not in table
@@ -276,10 +292,14 @@ def test_a_kip848_consumer_meets_a_broker_without_it() -> None:
             consumer.close()
 
 
-@pytest.mark.parametrize(("release", "inferred"), [("2.1", (2, 1)), ("2.4", (2, 4)), ("2.8", (2, 8)), ("3.0", (3, 0))])
+@pytest.mark.parametrize(("release", "inferred"), [
+    ("2.1", (2, 1)), ("2.4", (2, 4)), ("2.8", (2, 8)), ("3.0", (3, 0)), ("3.1", (3, 1)), ("3.5", (3, 5)), ("3.7", (3, 7)),
+    ("3.9", (3, 9)), ("4.0", (4, 0)), ("4.1", (4, 1)), ("4.2", (4, 2)),
+])
 def test_kafka_python_infers_the_emulated_release(release: str, inferred: tuple[int, int]) -> None:
-    """kafka-python probes ApiVersions and names the release from marker versions (e.g. 2.8: Produce v9). Releases
-    whose marker is above minibroker's own range (3.5: Fetch v15) are inferred lower; these four are exact."""
+    """kafka-python probes ApiVersions and names the release from marker versions (e.g. 2.8: Produce v9, 3.1: Fetch
+    v13, 3.9: Fetch v17, 4.1: Produce v13, 4.2: ListOffsets v11). Releases whose marker is above minibroker's own
+    range would be inferred lower; these are exact."""
     with Broker(kafka_version=release) as broker:
         producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
         try:

@@ -2,8 +2,8 @@
 
 Fetch serves segment bytes as they are on disk, whole batches, without decoding them. A fetch
 that finds fewer than ``min_bytes`` waits until an append to one of its partitions wakes it or
-``max_wait_ms`` passes. Incremental fetch sessions are declined (session id 0), which Kafka's
-protocol allows: clients then send full fetch requests.
+``max_wait_ms`` passes. Incremental fetch sessions (KIP-227) are kept as Kafka keeps them (fetch_sessions.py), and
+from v13 topics are named by id (KIP-516).
 """
 
 from __future__ import annotations
@@ -13,6 +13,17 @@ from typing import Any
 
 from minibroker.acl_operations import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME, DESCRIBE, READ, TOPIC
 from minibroker.context import LEADER_ERRORS, RequestContext
+from minibroker.fetch_sessions import (
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    INVALID_SESSION_ID,
+    ZERO_ID,
+    FetchSession,
+    PartitionKey,
+    Wanted,
+    next_epoch,
+)
+from minibroker.handlers.metadata import broker_entries
 from minibroker.handlers.registry import api
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.primitives import FileRegion
@@ -24,8 +35,20 @@ LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5  # v9 (KIP-1005)
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6  # v11 (KIP-1023)
+# The first ListOffsets version each special timestamp may be asked in (Kafka's ReplicaManager): earlier, or another
+# negative timestamp, answers UNSUPPORTED_VERSION.
+TIMESTAMP_MIN_VERSION = {
+    LATEST_TIMESTAMP: 1, EARLIEST_TIMESTAMP: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL_TIMESTAMP: 8, LATEST_TIERED_TIMESTAMP: 9,
+    EARLIEST_PENDING_UPLOAD_TIMESTAMP: 11,
+}
 READ_COMMITTED = 1
 LEADER_EPOCH_LIST_OFFSETS_VERSION = 4  # ListOffsets answers carry the offset's leader epoch from v4
+MAX_VERSION = 0x7FFF
+TOPIC_ID_VERSION = 13  # Fetch names topics by id (KIP-516)
+NODE_ENDPOINTS_VERSION = 16  # Fetch answers a moved partition's leader and its endpoint (KIP-951)
+UNRESOLVED = (ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 
 
 def aborted_in(partition_log: PartitionLog, offset: int, data: bytes | FileRegion, end: int | None = None) -> list[dict[str, int]]:
@@ -55,84 +78,184 @@ def refused_topics(ctx: RequestContext, names: set[str], operation: int) -> set[
     return names - ctx.allowed_names(operation, TOPIC, names)
 
 
-def read_partitions(ctx: RequestContext, body: dict[str, Any], denied: set[str]) -> tuple[list[dict[str, Any]], int, bool]:
-    """One pass over the requested partitions: (topic responses, bytes found, whether any partition erred); the
-    partitions of ``denied`` topics answer TOPIC_AUTHORIZATION_FAILED."""
+def read_partitions(
+    ctx: RequestContext, body: dict[str, Any], parts: list[Wanted], denied: set[str],
+) -> tuple[list[dict[str, Any]], int, bool]:
+    """One pass over the partitions: (their answers, bytes found, whether any partition erred); the partitions of
+    ``denied`` topics answer TOPIC_AUTHORIZATION_FAILED, those of an id no topic has UNKNOWN_TOPIC_ID."""
     budget = body["max_bytes"]
     total = 0
     erred = False
-    responses = []
-    for topic in body["topics"]:
-        name = topic["topic"]
-        partitions = []
-        for request in topic["partitions"]:
-            index = request["partition"]
-            if denied and name in denied:
-                erred = True
-                partitions.append(error_partition(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
-                continue
-            partition_log, error = ctx.led_partition(name, index, request["current_leader_epoch"])
-            if partition_log is None:
-                erred = True
-                answer = error_partition(index, error)
-                if error in LEADER_ERRORS:
-                    answer["current_leader"] = ctx.current_leader(name, index)
-                partitions.append(answer)
-                continue
-            read_committed = body["isolation_level"] == READ_COMMITTED
-            stable = partition_log.last_stable_offset
-            answer = {
-                "partition_index": index,
-                "error_code": ErrorCode.NONE,
-                "high_watermark": partition_log.log_end_offset,
-                "last_stable_offset": stable,
-                "log_start_offset": partition_log.log_start_offset,
-                "aborted_transactions": None,
-                "records": b"",
-            }
-            limit = min(request["partition_max_bytes"], max(budget - total, 0))
-            offset = request["fetch_offset"]
-            try:
-                data, end = b"", None
-                if limit > 0 or total == 0:
-                    # Large answers are FileRegions: the connection sends them from the segment file with sendfile.
-                    data, end = partition_log.read_region(offset, limit, upper_offset=stable if read_committed else None)
-            except OffsetOutOfRangeError:
-                erred = True
-                partitions.append(error_partition(index, ErrorCode.OFFSET_OUT_OF_RANGE))
-                continue
-            if data and total > 0 and len(data) > limit:
-                data = b""  # only the first partition with data may exceed the limits (KIP-74)
-            if read_committed:
-                answer["aborted_transactions"] = aborted_in(partition_log, offset, data, end)
-            total += len(data)
-            answer["records"] = data
-            partitions.append(answer)
-        responses.append({"topic": name, "partitions": partitions})
-    return responses, total, erred
+    answers = []
+    read_committed = body["isolation_level"] == READ_COMMITTED
+    for wanted in parts:
+        answer = read_partition(ctx, wanted, denied, max(budget - total, 0), total, read_committed)
+        if answer["error_code"] != ErrorCode.NONE:
+            erred = True
+        total += len(answer["records"])
+        answers.append(answer)
+    return answers, total, erred
 
 
-def fetch_refusals(ctx: RequestContext, body: dict[str, Any]) -> set[str]:
+def read_partition(
+    ctx: RequestContext, wanted: Wanted, denied: set[str], budget: int, total: int, read_committed: bool,
+) -> dict[str, Any]:
+    index, name, request = wanted.index, wanted.name, wanted.request
+    if name is None:
+        return error_partition(index, ErrorCode.UNKNOWN_TOPIC_ID)
+    if denied and name in denied:
+        return error_partition(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    if wanted.topic_id != ZERO_ID:
+        info = ctx.broker.topic(name)
+        if info is not None and info.topic_id != wanted.topic_id:  # a session's partition of a re-created topic
+            return error_partition(index, ErrorCode.INCONSISTENT_TOPIC_ID)
+    partition_log, error = ctx.led_partition(name, index, request["current_leader_epoch"])
+    if partition_log is None:
+        answer = error_partition(index, error)
+        if error in LEADER_ERRORS and ctx.api_version >= NODE_ENDPOINTS_VERSION:
+            answer["current_leader"] = ctx.current_leader(name, index)
+        return answer
+    stable = partition_log.last_stable_offset
+    answer = {
+        "partition_index": index,
+        "error_code": ErrorCode.NONE,
+        "high_watermark": partition_log.log_end_offset,
+        "last_stable_offset": stable,
+        "log_start_offset": partition_log.log_start_offset,
+        "aborted_transactions": None,
+        "records": b"",
+    }
+    limit = min(request["partition_max_bytes"], budget)
+    offset = request["fetch_offset"]
+    try:
+        data, end = b"", None
+        if limit > 0 or total == 0:
+            # Large answers are FileRegions: the connection sends them from the segment file with sendfile.
+            data, end = partition_log.read_region(offset, limit, upper_offset=stable if read_committed else None)
+    except OffsetOutOfRangeError:
+        return error_partition(index, ErrorCode.OFFSET_OUT_OF_RANGE)
+    if data and total > 0 and len(data) > limit:
+        data = b""  # only the first partition with data may exceed the limits (KIP-74)
+    if read_committed:
+        answer["aborted_transactions"] = aborted_in(partition_log, offset, data, end)
+    answer["records"] = data
+    return answer
+
+
+def replica_id(body: dict[str, Any]) -> int:
+    """The fetching broker (-1: a consumer); v15 moved it into ReplicaState (KIP-903)."""
+    state = body.get("replica_state")
+    return state["replica_id"] if state else body["replica_id"]
+
+
+def fetch_refusals(ctx: RequestContext, body: dict[str, Any], parts: list[Wanted]) -> set[str]:
     """KafkaApis.handleFetchRequest: a follower (replica_id >= 0) needs CLUSTER_ACTION on the cluster, else none of
     its topics may be read; a consumer needs READ on each topic."""
-    names = {t["topic"] for t in body["topics"]}
-    if ctx.broker.authorizer is None or body["replica_id"] < 0:
+    if ctx.broker.authorizer is None:
+        return set()
+    names = {wanted.name for wanted in parts if wanted.name is not None}
+    if replica_id(body) < 0:
         return refused_topics(ctx, names, READ)
     return set() if ctx.allowed(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME) else names
 
 
-@api(1, 4, 12)
+def requested(ctx: RequestContext, body: dict[str, Any]) -> tuple[list[Wanted], list[PartitionKey]]:
+    """The request's partitions and forgotten partitions; from v13 topics are named by id (KIP-516), and an id no
+    topic has stays unnamed (answered UNKNOWN_TOPIC_ID)."""
+    broker = ctx.broker
+    if ctx.api_version < TOPIC_ID_VERSION:
+        wanted = [Wanted(ZERO_ID, t["topic"], p["partition"], p) for t in body["topics"] for p in t["partitions"]]
+        forgotten = [(t["topic"], index) for t in body["forgotten_topics_data"] for index in t["partitions"]]
+        return wanted, forgotten
+    wanted = []
+    for topic in body["topics"]:
+        name = broker.topic_name(topic["topic_id"])
+        wanted += [Wanted(topic["topic_id"], name, p["partition"], p) for p in topic["partitions"]]
+    forgotten = [(t["topic_id"], index) for t in body["forgotten_topics_data"] for index in t["partitions"]]
+    return wanted, forgotten
+
+
+def session_parts(
+    ctx: RequestContext, body: dict[str, Any], wanted: list[Wanted], forgotten: list[PartitionKey],
+) -> tuple[list[Wanted], FetchSession | None, ErrorCode]:
+    """Kafka's FetchManager.newContext: the partitions to read, the incremental session they come from (None: a
+    full or sessionless fetch), or a session error."""
+    sessions = ctx.broker.fetch_sessions
+    session_id, epoch = body["session_id"], body["session_epoch"]
+    if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
+        if session_id != INVALID_SESSION_ID:
+            sessions.remove(session_id)  # a full request closes the session it names
+        return wanted, None, ErrorCode.NONE
+    session = sessions.get(session_id)
+    if session is None:
+        return [], None, ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+    if session.epoch != epoch:
+        return [], None, ErrorCode.INVALID_FETCH_SESSION_EPOCH
+    if session.uses_ids != (ctx.api_version >= TOPIC_ID_VERSION):
+        return [], None, ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR
+    session.update(wanted, forgotten)
+    if not session.partitions:
+        sessions.remove(session.id)
+        return wanted, None, ErrorCode.NONE
+    sessions.touch(session)
+    session.epoch = next_epoch(session.epoch)
+    return session.cached(ctx.broker.topic_name), session, ErrorCode.NONE
+
+
+def topic_responses(ctx: RequestContext, parts: list[Wanted], answers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The answers grouped by topic, consecutive partitions of a topic together (Kafka's FetchResponse.of): named by
+    id from v13, by name before."""
+    by_id = ctx.api_version >= TOPIC_ID_VERSION
+    responses: list[dict[str, Any]] = []
+    last: tuple[bytes, str | None] | None = None
+    for wanted, answer in zip(parts, answers):
+        topic = (wanted.topic_id, wanted.name)
+        if topic != last:
+            responses.append({"topic_id": wanted.topic_id} if by_id else {"topic": wanted.name})
+            responses[-1]["partitions"] = []
+            last = topic
+        responses[-1]["partitions"].append(answer)
+    return responses
+
+
+@api(1, 4, 18)
 async def fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    """Sessions and topic ids as Kafka's KafkaApis.handleFetchRequest; what a partition is answered is the same
+    whether it is named by id or by name, in a session or not."""
+    wanted, forgotten = requested(ctx, body)
+    parts, session, error = session_parts(ctx, body, wanted, forgotten)
+    if error != ErrorCode.NONE:
+        return {"error_code": error, "session_id": INVALID_SESSION_ID, "responses": []}
     deadline = time.monotonic() + max(body["max_wait_ms"], 0) / 1000
-    keys = [(t["topic"], p["partition"]) for t in body["topics"] for p in t["partitions"]]
-    denied = fetch_refusals(ctx, body)
+    denied = fetch_refusals(ctx, body, parts)
+    keys = None
     while True:
-        responses, total, erred = read_partitions(ctx, body, denied)
-        if total >= body["min_bytes"] or erred or not keys:
+        answers, total, erred = read_partitions(ctx, body, parts, denied)
+        if total >= body["min_bytes"] or erred:
             break
-        if not await ctx.broker.wait_for_append(keys, deadline - time.monotonic()):
+        if keys is None:
+            keys = [(w.name, w.index) for w in parts if w.name is not None]
+        if not keys or not await ctx.broker.wait_for_append(keys, deadline - time.monotonic()):
             break
-    return {"error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}
+    if erred:  # partitions that could not be named or read at all come last, as Kafka adds them after the others
+        order = sorted(range(len(parts)), key=lambda i: answers[i]["error_code"] in UNRESOLVED)
+        parts, answers = [parts[i] for i in order], [answers[i] for i in order]
+    if session is not None:
+        kept = session.answered(parts, answers)
+        parts, answers = [parts[i] for i in kept], [answers[i] for i in kept]
+        session_id = session.id
+    elif body["session_epoch"] == INITIAL_EPOCH:
+        for wanted, answer in zip(parts, answers):
+            wanted.must_respond(answer, update=True)
+        uses_ids = ctx.api_version >= TOPIC_ID_VERSION
+        session_id = ctx.broker.fetch_sessions.create(parts, uses_ids, privileged=replica_id(body) >= 0)
+    else:
+        session_id = INVALID_SESSION_ID
+    answer = {"error_code": ErrorCode.NONE, "session_id": session_id, "responses": topic_responses(ctx, parts, answers)}
+    leaders = {a["current_leader"]["leader_id"] for a in answers if "current_leader" in a}
+    if leaders:  # KIP-951: where the partitions that moved are led
+        answer["node_endpoints"] = [entry for entry in broker_entries(ctx) if entry["node_id"] in leaders]
+    return answer
 
 
 def list_offset(
@@ -141,10 +264,12 @@ def list_offset(
     index = request["partition_index"]
     if denied and topic in denied:
         return {"partition_index": index, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "timestamp": -1, "offset": -1}
+    timestamp = request["timestamp"]
+    if timestamp < 0 and ctx.api_version < TIMESTAMP_MIN_VERSION.get(timestamp, MAX_VERSION + 1):
+        return {"partition_index": index, "error_code": ErrorCode.UNSUPPORTED_VERSION}
     partition_log, error = ctx.led_partition(topic, index, request["current_leader_epoch"])
     if partition_log is None:
         return {"partition_index": index, "error_code": error}
-    timestamp = request["timestamp"]
     found: tuple[int, int] | None
     leader_epoch = ctx.broker.placements.of(topic, index).leader_epoch
     if timestamp == LATEST_TIMESTAMP:
@@ -153,6 +278,8 @@ def list_offset(
     elif timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):  # the epoch of the first offset (Kafka's log)
         found = (partition_log.log_start_offset, -1)
         leader_epoch = partition_log.epoch_for_offset(partition_log.log_start_offset)
+    elif timestamp in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
+        found = None  # nothing is tiered: Kafka's UnifiedLog answers offset -1 without remote storage
     elif timestamp == MAX_TIMESTAMP:
         found = partition_log.max_timestamp_entry()
     else:
@@ -164,7 +291,7 @@ def list_offset(
     return answer
 
 
-@api(2, 1, 7)
+@api(2, 1, 11)
 async def list_offsets(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     denied = refused_topics(ctx, {t["name"] for t in body["topics"]}, DESCRIBE)
     topics = [

@@ -220,48 +220,69 @@ async def leave_group(ctx: RequestContext, body: dict[str, Any]) -> dict[str, An
 # ---- offsets ----
 
 
-CommitAnswers = dict[str, dict[int, ErrorCode]]
+CommitAnswers = dict[tuple[bytes, str], dict[int, ErrorCode]]  # by (topic id, name): v10 names topics by id
+ZERO_ID = bytes(16)
+OFFSETS_BY_ID_VERSION = 10  # OffsetCommit and OffsetFetch name topics by id (KIP-848)
 
 
-def known_commits(ctx: RequestContext, topics: list[dict[str, Any]]) -> tuple[CommitAnswers, list[PartitionCommit]]:
-    """Partitions of topics the principal may not READ, then of unknown topics, are refused here, before the
-    coordinator, as in Kafka's KafkaApis: (answers so far, commits of known partitions)."""
+def name_topics(ctx: RequestContext, topics: list[dict[str, Any]]) -> None:
+    """OffsetCommit/OffsetFetch v10 name topics by id: each gets the name of its id, or "" for an id no topic has (a
+    deleted topic's), as KafkaApis resolves them before the coordinator."""
+    for topic in topics:
+        info = ctx.broker.topic_by_id(topic["topic_id"])
+        topic["name"] = info.name if info is not None else ""
+
+
+def known_commits(
+    ctx: RequestContext, topics: list[dict[str, Any]], by_id: bool = False,
+) -> tuple[CommitAnswers, list[PartitionCommit]]:
+    """Partitions of unknown topic ids (v10), of topics the principal may not READ, then of unknown topics, are
+    refused here, before the coordinator, as in Kafka's KafkaApis: (answers so far, commits of known partitions)."""
     answers: CommitAnswers = {}
     commits = []
-    denied = refused_topics(ctx, {topic["name"] for topic in topics}, READ)
+    denied = refused_topics(ctx, {topic["name"] for topic in topics if topic["name"]}, READ)
     for topic in topics:
-        answers[topic["name"]] = {}
+        name = topic["name"]
+        partitions = answers.setdefault((topic.get("topic_id", ZERO_ID), name), {})
         for p in topic["partitions"]:
-            if denied and topic["name"] in denied:
-                answers[topic["name"]][p["partition_index"]] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-                continue
-            if ctx.broker.partition(topic["name"], p["partition_index"]) is None:
-                answers[topic["name"]][p["partition_index"]] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                continue
-            answers[topic["name"]][p["partition_index"]] = ErrorCode.NONE  # the coordinator's answer replaces it
-            commits.append(PartitionCommit(
-                topic["name"], p["partition_index"], p["committed_offset"], p["committed_leader_epoch"], p["committed_metadata"]
-            ))
+            index = p["partition_index"]
+            if by_id and not name:
+                partitions[index] = ErrorCode.UNKNOWN_TOPIC_ID
+            elif denied and name in denied:
+                partitions[index] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif ctx.broker.partition(name, index) is None:
+                partitions[index] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                partitions[index] = ErrorCode.NONE  # the coordinator's answer replaces it
+                commits.append(PartitionCommit(
+                    name, index, p["committed_offset"], p["committed_leader_epoch"], p["committed_metadata"]
+                ))
     return answers, commits
 
 
-def commit_response(answers: CommitAnswers, commits: list[PartitionCommit], errors: list[ErrorCode]) -> dict[str, Any]:
+def commit_response(
+    answers: CommitAnswers, commits: list[PartitionCommit], errors: list[ErrorCode], by_id: bool = False,
+) -> dict[str, Any]:
+    """The topics answered by name, or by id from OffsetCommit v10."""
+    keys = {name: (topic_id, name) for topic_id, name in answers}
     for commit, error in zip(commits, errors):
-        answers[commit.topic][commit.partition] = error
-    return {
-        "topics": [
-            {"name": name, "partitions": [{"partition_index": p, "error_code": e} for p, e in partitions.items()]}
-            for name, partitions in answers.items()
-        ]
-    }
+        answers[keys[commit.topic]][commit.partition] = error
+    topics = []
+    for (topic_id, name), partitions in answers.items():
+        results = [{"partition_index": p, "error_code": e} for p, e in partitions.items()]
+        topics.append({"topic_id": topic_id, "partitions": results} if by_id else {"name": name, "partitions": results})
+    return {"topics": topics}
 
 
-@api(8, 2, 9)
+@api(8, 2, 10)
 async def offset_commit(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     refused = refusal(ctx, body, READ, GROUP, body["group_id"])
     if refused is not None:
         return refused
-    answers, commits = known_commits(ctx, body["topics"])
+    by_id = ctx.api_version >= OFFSETS_BY_ID_VERSION
+    if by_id:
+        name_topics(ctx, body["topics"])
+    answers, commits = known_commits(ctx, body["topics"], by_id)
     errors = []
     if commits:
         errors = coordinator(ctx).commit_offsets(
@@ -269,7 +290,7 @@ async def offset_commit(ctx: RequestContext, body: dict[str, Any]) -> dict[str, 
             body["retention_time_ms"], commits, ctx.api_version,
         )
         await ctx.broker.groups.flush()
-    return commit_response(answers, commits, errors)
+    return commit_response(answers, commits, errors, by_id)
 
 
 FIRST_TXN_COMMIT_WITH_ABORTABLE = 4  # GENERIC_ERROR_SUPPORTED: TRANSACTION_ABORTABLE reaches the client
@@ -354,9 +375,40 @@ def fetch_group_offsets(
     return group
 
 
-@api(9, 1, 9)
+def fetch_group_offsets_by_id(
+    ctx: RequestContext, group: dict[str, Any], stable: bool,
+) -> dict[str, Any]:
+    """OffsetFetch v10: the topics are named by id; an id no topic has answers UNKNOWN_TOPIC_ID for its partitions,
+    and the answer names each topic by its id."""
+    topics = group["topics"]
+    unknown = []
+    if topics is not None:
+        name_topics(ctx, topics)
+        unknown = [t for t in topics if not t["name"]]
+        topics = [t for t in topics if t["name"]]
+    answer = fetch_group_offsets(
+        ctx, group["group_id"], requested_topics(topics), stable, group["member_id"], group["member_epoch"])
+    if answer["error_code"] != ErrorCode.NONE:
+        return answer
+    topics = []
+    for topic in answer["topics"]:
+        info = ctx.broker.topic(topic["name"])
+        topics.append({"topic_id": info.topic_id if info is not None else ZERO_ID, "partitions": topic["partitions"]})
+    topics += [
+        {"topic_id": t["topic_id"], "partitions": [
+            {"partition_index": p, "committed_offset": -1, "error_code": ErrorCode.UNKNOWN_TOPIC_ID}
+            for p in t["partition_indexes"]
+        ]}
+        for t in unknown
+    ]
+    return {**answer, "topics": topics}
+
+
+@api(9, 1, 10)
 async def offset_fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     stable = body["require_stable"]
+    if ctx.api_version >= OFFSETS_BY_ID_VERSION:
+        return {"groups": [fetch_group_offsets_by_id(ctx, g, stable) for g in body["groups"]]}
     if ctx.api_version >= 8:
         groups = [
             fetch_group_offsets(ctx, g["group_id"], requested_topics(g["topics"]), stable, g["member_id"], g["member_epoch"])

@@ -132,7 +132,7 @@ def may_create(ctx: RequestContext, name: str) -> bool:
     return ctx.allowed(CREATE, TOPIC, name)
 
 
-@api(3, 0, 12)
+@api(3, 0, 13)
 async def metadata(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     """With the authorizer on, topics the principal may not DESCRIBE are left out of an all-topics answer and answer
     TOPIC_AUTHORIZATION_FAILED when named (without their id: their existence is not disclosed)."""

@@ -30,6 +30,7 @@ from minibroker.transactions.produce_adds import FIRST_PRODUCE_ADDING_PARTITIONS
 log = logging.getLogger(__name__)
 
 ZSTD_MIN_PRODUCE_VERSION = 7
+TOPIC_ID_VERSION = 13  # Produce names topics by id (KIP-516)
 ADMIN_CLIENT_ID = "__admin_client"  # Kafka lets only this client id append to internal topics
 NO_RECORD_ERRORS = ()  # the answer's RecordErrors when no single record was refused
 
@@ -152,23 +153,33 @@ def has_transactional_records(body: dict[str, Any]) -> bool:
     return False
 
 
-def refused_topics(ctx: RequestContext, body: dict[str, Any]) -> set[str] | None:
+def topic_names(ctx: RequestContext, body: dict[str, Any]) -> list[str | None]:
+    """The name of each topic of the request: from v13 it is named by id (KIP-516), and an id no topic has (a deleted
+    topic's, even if one of its name was made again) has none, answered UNKNOWN_TOPIC_ID."""
+    if ctx.api_version < TOPIC_ID_VERSION:
+        return [topic["name"] for topic in body["topic_data"]]
+    return [ctx.broker.topic_name(topic["topic_id"]) for topic in body["topic_data"]]
+
+
+def refused_topics(ctx: RequestContext, body: dict[str, Any], names: list[str | None]) -> set[str] | None:
     """With the authorizer on, as KafkaApis.handleProduceRequest: None when transactional records come without WRITE on
     their transactional id (the whole request is refused), else the topics the principal may not WRITE."""
     if has_transactional_records(body):
         transactional_id = body["transactional_id"]
         if transactional_id is None or not ctx.allowed(WRITE, TRANSACTIONAL_ID, transactional_id):
             return None
-    names = {topic["name"] for topic in body["topic_data"]}
-    return names - ctx.allowed_names(WRITE, TOPIC, names)
+    known = {name for name in names if name is not None}
+    return known - ctx.allowed_names(WRITE, TOPIC, known)
 
 
-@api(0, 3, 12)
+@api(0, 3, 13)
 async def produce(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any] | None:
     acks = body["acks"]
+    by_id = ctx.api_version >= TOPIC_ID_VERSION
+    names = topic_names(ctx, body)
     denied: set[str] = set()
     if ctx.broker.authorizer is not None:
-        refused = refused_topics(ctx, body)
+        refused = refused_topics(ctx, body, names)
         if refused is None:
             from minibroker.protocol.error_responses import error_response
 
@@ -179,10 +190,11 @@ async def produce(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any] |
     responses = []
     not_added = {}
     if ctx.api_version >= FIRST_PRODUCE_ADDING_PARTITIONS and acks in (-1, 0, 1):
-        not_added = await add_produced_partitions(ctx, body, denied)  # transactions V2: no AddPartitionsToTxn
-    for topic in body["topic_data"]:
-        name = topic["name"]
-        if denied and name in denied:
+        not_added = await add_produced_partitions(ctx, body, names, denied)  # transactions V2: no AddPartitionsToTxn
+    for topic, name in zip(body["topic_data"], names):
+        if name is None:
+            results = [partition_error(p["index"], ErrorCode.UNKNOWN_TOPIC_ID) for p in topic["partition_data"]]
+        elif denied and name in denied:
             results = [partition_error(p["index"], ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in topic["partition_data"]]
         elif acks not in (-1, 0, 1):
             results = [partition_error(p["index"], ErrorCode.INVALID_REQUIRED_ACKS) for p in topic["partition_data"]]
@@ -192,7 +204,10 @@ async def produce(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any] |
                 else append_partition(ctx, name, p["index"], p["records"], acks, flush)
                 for p in topic["partition_data"]
             ]
-        responses.append({"name": name, "partition_responses": results})
+        if by_id:
+            responses.append({"topic_id": topic["topic_id"], "partition_responses": results})
+        else:
+            responses.append({"name": name, "partition_responses": results})
     for partition_log, response in flush:
         try:
             await ctx.broker.flush_log(partition_log)

@@ -22,28 +22,31 @@ Refusal = tuple[ErrorCode, "str | None"]
 UNVERIFIED = (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
 
 
-def transactional_batches(body: dict[str, Any], denied: set[str]) -> dict[tuple[str, int], tuple[int, int]]:
-    """(topic, partition) -> (producer id, epoch) of each partition whose batch is transactional (topics the principal
-    may not write aside: they are refused before anything is added)."""
+def transactional_batches(
+    body: dict[str, Any], names: list[str | None], denied: set[str],
+) -> dict[tuple[str, int], tuple[int, int]]:
+    """(topic, partition) -> (producer id, epoch) of each partition whose batch is transactional (``names``: each
+    topic's name, None for an unknown id; those and the topics the principal may not write are refused before
+    anything is added)."""
     found = {}
-    for topic in body["topic_data"]:
-        if topic["name"] in denied:
+    for topic, name in zip(body["topic_data"], names):
+        if name is None or name in denied:
             continue
         for partition in topic["partition_data"]:
             records = partition["records"]
             if records is not None and len(records) >= BATCH_HEADER_SIZE:
                 header = parse_header(records)
                 if header.is_transactional:
-                    found[(topic["name"], partition["index"])] = (header.producer_id, header.producer_epoch)
+                    found[(name, partition["index"])] = (header.producer_id, header.producer_epoch)
     return found
 
 
 async def add_produced_partitions(
-    ctx: RequestContext, body: dict[str, Any], denied: set[str],
+    ctx: RequestContext, body: dict[str, Any], names: list[str | None], denied: set[str],
 ) -> dict[tuple[str, int], Refusal]:
     """The partitions whose batches must not be appended, with the error and message Kafka answers for them."""
     transactional_id = body["transactional_id"]
-    batches = transactional_batches(body, denied) if transactional_id is not None else {}
+    batches = transactional_batches(body, names, denied) if transactional_id is not None else {}
     refused: dict[tuple[str, int], Refusal] = {}
     to_add: dict[tuple[int, int], list[tuple[str, int]]] = {}
     for tp, (producer_id, epoch) in batches.items():
