@@ -67,7 +67,7 @@ def aborted_in(partition_log: PartitionLog, offset: int, data: bytes | FileRegio
 def error_partition(index: int, error: ErrorCode) -> dict[str, Any]:
     """A partition that cannot be read, answered as Kafka does: empty records, never null (librdkafka refuses a
     null record set: "invalid MessageSetSize -1")."""
-    return {"partition_index": index, "error_code": error, "high_watermark": -1, "records": b""}
+    return {"partition_index": index, "error_code": error, "high_watermark": -1, "aborted_transactions": None, "records": b""}
 
 
 def refused_topics(ctx: RequestContext, names: set[str], operation: int) -> set[str]:
