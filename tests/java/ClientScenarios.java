@@ -1,0 +1,208 @@
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ConsumerGroupDescription;
+import org.apache.kafka.clients.admin.MemberDescription;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
+
+/** Producing, consuming and consumer groups, as the Python client tests do them. */
+final class ClientScenarios {
+    private ClientScenarios() {
+    }
+
+    /** Records with keys and headers through one codec (the argument), read back by assignment. */
+    static Map<String, Object> produceConsume(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name;
+        int count = 40;
+        try (Admin admin = Scenarios.admin(ctx)) {
+            Scenarios.createTopics(admin, 2, topic);
+        }
+        try (KafkaProducer<String, String> producer = Scenarios.producer(ctx, Scenarios.props(
+                ProducerConfig.COMPRESSION_TYPE_CONFIG, ctx.arg, ProducerConfig.LINGER_MS_CONFIG, "20"))) {
+            for (int i = 0; i < count; i++) {
+                ProducerRecord<String, String> record = new ProducerRecord<>(topic, i % 2, "k" + i,
+                        "value " + i + " " + "x".repeat(100));
+                record.headers().add("n", Integer.toString(i).getBytes(StandardCharsets.UTF_8));
+                record.headers().add("codec", ctx.arg.getBytes(StandardCharsets.UTF_8));
+                producer.send(record);
+            }
+            producer.flush();
+        }
+        List<Object> received = new ArrayList<>();
+        for (ConsumerRecord<String, String> record : Scenarios.readAll(ctx, topic, 2, count, "read_uncommitted")) {
+            Map<String, Object> headers = new LinkedHashMap<>();
+            for (Header header : record.headers()) headers.put(header.key(), Scenarios.text(header.value()));
+            Map<String, Object> row = new LinkedHashMap<>();
+            row.put("partition", record.partition());
+            row.put("offset", record.offset());
+            row.put("key", record.key());
+            row.put("value", record.value());
+            row.put("headers", headers);
+            received.add(row);
+        }
+        return Map.of("records", received);
+    }
+
+    /** Two members of one group (the argument is group.protocol) share a topic's partitions and commit. */
+    static Map<String, Object> group(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name;
+        int partitions = 4;
+        int count = 40;
+        try (Admin admin = Scenarios.admin(ctx)) {
+            Scenarios.createTopics(admin, partitions, topic);
+            produce(ctx, topic, partitions, count);
+            Properties settings = Scenarios.props(ConsumerConfig.GROUP_ID_CONFIG, ctx.name,
+                    ConsumerConfig.GROUP_PROTOCOL_CONFIG, ctx.arg);
+            Set<String> values = new HashSet<>();
+            Map<String, Object> result = new LinkedHashMap<>();
+            try (KafkaConsumer<String, String> first = Scenarios.consumer(ctx, settings);
+                 KafkaConsumer<String, String> second = Scenarios.consumer(ctx, settings)) {
+                first.subscribe(List.of(topic));
+                second.subscribe(List.of(topic));
+                Scenarios.until("both members assigned and every record read", () -> {
+                    pollAndCommit(first, values);
+                    pollAndCommit(second, values);
+                }, () -> values.size() == count && !first.assignment().isEmpty() && !second.assignment().isEmpty()
+                        && first.assignment().size() + second.assignment().size() == partitions);
+                result.put("assignments", List.of(Scenarios.sortedStrings(first.assignment()),
+                        Scenarios.sortedStrings(second.assignment())));
+                ConsumerGroupDescription described = Scenarios.await(
+                        admin.describeConsumerGroups(List.of(ctx.name)).describedGroups().get(ctx.name));
+                result.put("described", describe(described));
+                Map<TopicPartition, OffsetAndMetadata> committed = first.committed(new HashSet<>(
+                        Scenarios.partitions(topic, partitions)));
+                long total = 0;
+                for (OffsetAndMetadata offset : committed.values()) total += offset == null ? 0 : offset.offset();
+                result.put("committed_total", total);
+            }
+            result.put("values", values.size());
+            ConsumerGroupDescription after = Scenarios.await(
+                    admin.describeConsumerGroups(List.of(ctx.name)).describedGroups().get(ctx.name));
+            result.put("state_after_close", after.state().toString());
+            return result;
+        }
+    }
+
+    /** A static member (group.instance.id) leaves by closing and comes back to the same assignment. */
+    static Map<String, Object> staticMembership(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name;
+        int partitions = 2;
+        Properties settings = Scenarios.props(ConsumerConfig.GROUP_ID_CONFIG, ctx.name,
+                ConsumerConfig.GROUP_PROTOCOL_CONFIG, ctx.arg,
+                ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, "instance-1",
+                ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "30000");
+        Map<String, Object> result = new LinkedHashMap<>();
+        try (Admin admin = Scenarios.admin(ctx)) {
+            Scenarios.createTopics(admin, partitions, topic);
+            for (String round : List.of("first", "second")) {
+                try (KafkaConsumer<String, String> consumer = Scenarios.consumer(ctx, settings)) {
+                    consumer.subscribe(List.of(topic));
+                    Scenarios.until("an assignment", () -> consumer.poll(Scenarios.POLL),
+                            () -> !consumer.assignment().isEmpty());
+                    Map<String, Object> seen = new LinkedHashMap<>();
+                    seen.put("assignment", Scenarios.sortedStrings(consumer.assignment()));
+                    seen.put("generation", consumer.groupMetadata().generationId());
+                    seen.put("instance", consumer.groupMetadata().groupInstanceId().orElse(null));
+                    seen.put("described", describe(Scenarios.await(
+                            admin.describeConsumerGroups(List.of(ctx.name)).describedGroups().get(ctx.name))));
+                    result.put(round, seen);
+                }
+                result.put("after_" + round, describe(Scenarios.await(
+                        admin.describeConsumerGroups(List.of(ctx.name)).describedGroups().get(ctx.name))));
+            }
+        }
+        return result;
+    }
+
+    /** With the cooperative-sticky assignor a second member takes partitions without the first losing the others. */
+    static Map<String, Object> cooperativeSticky(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name;
+        int partitions = 4;
+        Properties settings = Scenarios.props(ConsumerConfig.GROUP_ID_CONFIG, ctx.name,
+                ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, CooperativeStickyAssignor.class.getName());
+        List<Object> events = new ArrayList<>();
+        Map<String, Object> result = new LinkedHashMap<>();
+        try (Admin admin = Scenarios.admin(ctx)) {
+            Scenarios.createTopics(admin, partitions, topic);
+            try (KafkaConsumer<String, String> first = Scenarios.consumer(ctx, settings);
+                 KafkaConsumer<String, String> second = Scenarios.consumer(ctx, settings)) {
+                first.subscribe(List.of(topic), recorder(events));
+                Scenarios.until("the first member's assignment", () -> first.poll(Scenarios.POLL),
+                        () -> first.assignment().size() == partitions);
+                second.subscribe(List.of(topic));
+                Scenarios.until("a balanced group", () -> {
+                    first.poll(Scenarios.POLL);
+                    second.poll(Scenarios.POLL);
+                }, () -> first.assignment().size() == 2 && second.assignment().size() == 2);
+                result.put("first_events", new ArrayList<>(events));  // not the revocation of close()
+                result.put("assignments", List.of(Scenarios.sortedStrings(first.assignment()),
+                        Scenarios.sortedStrings(second.assignment())));
+                result.put("described", describe(Scenarios.await(
+                        admin.describeConsumerGroups(List.of(ctx.name)).describedGroups().get(ctx.name))));
+            }
+        }
+        return result;
+    }
+
+    static void produce(Driver.Ctx ctx, String topic, int partitions, int count) {
+        try (KafkaProducer<String, String> producer = Scenarios.producer(ctx, new Properties())) {
+            for (int i = 0; i < count; i++) producer.send(new ProducerRecord<>(topic, i % partitions, "k" + i, "v" + i));
+            producer.flush();
+        }
+    }
+
+    private static void pollAndCommit(KafkaConsumer<String, String> consumer, Set<String> values) {
+        int before = values.size();
+        consumer.poll(Scenarios.POLL).forEach(record -> values.add(record.value()));
+        if (values.size() != before) consumer.commitSync();
+    }
+
+    private static ConsumerRebalanceListener recorder(List<Object> events) {
+        return new ConsumerRebalanceListener() {
+            @Override
+            public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+                if (!partitions.isEmpty()) events.add(Map.of("revoked", Scenarios.sortedStrings(partitions)));
+            }
+
+            @Override
+            public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+                if (!partitions.isEmpty()) events.add(Map.of("assigned", Scenarios.sortedStrings(partitions)));
+            }
+        };
+    }
+
+    static Map<String, Object> describe(ConsumerGroupDescription group) {
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("state", group.state().toString());
+        out.put("type", group.type().toString());
+        out.put("assignor", group.partitionAssignor());
+        out.put("coordinator", group.coordinator() == null ? null : group.coordinator().id());
+        List<Object> members = new ArrayList<>();
+        for (MemberDescription member : group.members()) {
+            Map<String, Object> row = new LinkedHashMap<>();
+            row.put("instance", member.groupInstanceId().orElse(null));
+            row.put("partitions", Scenarios.sortedStrings(member.assignment().topicPartitions()));
+            members.add(row);
+        }
+        out.put("members", members);
+        return out;
+    }
+}

@@ -1,0 +1,178 @@
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ProducerState;
+import org.apache.kafka.clients.admin.TransactionDescription;
+import org.apache.kafka.clients.admin.TransactionListing;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+
+/** The idempotent producer and transactions, read back by the client and described by the Admin API. */
+final class TransactionScenarios {
+    private TransactionScenarios() {
+    }
+
+    /** The Java default (enable.idempotence=true, acks=all): describeProducers shows the producer's sequence. */
+    static Map<String, Object> idempotent(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name;
+        try (Admin admin = Scenarios.admin(ctx)) {
+            Scenarios.createTopics(admin, 1, topic);
+            ClientScenarios.produce(ctx, topic, 1, 30);
+            Map<String, Object> result = new LinkedHashMap<>();
+            result.put("producers", producers(admin, new TopicPartition(topic, 0)));
+            result.put("values", values(Scenarios.readAll(ctx, topic, 1, 30, "read_uncommitted")));
+            return result;
+        }
+    }
+
+    /** A committed and an aborted transaction: read_committed sees the first only; the Admin API lists them. */
+    static Map<String, Object> transactions(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name;
+        String id = ctx.name + "-txn";
+        Map<String, Object> result = new LinkedHashMap<>();
+        try (Admin admin = Scenarios.admin(ctx);
+             KafkaProducer<String, String> producer = Scenarios.producer(ctx, Scenarios.props(
+                     ProducerConfig.TRANSACTIONAL_ID_CONFIG, id))) {
+            Scenarios.createTopics(admin, 1, topic);
+            producer.initTransactions();
+            producer.beginTransaction();
+            producer.send(new ProducerRecord<>(topic, 0, "k", "committed"));
+            producer.flush();
+            result.put("ongoing", transaction(admin, id));
+            result.put("ongoing_producers", producers(admin, new TopicPartition(topic, 0)));
+            List<Object> listed = new ArrayList<>();
+            for (TransactionListing listing : Scenarios.await(admin.listTransactions().all())) {
+                if (listing.transactionalId().equals(id)) listed.add(listing.state().toString());
+            }
+            result.put("listed", listed);
+            producer.commitTransaction();
+            result.put("committed", transaction(admin, id));
+            producer.beginTransaction();
+            producer.send(new ProducerRecord<>(topic, 0, "k", "aborted"));
+            producer.flush();
+            producer.abortTransaction();
+            result.put("aborted", transaction(admin, id));
+            producer.beginTransaction();
+            producer.send(new ProducerRecord<>(topic, 0, "k", "committed too"));
+            producer.commitTransaction();
+        }
+        result.put("read_committed", values(Scenarios.readAll(ctx, topic, 1, 2, "read_committed")));
+        result.put("read_uncommitted", values(Scenarios.readAll(ctx, topic, 1, 3, "read_uncommitted")));
+        return result;
+    }
+
+    /** Consume, transform, produce: the group's offsets go into the transaction with sendOffsetsToTransaction. */
+    static Map<String, Object> consumeTransformProduce(Driver.Ctx ctx) throws Exception {
+        String input = ctx.name + "-in";
+        String output = ctx.name + "-out";
+        String group = ctx.name;
+        int count = 10;
+        Map<String, Object> result = new LinkedHashMap<>();
+        try (Admin admin = Scenarios.admin(ctx)) {
+            Scenarios.createTopics(admin, 1, input, output);
+            ClientScenarios.produce(ctx, input, 1, count);
+            try (KafkaConsumer<String, String> consumer = Scenarios.consumer(ctx, Scenarios.props(
+                    ConsumerConfig.GROUP_ID_CONFIG, group, ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"));
+                 KafkaProducer<String, String> producer = Scenarios.producer(ctx, Scenarios.props(
+                         ProducerConfig.TRANSACTIONAL_ID_CONFIG, ctx.name + "-txn"))) {
+                producer.initTransactions();
+                consumer.subscribe(List.of(input));
+                int[] done = {0};
+                Scenarios.until("every input record transformed", () -> {
+                    ConsumerRecords<String, String> records = consumer.poll(Scenarios.POLL);
+                    if (records.isEmpty()) return;
+                    producer.beginTransaction();
+                    Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+                    for (ConsumerRecord<String, String> record : records) {
+                        producer.send(new ProducerRecord<>(output, 0, record.key(), record.value().toUpperCase()));
+                        offsets.put(new TopicPartition(record.topic(), record.partition()),
+                                new OffsetAndMetadata(record.offset() + 1));
+                        done[0]++;
+                    }
+                    producer.sendOffsetsToTransaction(offsets, consumer.groupMetadata());
+                    producer.commitTransaction();
+                }, () -> done[0] >= count);
+            }
+            Map<TopicPartition, OffsetAndMetadata> committed = Scenarios.await(
+                    admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata());
+            result.put("committed", committed.get(new TopicPartition(input, 0)).offset());
+        }
+        result.put("output", values(Scenarios.readAll(ctx, output, 1, count, "read_committed")));
+        return result;
+    }
+
+    /** A second producer with the same transactional.id fences the first, whose commit then fails. */
+    static Map<String, Object> fencing(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name;
+        String id = ctx.name + "-txn";
+        Map<String, Object> result = new LinkedHashMap<>();
+        try (Admin admin = Scenarios.admin(ctx)) {
+            Scenarios.createTopics(admin, 1, topic);
+        }
+        KafkaProducer<String, String> first = Scenarios.producer(ctx, Scenarios.props(ProducerConfig.TRANSACTIONAL_ID_CONFIG, id));
+        try (KafkaProducer<String, String> second = Scenarios.producer(ctx, Scenarios.props(
+                ProducerConfig.TRANSACTIONAL_ID_CONFIG, id))) {
+            first.initTransactions();
+            first.beginTransaction();
+            first.send(new ProducerRecord<>(topic, 0, "k", "zombie"));
+            first.flush();
+            second.initTransactions();
+            try {
+                first.commitTransaction();
+                result.put("first_commit", "committed");
+            } catch (Exception e) {
+                result.put("first_commit", e.getClass().getName());
+            } finally {
+                first.close();
+            }
+            second.beginTransaction();
+            second.send(new ProducerRecord<>(topic, 0, "k", "winner"));
+            second.commitTransaction();
+        }
+        result.put("read_committed", values(Scenarios.readAll(ctx, topic, 1, 1, "read_committed")));
+        return result;
+    }
+
+    static List<Object> producers(Admin admin, TopicPartition partition) throws Exception {
+        List<Object> out = new ArrayList<>();
+        for (ProducerState state : Scenarios.await(admin.describeProducers(List.of(partition)).all())
+                .get(partition).activeProducers()) {
+            Map<String, Object> row = new LinkedHashMap<>();
+            row.put("producer_id", state.producerId());
+            row.put("epoch", state.producerEpoch());
+            row.put("last_sequence", state.lastSequence());
+            row.put("txn_start_offset", state.currentTransactionStartOffset().isPresent()
+                    ? state.currentTransactionStartOffset().getAsLong() : null);
+            out.add(row);
+        }
+        return out;
+    }
+
+    static Map<String, Object> transaction(Admin admin, String id) throws Exception {
+        TransactionDescription described = Scenarios.await(admin.describeTransactions(List.of(id)).description(id));
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("state", described.state().toString());
+        out.put("producer_id", described.producerId());
+        out.put("epoch", described.producerEpoch());
+        out.put("timeout_ms", described.transactionTimeoutMs());
+        out.put("partitions", Scenarios.sortedStrings(described.topicPartitions()));
+        return out;
+    }
+
+    static List<Object> values(List<ConsumerRecord<String, String>> records) {
+        List<Object> out = new ArrayList<>();
+        for (ConsumerRecord<String, String> record : records) out.add(record.value());
+        return out;
+    }
+}

@@ -1,0 +1,215 @@
+"""The real Apache Kafka Java client (kafka-clients 3.9.1) against one broker and against a 3-node cluster: producing
+and consuming with every codec, consumer groups (classic and KIP-848), static membership, the cooperative-sticky
+assignor, the idempotent producer, transactions and the Admin API as Spring's KafkaAdmin and Kafka Streams use it.
+
+Each cluster size runs every scenario in one JVM (tests/java/Driver.java, scenarios in parallel threads); the tests
+below check each scenario's JSON answer. The client comes from tests/javautil.py; without a JDK or the download
+these tests skip with the reason."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from tests.brokerproc import BrokerProcess
+from tests import javautil
+from tests.javautil import JavaClient, JavaUnavailable, build
+
+CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+PROTOCOLS = ["classic", "consumer"]
+SCENARIOS = [
+    *(f"produce_consume:{codec}" for codec in CODECS),
+    *(f"group:{protocol}" for protocol in PROTOCOLS),
+    *(f"static_membership:{protocol}" for protocol in PROTOCOLS),
+    "cooperative_sticky", "idempotent", "transactions", "consume_transform_produce", "fencing",
+    "admin_cluster", "admin_records", "admin_groups",
+]
+NODE = re.compile(r" (\d+)=(\S+:\d+)")
+CLUSTER_ID = re.compile(r"cluster id (\S+),")
+
+
+class Run:
+    """One cluster size's broker and the Java driver's answers, by scenario."""
+
+    def __init__(self, nodes: int, proc: BrokerProcess, prefix: str, answers: dict[str, dict[str, Any]]) -> None:
+        self.nodes = nodes
+        self.node_ids = list(range(1, nodes + 1))  # node.id 1 alone, 1..N in a cluster
+        self.cluster_id = CLUSTER_ID.search(proc.log_text()).group(1)
+        self.prefix = prefix
+        self.answers = answers
+
+    def result(self, scenario: str) -> dict[str, Any]:
+        answer = self.answers[scenario]
+        assert answer["ok"], f"{scenario} failed in the Java client:\n{answer['error']}"
+        return answer["result"]
+
+    def name(self, scenario: str) -> str:
+        """The topic (and group) the driver named after the scenario."""
+        return f"{self.prefix}-{scenario.replace(':', '-')}"
+
+
+@pytest.fixture(scope="session")
+def java_client(tmp_path_factory: pytest.TempPathFactory) -> JavaClient:
+    try:
+        return build(tmp_path_factory.mktemp("java-classes"))
+    except JavaUnavailable as reason:
+        pytest.skip(f"Java client unavailable: {reason}")
+
+
+@pytest.fixture(scope="module", params=[1, 3], ids=["1-node", "3-nodes"])
+def run(request: pytest.FixtureRequest, java_client: JavaClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
+    nodes = request.param
+    proc = BrokerProcess(tmp_path_factory.mktemp(f"java-{nodes}") / "data", f"nodes={nodes}",
+                         "group.initial.rebalance.delay.ms=0")
+    try:
+        proc.start()
+        addresses = [address for _, address in NODE.findall(proc.log_text())] or [proc.bootstrap]
+        prefix = f"j{uuid.uuid4().hex[:8]}"
+        yield Run(nodes, proc, prefix, java_client.run(",".join(addresses), prefix, SCENARIOS))
+    finally:
+        proc.stop()
+
+
+def partitions(topic: str, count: int) -> list[str]:
+    return [f"{topic}-{p}" for p in range(count)]
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_produce_consume_with_headers(run: Run, codec: str) -> None:
+    records = run.result(f"produce_consume:{codec}")["records"]
+    assert sorted(int(r["key"][1:]) for r in records) == list(range(40))
+    for record in records:
+        n = int(record["key"][1:])
+        assert record["partition"] == n % 2
+        assert record["offset"] == n // 2
+        assert record["value"] == f"value {n} " + "x" * 100
+        assert record["headers"] == {"n": str(n), "codec": codec}
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_group_shares_partitions_and_commits(run: Run, protocol: str) -> None:
+    scenario = f"group:{protocol}"
+    result = run.result(scenario)
+    first, second = result["assignments"]
+    assert first and second and not set(first) & set(second)
+    assert sorted(first + second) == partitions(run.name(scenario), 4)
+    assert result["values"] == 40 and result["committed_total"] == 40
+    described = result["described"]
+    assert described["state"] == "Stable"
+    assert described["type"] == {"classic": "Classic", "consumer": "Consumer"}[protocol]
+    assert described["coordinator"] in run.node_ids
+    assert sorted(m["partitions"] for m in described["members"]) == sorted([first, second])
+    assert result["state_after_close"] == "Empty"
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_static_member_comes_back_to_its_assignment(run: Run, protocol: str) -> None:
+    scenario = f"static_membership:{protocol}"
+    result = run.result(scenario)
+    everything = partitions(run.name(scenario), 2)
+    assert result["first"]["assignment"] == result["second"]["assignment"] == everything
+    assert result["first"]["instance"] == result["second"]["instance"] == "instance-1"
+    # Closing a static member does not remove it from the group: it keeps its partitions for its return.
+    assert result["after_first"]["members"] == [{"instance": "instance-1", "partitions": everything}]
+    if protocol == "classic":  # the returning member takes its place without a rebalance
+        assert result["second"]["generation"] == result["first"]["generation"]
+
+
+def test_cooperative_sticky_moves_only_what_it_must(run: Run) -> None:
+    result = run.result("cooperative_sticky")
+    everything = partitions(run.name("cooperative_sticky"), 4)
+    first, second = result["assignments"]
+    assert len(first) == len(second) == 2 and sorted(first + second) == everything
+    # The first member got everything, then gave up exactly the two partitions the second member took.
+    assert result["first_events"] == [{"assigned": everything}, {"revoked": second}]
+    assert result["described"]["assignor"] == "cooperative-sticky"
+
+
+def test_idempotent_producer_is_the_default(run: Run) -> None:
+    result = run.result("idempotent")
+    assert result["values"] == [f"v{i}" for i in range(30)]
+    [producer] = result["producers"]
+    assert producer["producer_id"] >= 0 and producer["epoch"] == 0 and producer["last_sequence"] == 29
+    assert producer["txn_start_offset"] is None
+
+
+def test_transactions_commit_abort_and_are_described(run: Run) -> None:
+    result = run.result("transactions")
+    topic = run.name("transactions")
+    ongoing = result["ongoing"]
+    assert ongoing["state"] == "Ongoing" and ongoing["partitions"] == [f"{topic}-0"] and ongoing["timeout_ms"] == 60000
+    assert result["listed"] == ["Ongoing"]
+    assert result["ongoing_producers"] == [
+        {"producer_id": ongoing["producer_id"], "epoch": ongoing["epoch"], "last_sequence": 0, "txn_start_offset": 0}]
+    assert result["committed"]["state"] == "CompleteCommit" and result["committed"]["partitions"] == []
+    assert result["aborted"]["state"] == "CompleteAbort"
+    assert result["committed"]["producer_id"] == result["aborted"]["producer_id"] == ongoing["producer_id"]
+    assert result["read_committed"] == ["committed", "committed too"]
+    assert result["read_uncommitted"] == ["committed", "aborted", "committed too"]
+
+
+def test_consume_transform_produce_commits_offsets_in_the_transaction(run: Run) -> None:
+    result = run.result("consume_transform_produce")
+    assert result["output"] == [f"V{i}" for i in range(10)]
+    assert result["committed"] == 10
+
+
+def test_second_producer_fences_the_first(run: Run) -> None:
+    result = run.result("fencing")
+    assert result["first_commit"] == "org.apache.kafka.common.errors.ProducerFencedException"
+    assert result["read_committed"] == ["winner"]
+
+
+def test_admin_cluster_topics_and_configs(run: Run) -> None:
+    result = run.result("admin_cluster")
+    assert sorted(result["nodes"]) == run.node_ids
+    assert result["controller"] in run.node_ids
+    assert result["cluster_id"] == run.cluster_id
+    by_name = result["by_name"]
+    assert by_name["name"] == run.name("admin_cluster") and len(by_name["partitions"]) == 3
+    for partition in by_name["partitions"]:
+        assert len(partition["replicas"]) == min(3, run.nodes) and partition["leader"] in partition["replicas"]
+        assert partition["isr"] == len(partition["replicas"])
+    assert result["by_id"] == by_name
+    assert result["unknown_id"] == "org.apache.kafka.common.errors.UnknownTopicIdException"
+    assert result["topic_retention"] == {"value": "123456", "source": "DYNAMIC_TOPIC_CONFIG"}
+    assert sorted(result["broker_num_partitions"]) == [str(node) for node in run.node_ids]
+    assert all(entry["value"] == "1" for entry in result["broker_num_partitions"].values())
+    assert result["altered_retention"] == {"value": "654321", "source": "DYNAMIC_TOPIC_CONFIG"}
+    assert result["altered_cleanup"] == {"value": "compact", "source": "DYNAMIC_TOPIC_CONFIG"}
+
+
+def test_admin_list_offsets_and_delete_records(run: Run) -> None:
+    result = run.result("admin_records")
+    assert result["before"] == {"earliest": 0, "latest": 10, "max_timestamp": 6}
+    assert result["low_watermark"] == 4
+    assert result["after"] == {"earliest": 4, "latest": 10, "max_timestamp": 6}
+    [producer] = result["producers"]
+    assert producer["last_sequence"] == 9
+
+
+def test_admin_consumer_group_apis(run: Run) -> None:
+    result = run.result("admin_groups")
+    topic = run.name("admin_groups")
+    assert result["listed"] == [{"state": "Empty", "type": "Classic"}]
+    assert result["described"]["state"] == "Empty" and result["described"]["members"] == []
+    assert result["offsets"] == {f"{topic}-0": 5, f"{topic}-1": 5}
+    assert result["altered"] == {f"{topic}-0": 1, f"{topic}-1": 5}
+    assert result["deleted"] == {f"{topic}-0": 1}
+
+
+def test_without_a_jdk_the_java_tests_skip_with_the_reason(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(JavaUnavailable, match="no javac/java on PATH"):
+        build(tmp_path / "classes", tmp_path / "artifacts")
+
+
+def test_a_failed_download_is_a_reason_to_skip(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(javautil, "PIP", ("false",))
+    with pytest.raises(JavaUnavailable, match="pip download .* failed"):
+        javautil.jars(tmp_path / "artifacts")
+    assert not (tmp_path / "artifacts" / "lib").exists()
