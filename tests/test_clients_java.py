@@ -143,6 +143,9 @@ def test_transactions_commit_abort_and_are_described(run: Run) -> None:
     ongoing = result["ongoing"]
     assert ongoing["state"] == "Ongoing" and ongoing["partitions"] == [f"{topic}-0"] and ongoing["timeout_ms"] == 60000
     assert result["listed"] == ["Ongoing"]
+    # What Kafka Streams reads with listOffsets: the high watermark, and the last stable offset before the open batch.
+    assert result["ongoing_latest"] == {"read_uncommitted": 1, "read_committed": 0}
+    assert result["committed_latest"] == {"read_uncommitted": 2, "read_committed": 2}  # the commit marker is offset 1
     assert result["ongoing_producers"] == [
         {"producer_id": ongoing["producer_id"], "epoch": ongoing["epoch"], "last_sequence": 0, "txn_start_offset": 0}]
     assert result["committed"]["state"] == "CompleteCommit" and result["committed"]["partitions"] == []
@@ -155,7 +158,7 @@ def test_transactions_commit_abort_and_are_described(run: Run) -> None:
 def test_consume_transform_produce_commits_offsets_in_the_transaction(run: Run) -> None:
     result = run.result("consume_transform_produce")
     assert result["output"] == [f"V{i}" for i in range(10)]
-    assert result["committed"] == 10
+    assert result["committed"] == 10  # listConsumerGroupOffsets with requireStable, as Kafka Streams asks
 
 
 def test_second_producer_fences_the_first(run: Run) -> None:
@@ -181,10 +184,16 @@ def test_admin_cluster_topics_and_configs(run: Run) -> None:
     assert all(entry["value"] == "1" for entry in result["broker_num_partitions"].values())
     assert result["altered_retention"] == {"value": "654321", "source": "DYNAMIC_TOPIC_CONFIG"}
     assert result["altered_cleanup"] == {"value": "compact", "source": "DYNAMIC_TOPIC_CONFIG"}
+    assert result["grown"] == 4  # createPartitions, as Spring's KafkaAdmin grows a declared topic
+    assert result["missing_name"] == "org.apache.kafka.common.errors.UnknownTopicOrPartitionException"
+    assert result["after_delete"] == "org.apache.kafka.common.errors.UnknownTopicIdException"
+    assert result["listed_after_delete"] is False
 
 
 def test_admin_list_offsets_and_delete_records(run: Run) -> None:
     result = run.result("admin_records")
+    assert result["for_time"] == 5  # offsetsForTimes: the first record at or after the time
+    assert result["for_late_time"] is None
     assert result["before"] == {"earliest": 0, "latest": 10, "max_timestamp": 6}
     assert result["low_watermark"] == 4
     assert result["after"] == {"earliest": 4, "latest": 10, "max_timestamp": 6}
@@ -197,9 +206,10 @@ def test_admin_consumer_group_apis(run: Run) -> None:
     topic = run.name("admin_groups")
     assert result["listed"] == [{"state": "Empty", "type": "Classic"}]
     assert result["described"]["state"] == "Empty" and result["described"]["members"] == []
-    assert result["offsets"] == {f"{topic}-0": 5, f"{topic}-1": 5}
-    assert result["altered"] == {f"{topic}-0": 1, f"{topic}-1": 5}
-    assert result["deleted"] == {f"{topic}-0": 1}
+    # offset/metadata: the consumer committed its positions with a note, alterConsumerGroupOffsets one without
+    assert result["offsets"] == {f"{topic}-0": "5/note-0", f"{topic}-1": "5/note-1"}
+    assert result["altered"] == {f"{topic}-0": "1/", f"{topic}-1": "5/note-1"}
+    assert result["deleted"] == {f"{topic}-0": "1/"}
 
 
 def test_without_a_jdk_the_java_tests_skip_with_the_reason(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

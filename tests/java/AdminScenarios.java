@@ -14,6 +14,7 @@ import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.ConsumerGroupListing;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.RecordsToDelete;
@@ -21,6 +22,7 @@ import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.consumer.OffsetAndTimestamp;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaFuture;
@@ -81,6 +83,15 @@ final class AdminScenarios {
             Config altered = Scenarios.await(admin.describeConfigs(List.of(topicResource)).all()).get(topicResource);
             result.put("altered_retention", entry(altered.get("retention.ms")));
             result.put("altered_cleanup", entry(altered.get("cleanup.policy")));
+
+            Scenarios.await(admin.createPartitions(Map.of(topic, NewPartitions.increaseTo(4))).all());
+            result.put("grown", Scenarios.await(admin.describeTopics(List.of(topic)).allTopicNames()).get(topic)
+                    .partitions().size());
+            result.put("missing_name", failure(admin.describeTopics(List.of(topic + "-missing")).allTopicNames()));
+            Scenarios.await(admin.deleteTopics(List.of(topic)).all());
+            result.put("after_delete", failure(admin.describeTopics(TopicCollection.ofTopicIds(List.of(id)))
+                    .allTopicIds()));
+            result.put("listed_after_delete", Scenarios.await(admin.listTopics().names()).contains(topic));
         }
         return result;
     }
@@ -92,11 +103,16 @@ final class AdminScenarios {
         Map<String, Object> result = new LinkedHashMap<>();
         try (Admin admin = Scenarios.admin(ctx)) {
             Scenarios.createTopics(admin, 1, topic);
+            long base = System.currentTimeMillis() - 60_000;
             try (KafkaProducer<String, String> producer = Scenarios.producer(ctx, new Properties())) {
-                long base = System.currentTimeMillis() - 60_000;
                 for (int i = 0; i < 10; i++) {  // the newest timestamp is record 6's
                     producer.send(new ProducerRecord<>(topic, 0, base + (i == 6 ? 1000 : i), "k" + i, "v" + i));
                 }
+            }
+            try (KafkaConsumer<String, String> consumer = Scenarios.consumer(ctx, new Properties())) {
+                Map<TopicPartition, OffsetAndTimestamp> found = consumer.offsetsForTimes(Map.of(partition, base + 5));
+                result.put("for_time", found.get(partition).offset());
+                result.put("for_late_time", consumer.offsetsForTimes(Map.of(partition, base + 5000)).get(partition));
             }
             result.put("before", offsets(admin, partition));
             result.put("low_watermark", Scenarios.await(admin.deleteRecords(Map.of(partition,
@@ -122,7 +138,12 @@ final class AdminScenarios {
                 int[] read = {0};
                 Scenarios.until("every record", () -> read[0] += consumer.poll(Scenarios.POLL).count(),
                         () -> read[0] >= 10);
-                consumer.commitSync();
+                Map<TopicPartition, OffsetAndMetadata> positions = new LinkedHashMap<>();
+                for (TopicPartition partition : partitions) {
+                    String note = "note-" + partition.partition();
+                    positions.put(partition, new OffsetAndMetadata(consumer.position(partition), note));
+                }
+                consumer.commitSync(positions);
             }
             List<Object> listed = new ArrayList<>();
             for (ConsumerGroupListing listing : Scenarios.await(admin.listConsumerGroups().all())) {
@@ -150,7 +171,9 @@ final class AdminScenarios {
                 admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata());
         for (Object key : Scenarios.sortedStrings(offsets.keySet())) {
             for (Map.Entry<TopicPartition, OffsetAndMetadata> entry : offsets.entrySet()) {
-                if (entry.getKey().toString().equals(key)) out.put((String) key, entry.getValue().offset());
+                if (entry.getKey().toString().equals(key)) {
+                    out.put((String) key, entry.getValue().offset() + "/" + entry.getValue().metadata());
+                }
             }
         }
         return out;

@@ -5,6 +5,9 @@ import java.util.List;
 import java.util.Map;
 
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsOptions;
+import org.apache.kafka.clients.admin.ListOffsetsOptions;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.ProducerState;
 import org.apache.kafka.clients.admin.TransactionDescription;
 import org.apache.kafka.clients.admin.TransactionListing;
@@ -16,6 +19,7 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.TopicPartition;
 
 /** The idempotent producer and transactions, read back by the client and described by the Admin API. */
@@ -51,6 +55,7 @@ final class TransactionScenarios {
             producer.flush();
             result.put("ongoing", transaction(admin, id));
             result.put("ongoing_producers", producers(admin, new TopicPartition(topic, 0)));
+            result.put("ongoing_latest", latest(admin, new TopicPartition(topic, 0)));
             List<Object> listed = new ArrayList<>();
             for (TransactionListing listing : Scenarios.await(admin.listTransactions().all())) {
                 if (listing.transactionalId().equals(id)) listed.add(listing.state().toString());
@@ -58,6 +63,7 @@ final class TransactionScenarios {
             result.put("listed", listed);
             producer.commitTransaction();
             result.put("committed", transaction(admin, id));
+            result.put("committed_latest", latest(admin, new TopicPartition(topic, 0)));
             producer.beginTransaction();
             producer.send(new ProducerRecord<>(topic, 0, "k", "aborted"));
             producer.flush();
@@ -104,8 +110,8 @@ final class TransactionScenarios {
                     producer.commitTransaction();
                 }, () -> done[0] >= count);
             }
-            Map<TopicPartition, OffsetAndMetadata> committed = Scenarios.await(
-                    admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata());
+            Map<TopicPartition, OffsetAndMetadata> committed = Scenarios.await(admin.listConsumerGroupOffsets(group,
+                    new ListConsumerGroupOffsetsOptions().requireStable(true)).partitionsToOffsetAndMetadata());
             result.put("committed", committed.get(new TopicPartition(input, 0)).offset());
         }
         result.put("output", values(Scenarios.readAll(ctx, output, 1, count, "read_committed")));
@@ -155,6 +161,16 @@ final class TransactionScenarios {
             row.put("txn_start_offset", state.currentTransactionStartOffset().isPresent()
                     ? state.currentTransactionStartOffset().getAsLong() : null);
             out.add(row);
+        }
+        return out;
+    }
+
+    /** The latest offset as read_uncommitted sees it (the high watermark) and as read_committed does (the LSO). */
+    static Map<String, Object> latest(Admin admin, TopicPartition partition) throws Exception {
+        Map<String, Object> out = new LinkedHashMap<>();
+        for (IsolationLevel level : List.of(IsolationLevel.READ_UNCOMMITTED, IsolationLevel.READ_COMMITTED)) {
+            out.put(level.toString(), Scenarios.await(admin.listOffsets(Map.of(partition, OffsetSpec.latest()),
+                    new ListOffsetsOptions(level)).partitionResult(partition)).offset());
         }
         return out;
     }
