@@ -25,8 +25,9 @@ SCENARIOS = [
     *(f"produce_consume:{codec}" for codec in CODECS),
     *(f"group:{protocol}" for protocol in PROTOCOLS),
     *(f"static_membership:{protocol}" for protocol in PROTOCOLS),
-    "cooperative_sticky", "idempotent", "transactions", "consume_transform_produce", "fencing",
-    "admin_cluster", "admin_records", "admin_groups",
+    "cooperative_sticky", "mixed_group", "large_message", "reset_past_end",
+    "idempotent", "transactions", "consume_transform_produce", "fencing",
+    "admin_cluster", "admin_records", "admin_groups", "admin_invalid_configs",
 ]
 NODE = re.compile(r" (\d+)=(\S+:\d+)")
 CLUSTER_ID = re.compile(r"cluster id (\S+),")
@@ -129,6 +130,27 @@ def test_cooperative_sticky_moves_only_what_it_must(run: Run) -> None:
     assert result["described"]["assignor"] == "cooperative-sticky"
 
 
+def test_a_consumer_protocol_member_joins_a_classic_group_and_leaves_it(run: Run) -> None:
+    """KIP-848's online migration, both ways, with the Java client on both protocols."""
+    result = run.result("mixed_group")
+    everything = partitions(run.name("mixed_group"), 4)
+    assert result["before"]["type"] == "Classic" and result["before"]["members"][0]["partitions"] == everything
+    classic, modern = result["assignments"]
+    assert classic and modern and sorted(classic + modern) == everything
+    assert result["shared"]["type"] == "Consumer" and len(result["shared"]["members"]) == 2
+    assert result["after"]["type"] == "Classic" and result["after"]["members"] == [{"instance": None, "partitions": everything}]
+
+
+def test_one_mib_record_needs_the_topic_override(run: Run) -> None:
+    result = run.result("large_message")
+    assert result["read"] == ["before", "big", "after"]
+    assert result["default_limit"] == "org.apache.kafka.common.errors.RecordTooLargeException"
+
+
+def test_consumer_past_the_log_end_resets_to_earliest(run: Run) -> None:
+    assert run.result("reset_past_end")["values"] == [f"v{i}" for i in range(10)]
+
+
 def test_idempotent_producer_is_the_default(run: Run) -> None:
     result = run.result("idempotent")
     assert result["values"] == [f"v{i}" for i in range(30)]
@@ -177,6 +199,7 @@ def test_admin_cluster_topics_and_configs(run: Run) -> None:
     for partition in by_name["partitions"]:
         assert len(partition["replicas"]) == min(3, run.nodes) and partition["leader"] in partition["replicas"]
         assert partition["isr"] == len(partition["replicas"])
+    assert sorted(p["leader"] for p in by_name["partitions"]) == sorted(run.node_ids * (3 // run.nodes))  # one each
     assert result["by_id"] == by_name
     assert result["unknown_id"] == "org.apache.kafka.common.errors.UnknownTopicIdException"
     assert result["topic_retention"] == {"value": "123456", "source": "DYNAMIC_TOPIC_CONFIG"}
@@ -210,6 +233,11 @@ def test_admin_consumer_group_apis(run: Run) -> None:
     assert result["offsets"] == {f"{topic}-0": "5/note-0", f"{topic}-1": "5/note-1"}
     assert result["altered"] == {f"{topic}-0": "1/", f"{topic}-1": "5/note-1"}
     assert result["deleted"] == {f"{topic}-0": "1/"}
+
+
+def test_admin_refuses_invalid_topic_configs(run: Run) -> None:
+    invalid = "org.apache.kafka.common.errors.InvalidConfigurationException"
+    assert run.result("admin_invalid_configs") == {"number": invalid, "choice": invalid, "unknown": invalid, "created": 0}
 
 
 def test_without_a_jdk_the_java_tests_skip_with_the_reason(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -165,6 +165,26 @@ final class AdminScenarios {
         return result;
     }
 
+    /** createTopics with a bad number, a bad choice and an unknown name: each refused, none created. */
+    static Map<String, Object> invalidConfigs(Driver.Ctx ctx) throws Exception {
+        Map<String, Map<String, String>> configs = new LinkedHashMap<>();
+        configs.put(ctx.name + "-number", Map.of("retention.ms", "soon"));
+        configs.put(ctx.name + "-choice", Map.of("cleanup.policy", "sometimes"));
+        configs.put(ctx.name + "-unknown", Map.of("no.such.setting", "1"));
+        Map<String, Object> result = new LinkedHashMap<>();
+        try (Admin admin = Scenarios.admin(ctx)) {
+            List<NewTopic> topics = new ArrayList<>();
+            for (Map.Entry<String, Map<String, String>> entry : configs.entrySet()) {
+                topics.add(new NewTopic(entry.getKey(), 1, (short) 1).configs(entry.getValue()));
+            }
+            Map<String, KafkaFuture<Void>> created = admin.createTopics(topics).values();
+            for (String name : configs.keySet()) result.put(name.substring(ctx.name.length() + 1), failure(created.get(name)));
+            Set<String> listed = Scenarios.await(admin.listTopics().names());
+            result.put("created", configs.keySet().stream().filter(listed::contains).count());
+        }
+        return result;
+    }
+
     private static Map<String, Object> groupOffsets(Admin admin, String group) throws Exception {
         Map<String, Object> out = new LinkedHashMap<>();
         Map<TopicPartition, OffsetAndMetadata> offsets = Scenarios.await(

@@ -11,6 +11,7 @@ import java.util.Set;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.MemberDescription;
+import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -160,6 +161,96 @@ final class ClientScenarios {
             }
         }
         return result;
+    }
+
+    /** A 1 MiB record goes through a topic whose max.message.bytes allows it, and is refused by the default. */
+    static Map<String, Object> largeMessage(Driver.Ctx ctx) throws Exception {
+        String roomy = ctx.name;
+        String strict = ctx.name + "-default";
+        int mib = 1 << 20;
+        String big = new java.util.Random(1).ints(mib, 'a', 'z' + 1)
+                .collect(StringBuilder::new, StringBuilder::appendCodePoint, StringBuilder::append).toString();
+        try (Admin admin = Scenarios.admin(ctx)) {
+            int nodes = Scenarios.await(admin.describeCluster().nodes()).size();
+            short factor = (short) Math.min(3, nodes);
+            Scenarios.await(admin.createTopics(List.of(
+                    new NewTopic(roomy, 1, factor).configs(Map.of("max.message.bytes", Integer.toString(2 * mib))),
+                    new NewTopic(strict, 1, factor))).all());
+        }
+        Map<String, Object> result = new LinkedHashMap<>();
+        try (KafkaProducer<String, String> producer = Scenarios.producer(ctx, Scenarios.props(
+                ProducerConfig.MAX_REQUEST_SIZE_CONFIG, Integer.toString(4 * mib),
+                ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "30000"))) {
+            for (String value : List.of("before", big, "after")) producer.send(new ProducerRecord<>(roomy, 0, "k", value));
+            producer.flush();
+            try {
+                producer.send(new ProducerRecord<>(strict, 0, "k", big)).get();
+                result.put("default_limit", "accepted");
+            } catch (java.util.concurrent.ExecutionException e) {
+                result.put("default_limit", e.getCause().getClass().getName());
+            }
+        }
+        List<Object> sizes = new ArrayList<>();
+        for (ConsumerRecord<String, String> record : Scenarios.readAll(ctx, roomy, 1, 3, "read_uncommitted")) {
+            sizes.add(record.value().equals(big) ? "big" : record.value());
+        }
+        result.put("read", sizes);
+        return result;
+    }
+
+    /** A consumer placed past the log end gets OFFSET_OUT_OF_RANGE and auto.offset.reset=earliest reads it all. */
+    static Map<String, Object> resetPastEnd(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name;
+        try (Admin admin = Scenarios.admin(ctx)) {
+            Scenarios.createTopics(admin, 1, topic);
+        }
+        produce(ctx, topic, 1, 10);
+        List<Object> values = new ArrayList<>();
+        try (KafkaConsumer<String, String> consumer = Scenarios.consumer(ctx, new Properties())) {
+            TopicPartition partition = new TopicPartition(topic, 0);
+            consumer.assign(List.of(partition));
+            consumer.seek(partition, 1000);
+            Scenarios.until("every record after the reset", () -> consumer.poll(Scenarios.POLL)
+                    .forEach(record -> values.add(record.value())), () -> values.size() >= 10);
+        }
+        return Map.of("values", values);
+    }
+
+    /** KIP-848's online migration: a consumer-protocol member joins a classic group, shares it, and leaves again. */
+    static Map<String, Object> mixedGroup(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name;
+        int partitions = 4;
+        Map<String, Object> result = new LinkedHashMap<>();
+        try (Admin admin = Scenarios.admin(ctx);
+             KafkaConsumer<String, String> classic = Scenarios.consumer(ctx, Scenarios.props(
+                     ConsumerConfig.GROUP_ID_CONFIG, ctx.name, ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic",
+                     ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, CooperativeStickyAssignor.class.getName()))) {
+            Scenarios.createTopics(admin, partitions, topic);
+            classic.subscribe(List.of(topic));
+            Scenarios.until("the classic member's assignment", () -> classic.poll(Scenarios.POLL),
+                    () -> classic.assignment().size() == partitions);
+            result.put("before", describe(describeGroup(admin, ctx.name)));
+            try (KafkaConsumer<String, String> modern = Scenarios.consumer(ctx, Scenarios.props(
+                    ConsumerConfig.GROUP_ID_CONFIG, ctx.name, ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer"))) {
+                modern.subscribe(List.of(topic));
+                Scenarios.until("the two members to split the partitions", () -> {
+                    classic.poll(Scenarios.POLL);
+                    modern.poll(Scenarios.POLL);
+                }, () -> !classic.assignment().isEmpty() && !modern.assignment().isEmpty()
+                        && classic.assignment().size() + modern.assignment().size() == partitions);
+                result.put("assignments", List.of(Scenarios.sortedStrings(classic.assignment()),
+                        Scenarios.sortedStrings(modern.assignment())));
+                result.put("shared", describe(describeGroup(admin, ctx.name)));
+            }
+            Scenarios.until("the classic member to own every partition again", () -> classic.poll(Scenarios.POLL),
+                    () -> classic.assignment().size() == partitions);
+            result.put("after", describe(describeGroup(admin, ctx.name)));
+        }
+        return result;
+    }
+
+    private static ConsumerGroupDescription describeGroup(Admin admin, String group) throws Exception {
+        return Scenarios.await(admin.describeConsumerGroups(List.of(group)).describedGroups().get(group));
     }
 
     static void produce(Driver.Ctx ctx, String topic, int partitions, int count) {

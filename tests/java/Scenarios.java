@@ -38,6 +38,9 @@ final class Scenarios {
             case "group": scenario = ClientScenarios::group; break;
             case "static_membership": scenario = ClientScenarios::staticMembership; break;
             case "cooperative_sticky": scenario = ClientScenarios::cooperativeSticky; break;
+            case "mixed_group": scenario = ClientScenarios::mixedGroup; break;
+            case "large_message": scenario = ClientScenarios::largeMessage; break;
+            case "reset_past_end": scenario = ClientScenarios::resetPastEnd; break;
             case "idempotent": scenario = TransactionScenarios::idempotent; break;
             case "transactions": scenario = TransactionScenarios::transactions; break;
             case "consume_transform_produce": scenario = TransactionScenarios::consumeTransformProduce; break;
@@ -45,6 +48,7 @@ final class Scenarios {
             case "admin_cluster": scenario = AdminScenarios::cluster; break;
             case "admin_records": scenario = AdminScenarios::records; break;
             case "admin_groups": scenario = AdminScenarios::groups; break;
+            case "admin_invalid_configs": scenario = AdminScenarios::invalidConfigs; break;
             default: throw new IllegalArgumentException("unknown scenario " + name);
         }
         return scenario.run(ctx);
