@@ -33,7 +33,7 @@ public final class Driver {
             String spec = args[i];
             String[] parts = spec.split(":", 2);
             String arg = parts.length > 1 ? parts[1] : "";
-            Ctx ctx = new Ctx(bootstrap, prefix + "-" + spec.replace(':', '-'), arg);
+            Ctx ctx = new Ctx(bootstrap, prefix + "-" + spec.replaceAll("[^A-Za-z0-9._-]", "-"), arg);
             running.put(spec, pool.submit(() -> Scenarios.run(parts[0], ctx)));
         }
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(SCENARIO_TIMEOUT_S);

@@ -41,6 +41,7 @@ final class Scenarios {
             case "mixed_group": scenario = ClientScenarios::mixedGroup; break;
             case "large_message": scenario = ClientScenarios::largeMessage; break;
             case "reset_past_end": scenario = ClientScenarios::resetPastEnd; break;
+            case "failover": scenario = FailoverScenarios::crash; break;
             case "idempotent": scenario = TransactionScenarios::idempotent; break;
             case "transactions": scenario = TransactionScenarios::transactions; break;
             case "consume_transform_produce": scenario = TransactionScenarios::consumeTransformProduce; break;

@@ -1,0 +1,101 @@
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+
+/** A cluster losing a node under the client, driven through the broker's HTTP control API (the argument is its URL). */
+final class FailoverScenarios {
+    private FailoverScenarios() {
+    }
+
+    /**
+     * The node leading partition 0 crashes after a first round of produce and consume; a group reads and commits
+     * while it is down (its coordinator may move) and goes on after it returns. The idempotent producer's retries must neither lose nor repeat a record.
+     */
+    static Map<String, Object> crash(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name;
+        int partitions = 3;
+        int round = 30;
+        HttpClient http = HttpClient.newHttpClient();
+        Map<String, Object> result = new LinkedHashMap<>();
+        Set<String> values = new HashSet<>();
+        int[] duplicates = {0};
+        try (Admin admin = Scenarios.admin(ctx);
+             KafkaProducer<String, String> producer = Scenarios.producer(ctx, Scenarios.props(
+                     ProducerConfig.ACKS_CONFIG, "all"));
+             KafkaConsumer<String, String> consumer = Scenarios.consumer(ctx, Scenarios.props(
+                     ConsumerConfig.GROUP_ID_CONFIG, ctx.name))) {
+            Scenarios.createTopics(admin, partitions, topic);
+            send(producer, topic, partitions, 0, round);
+            consumer.subscribe(List.of(topic));
+            readAndCommit(consumer, values, duplicates, round);  // the group (and __consumer_offsets) exists
+            int leader = leaderOf(admin, topic);
+            result.put("stopped", leader);
+            post(http, ctx.arg + "/v1/nodes/" + leader + "/stop", "{\"clean\": false}");
+            Scenarios.until("a new leader of partition 0", () -> { }, () -> {
+                try {
+                    return leaderOf(admin, topic) != leader;
+                } catch (Exception e) {
+                    return false;
+                }
+            });
+            result.put("new_leader", leaderOf(admin, topic));
+            send(producer, topic, partitions, round, round);
+            readAndCommit(consumer, values, duplicates, 2 * round);
+            post(http, ctx.arg + "/v1/nodes/" + leader + "/start", "{}");
+            send(producer, topic, partitions, 2 * round, round);
+            readAndCommit(consumer, values, duplicates, 3 * round);
+            Map<TopicPartition, OffsetAndMetadata> committed = Scenarios.await(
+                    admin.listConsumerGroupOffsets(ctx.name).partitionsToOffsetAndMetadata());
+            long total = 0;
+            for (OffsetAndMetadata offset : committed.values()) total += offset.offset();
+            result.put("committed_total", total);
+        }
+        result.put("distinct", values.size());
+        result.put("duplicates", duplicates[0]);
+        return result;
+    }
+
+    private static void send(KafkaProducer<String, String> producer, String topic, int partitions, int from, int count) {
+        for (int i = from; i < from + count; i++) producer.send(new ProducerRecord<>(topic, i % partitions, "k", "v" + i));
+        producer.flush();
+    }
+
+    private static void readAndCommit(KafkaConsumer<String, String> consumer, Set<String> values, int[] duplicates,
+                                      int expected) {
+        Scenarios.until(expected + " records", () -> {
+            consumer.poll(Scenarios.POLL).forEach(record -> {
+                if (!values.add(record.value())) duplicates[0]++;
+            });
+            consumer.commitSync();
+        }, () -> values.size() >= expected);
+    }
+
+    private static int leaderOf(Admin admin, String topic) throws Exception {
+        TopicDescription described = Scenarios.await(admin.describeTopics(List.of(topic)).allTopicNames()).get(topic);
+        return described.partitions().get(0).leader().id();
+    }
+
+    private static void post(HttpClient http, String url, String body) throws Exception {
+        HttpResponse<String> answer = http.send(HttpRequest.newBuilder(URI.create(url))
+                .POST(HttpRequest.BodyPublishers.ofString(body)).header("Content-Type", "application/json").build(),
+                HttpResponse.BodyHandlers.ofString());
+        if (answer.statusCode() != 200) throw new IllegalStateException(url + " answered " + answer.statusCode() + ": " + answer.body());
+    }
+}
