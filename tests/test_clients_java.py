@@ -163,6 +163,8 @@ def test_a_crashed_leader_loses_and_repeats_nothing(run: Run) -> None:
         pytest.skip("a failover needs another node to take over")
     result = run.result("failover")
     assert result["new_leader"] != result["stopped"] and result["new_leader"] in run.node_ids
+    live = set(run.node_ids) - {result["stopped"]}
+    assert result["controller_while_stopped"] in live and result["created_while_stopped"] is True
     assert (result["distinct"], result["duplicates"], result["committed_total"]) == (90, 0, 90)
 
 

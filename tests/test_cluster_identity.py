@@ -84,3 +84,19 @@ def test_metadata_naming_any_id_answers_by_ids_alone(broker: Broker) -> None:
         {"name": f"{topic}-other", "topic_id": bytes(16)}, {"name": "", "topic_id": topic_id}])
     assert [(t["name"], t["topic_id"], t["error_code"]) for t in answer] == [(topic, topic_id, ErrorCode.NONE)]
     assert broker.core.topic(f"{topic}-other") is None
+
+
+def test_a_stopped_node_is_never_named_controller() -> None:
+    """Clients send admin requests (CreateTopics...) to the controller they are told of: a stopped node would take
+    them nowhere, so as in Kafka a live broker is named, the same one by every node."""
+    with Broker(nodes=3) as broker:
+        addresses = {b["broker_id"]: f"{b['host']}:{b['port']}" for b in call(
+            broker.bootstrap_servers, DESCRIBE_CLUSTER, 1, {"include_cluster_authorized_operations": False})["brokers"]}
+        broker.stop_node(1)
+        for node in (2, 3):
+            cluster = call(addresses[node], DESCRIBE_CLUSTER, 1, {"include_cluster_authorized_operations": False})
+            assert sorted(b["broker_id"] for b in cluster["brokers"]) == [2, 3]
+            assert cluster["controller_id"] == 2
+            metadata = call(addresses[node], METADATA, 12, {"topics": [], "allow_auto_topic_creation": False,
+                                                             "include_topic_authorized_operations": False})
+            assert metadata["controller_id"] == 2

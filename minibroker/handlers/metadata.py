@@ -47,6 +47,12 @@ def broker_entries(ctx: RequestContext, id_field: str) -> list[dict[str, Any]]:
     return entries
 
 
+def controller_id(ctx: RequestContext) -> int:
+    """A KRaft broker names a live broker as the controller (Kafka picks one at random); clients send it their
+    admin requests, so a stopped node must not be named. The lowest live id keeps every node's answer the same."""
+    return min(ctx.broker.live_nodes, default=-1)
+
+
 def topic_metadata(ctx: RequestContext, info: TopicInfo) -> dict[str, Any]:
     placements = ctx.broker.placements
     live = ctx.broker.live_nodes
@@ -167,7 +173,7 @@ async def metadata(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     return {
         "brokers": broker_entries(ctx, "node_id"),
         "cluster_id": broker.logs.cluster_id,
-        "controller_id": broker.node_ids[0],
+        "controller_id": controller_id(ctx),
         "cluster_authorized_operations": (
             ctx.cluster_authorized_operations() if body["include_cluster_authorized_operations"] else NO_AUTHORIZED_OPERATIONS
         ),
@@ -196,7 +202,7 @@ async def describe_cluster(ctx: RequestContext, body: dict[str, Any]) -> dict[st
         "error_message": None,
         "endpoint_type": BROKER_ENDPOINTS,
         "cluster_id": ctx.broker.logs.cluster_id,
-        "controller_id": ctx.broker.node_ids[0],
+        "controller_id": controller_id(ctx),
         "brokers": broker_entries(ctx, "broker_id"),
         "cluster_authorized_operations": (
             ctx.cluster_authorized_operations() if body["include_cluster_authorized_operations"] else NO_AUTHORIZED_OPERATIONS

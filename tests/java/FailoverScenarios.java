@@ -25,8 +25,9 @@ final class FailoverScenarios {
     }
 
     /**
-     * The node leading partition 0 crashes after a first round of produce and consume; a group reads and commits
-     * while it is down (its coordinator may move) and goes on after it returns. The idempotent producer's retries must neither lose nor repeat a record.
+     * The node leading partition 0, and named controller, crashes after a first round of produce and consume; admin
+     * requests still find a controller, a group reads and commits while the node is down (its coordinator may move)
+     * and goes on after it returns. The idempotent producer's retries must neither lose nor repeat a record.
      */
     static Map<String, Object> crash(Driver.Ctx ctx) throws Exception {
         String topic = ctx.name;
@@ -45,17 +46,19 @@ final class FailoverScenarios {
             send(producer, topic, partitions, 0, round);
             consumer.subscribe(List.of(topic));
             readAndCommit(consumer, values, duplicates, round);  // the group (and __consumer_offsets) exists
-            int leader = leaderOf(admin, topic);
+            // The node that crashes both leads partition 0 and is the one named controller.
+            int leader = Scenarios.await(admin.describeCluster().controller()).id();
+            post(http, ctx.arg + "/v1/partitions/" + topic + "/0/leader", "{\"node\": " + leader + "}");
+            Scenarios.until("the moved leader of partition 0", () -> { }, () -> leaderIs(admin, topic, leader));
             result.put("stopped", leader);
             post(http, ctx.arg + "/v1/nodes/" + leader + "/stop", "{\"clean\": false}");
-            Scenarios.until("a new leader of partition 0", () -> { }, () -> {
-                try {
-                    return leaderOf(admin, topic) != leader;
-                } catch (Exception e) {
-                    return false;
-                }
-            });
+            Scenarios.until("a new leader of partition 0", () -> { }, () -> !leaderIs(admin, topic, leader));
             result.put("new_leader", leaderOf(admin, topic));
+            // Admin requests go to the controller the cluster names: it must be a live node.
+            result.put("controller_while_stopped", Scenarios.await(admin.describeCluster().controller()).id());
+            Scenarios.createTopics(admin, 1, topic + "-while-stopped");
+            result.put("created_while_stopped", Scenarios.await(admin.listTopics().names())
+                    .contains(topic + "-while-stopped"));
             send(producer, topic, partitions, round, round);
             readAndCommit(consumer, values, duplicates, 2 * round);
             post(http, ctx.arg + "/v1/nodes/" + leader + "/start", "{}");
@@ -85,6 +88,14 @@ final class FailoverScenarios {
             });
             consumer.commitSync();
         }, () -> values.size() >= expected);
+    }
+
+    private static boolean leaderIs(Admin admin, String topic, int node) {
+        try {
+            return leaderOf(admin, topic) == node;
+        } catch (Exception e) {
+            return false;
+        }
     }
 
     private static int leaderOf(Admin admin, String topic) throws Exception {
