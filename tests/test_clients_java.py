@@ -29,6 +29,7 @@ SCENARIOS = [
     "idempotent", "transactions", "consume_transform_produce", "fencing",
     "admin_cluster", "admin_records", "admin_groups", "admin_invalid_configs",
 ]
+FAILOVERS = ["failover", "transaction_failover"]  # on a cluster only, one at a time (they stop nodes)
 NODE = re.compile(r" (\d+)=(\S+:\d+)")
 CONTROL = re.compile(r"control (http://\S+),")
 CLUSTER_ID = re.compile(r"cluster id (\S+),")
@@ -72,9 +73,10 @@ def run(request: pytest.FixtureRequest, java_client: JavaClient, tmp_path_factor
         addresses = ",".join(address for _, address in NODE.findall(proc.log_text())) or proc.bootstrap
         prefix = f"j{uuid.uuid4().hex[:8]}"
         answers = java_client.run(addresses, prefix, SCENARIOS)
-        if nodes > 1:  # stopping a node would disturb the other scenarios: after them, in a JVM of its own
+        if nodes > 1:  # stopping a node would disturb the other scenarios: after them, each in a JVM of its own
             control = CONTROL.search(proc.log_text()).group(1)
-            answers["failover"] = java_client.run(addresses, prefix, [f"failover:{control}"])[f"failover:{control}"]
+            for scenario in FAILOVERS:
+                answers[scenario] = java_client.run(addresses, prefix, [f"{scenario}:{control}"])[f"{scenario}:{control}"]
         yield Run(nodes, proc, prefix, answers)
     finally:
         proc.stop()
@@ -166,6 +168,14 @@ def test_a_crashed_leader_loses_and_repeats_nothing(run: Run) -> None:
     live = set(run.node_ids) - {result["stopped"]}
     assert result["controller_while_stopped"] in live and result["created_while_stopped"] is True
     assert (result["distinct"], result["duplicates"], result["committed_total"]) == (90, 0, 90)
+
+
+def test_a_transaction_survives_its_coordinator_crashing(run: Run) -> None:
+    if run.nodes == 1:
+        pytest.skip("a coordinator failover needs another node to take over")
+    result = run.result("transaction_failover")
+    assert result["new_coordinator"] != result["stopped"] and result["new_coordinator"] in run.node_ids
+    assert result["state"] == "CompleteCommit" and result["read_committed"] == 20
 
 
 def test_idempotent_producer_is_the_default(run: Run) -> None:

@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -13,7 +14,8 @@ import java.util.concurrent.TimeoutException;
 /**
  * Runs scenarios of the real Apache Kafka Java client against a broker, in parallel threads of one JVM (a JVM
  * start costs more than most scenarios), and prints one JSON line per scenario for the Python test to check:
- * {"scenario": ..., "ok": true, "result": {...}} or {"scenario": ..., "ok": false, "error": "stack trace"}.
+ * {"scenario": ..., "ok": true, "result": {...}} or {"scenario": ..., "ok": false, "error": "stack trace"}, with the
+ * scenario's "elapsed_ms".
  *
  * Usage: java Driver BOOTSTRAP PREFIX SCENARIO[:ARG] ...  (PREFIX makes topic, group and transactional ids unique)
  */
@@ -29,12 +31,20 @@ public final class Driver {
             return thread;
         });
         Map<String, Future<Map<String, Object>>> running = new LinkedHashMap<>();
+        Map<String, Long> elapsed = new ConcurrentHashMap<>();
         for (int i = 2; i < args.length; i++) {
             String spec = args[i];
             String[] parts = spec.split(":", 2);
             String arg = parts.length > 1 ? parts[1] : "";
             Ctx ctx = new Ctx(bootstrap, prefix + "-" + spec.replaceAll("[^A-Za-z0-9._-]", "-"), arg);
-            running.put(spec, pool.submit(() -> Scenarios.run(parts[0], ctx)));
+            running.put(spec, pool.submit(() -> {
+                long start = System.nanoTime();
+                try {
+                    return Scenarios.run(parts[0], ctx);
+                } finally {
+                    elapsed.put(spec, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
+                }
+            }));
         }
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(SCENARIO_TIMEOUT_S);
         for (Map.Entry<String, Future<Map<String, Object>>> entry : running.entrySet()) {
@@ -51,6 +61,7 @@ public final class Driver {
                 line.put("ok", false);
                 line.put("error", stackTrace(e.getCause()));
             }
+            line.put("elapsed_ms", elapsed.get(entry.getKey()));
             System.out.println(Json.write(line));
             System.out.flush();
         }

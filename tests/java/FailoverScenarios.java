@@ -75,6 +75,41 @@ final class FailoverScenarios {
         return result;
     }
 
+    /**
+     * The transaction coordinator's node crashes while a transaction is open: the producer finds the new coordinator
+     * (loaded from __transaction_state) and commits; a read_committed consumer sees the transaction whole.
+     */
+    static Map<String, Object> transactionCoordinatorCrash(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name;
+        String id = ctx.name + "-txn";
+        HttpClient http = HttpClient.newHttpClient();
+        Map<String, Object> result = new LinkedHashMap<>();
+        try (Admin admin = Scenarios.admin(ctx);
+             KafkaProducer<String, String> producer = Scenarios.producer(ctx, Scenarios.props(
+                     ProducerConfig.TRANSACTIONAL_ID_CONFIG, id))) {
+            Scenarios.createTopics(admin, 2, topic);
+            producer.initTransactions();
+            producer.beginTransaction();
+            for (int i = 0; i < 10; i++) producer.send(new ProducerRecord<>(topic, i % 2, "k", "before" + i));
+            producer.flush();
+            int coordinator = Scenarios.await(admin.describeTransactions(List.of(id)).description(id)).coordinatorId();
+            result.put("stopped", coordinator);
+            post(http, ctx.arg + "/v1/nodes/" + coordinator + "/stop", "{\"clean\": false}");
+            try {
+                for (int i = 0; i < 10; i++) producer.send(new ProducerRecord<>(topic, i % 2, "k", "after" + i));
+                producer.commitTransaction();
+                result.put("new_coordinator", Scenarios.await(admin.describeTransactions(List.of(id)).description(id))
+                        .coordinatorId());
+                result.put("state", Scenarios.await(admin.describeTransactions(List.of(id)).description(id))
+                        .state().toString());
+            } finally {
+                post(http, ctx.arg + "/v1/nodes/" + coordinator + "/start", "{}");
+            }
+        }
+        result.put("read_committed", Scenarios.readAll(ctx, topic, 2, 20, "read_committed").size());
+        return result;
+    }
+
     private static void send(KafkaProducer<String, String> producer, String topic, int partitions, int from, int count) {
         for (int i = from; i < from + count; i++) producer.send(new ProducerRecord<>(topic, i % partitions, "k", "v" + i));
         producer.flush();

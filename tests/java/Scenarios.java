@@ -42,6 +42,7 @@ final class Scenarios {
             case "large_message": scenario = ClientScenarios::largeMessage; break;
             case "reset_past_end": scenario = ClientScenarios::resetPastEnd; break;
             case "failover": scenario = FailoverScenarios::crash; break;
+            case "transaction_failover": scenario = FailoverScenarios::transactionCoordinatorCrash; break;
             case "idempotent": scenario = TransactionScenarios::idempotent; break;
             case "transactions": scenario = TransactionScenarios::transactions; break;
             case "consume_transform_produce": scenario = TransactionScenarios::consumeTransformProduce; break;
@@ -84,6 +85,10 @@ final class Scenarios {
         props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        if (!"consumer".equals(extra.get(ConsumerConfig.GROUP_PROTOCOL_CONFIG))) {
+            // A classic member learns of a rebalance by heartbeat (3 s by default); the consumer protocol forbids it.
+            props.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "500");
+        }
         props.putAll(extra);
         return new KafkaConsumer<>(props);
     }
