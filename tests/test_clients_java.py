@@ -159,13 +159,15 @@ def test_consumer_past_the_log_end_resets_to_earliest(run: Run) -> None:
 
 
 def test_a_crashed_leader_loses_and_repeats_nothing(run: Run) -> None:
-    """The leader of partition 0 crashes (the control API's stop with clean=false) between rounds of produce and
-    consume: the idempotent producer and the group go on with the other nodes and again once it is back."""
+    """The node leading partition 0, coordinating the group and named controller crashes (the control API's stop with
+    clean=false) between rounds of produce and consume: the idempotent producer, the group and the Admin client go on
+    with the other nodes, and again once it is back."""
     if run.nodes == 1:
         pytest.skip("a failover needs another node to take over")
     result = run.result("failover")
     assert result["new_leader"] != result["stopped"] and result["new_leader"] in run.node_ids
     live = set(run.node_ids) - {result["stopped"]}
+    assert result["coordinator_before"] == result["stopped"] and result["coordinator_after"] in live
     assert result["controller_while_stopped"] in live and result["created_while_stopped"] is True
     assert (result["distinct"], result["duplicates"], result["committed_total"]) == (90, 0, 90)
 

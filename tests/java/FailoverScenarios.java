@@ -25,9 +25,9 @@ final class FailoverScenarios {
     }
 
     /**
-     * The node leading partition 0, and named controller, crashes after a first round of produce and consume; admin
-     * requests still find a controller, a group reads and commits while the node is down (its coordinator may move)
-     * and goes on after it returns. The idempotent producer's retries must neither lose nor repeat a record.
+     * The node leading partition 0, coordinating the group and named controller crashes after a first round of
+     * produce and consume: admin requests still find a controller, the group's coordinator moves and the group reads
+     * and commits while the node is down, and goes on after it returns. The idempotent producer's retries must neither lose nor repeat a record.
      */
     static Map<String, Object> crash(Driver.Ctx ctx) throws Exception {
         String topic = ctx.name;
@@ -50,6 +50,8 @@ final class FailoverScenarios {
             int leader = Scenarios.await(admin.describeCluster().controller()).id();
             post(http, ctx.arg + "/v1/partitions/" + topic + "/0/leader", "{\"node\": " + leader + "}");
             Scenarios.until("the moved leader of partition 0", () -> { }, () -> leaderIs(admin, topic, leader));
+            post(http, ctx.arg + "/v1/coordinators", "{\"group\": \"" + ctx.name + "\", \"node\": " + leader + "}");
+            result.put("coordinator_before", coordinatorOf(admin, ctx.name));
             result.put("stopped", leader);
             post(http, ctx.arg + "/v1/nodes/" + leader + "/stop", "{\"clean\": false}");
             Scenarios.until("a new leader of partition 0", () -> { }, () -> !leaderIs(admin, topic, leader));
@@ -64,6 +66,7 @@ final class FailoverScenarios {
             post(http, ctx.arg + "/v1/nodes/" + leader + "/start", "{}");
             send(producer, topic, partitions, 2 * round, round);
             readAndCommit(consumer, values, duplicates, 3 * round);
+            result.put("coordinator_after", coordinatorOf(admin, ctx.name));
             Map<TopicPartition, OffsetAndMetadata> committed = Scenarios.await(
                     admin.listConsumerGroupOffsets(ctx.name).partitionsToOffsetAndMetadata());
             long total = 0;
@@ -123,6 +126,10 @@ final class FailoverScenarios {
             });
             consumer.commitSync();
         }, () -> values.size() >= expected);
+    }
+
+    private static int coordinatorOf(Admin admin, String group) throws Exception {
+        return Scenarios.await(admin.describeConsumerGroups(List.of(group)).describedGroups().get(group)).coordinator().id();
     }
 
     private static boolean leaderIs(Admin admin, String topic, int node) {
