@@ -29,7 +29,11 @@ SCENARIOS = [
     "idempotent", "transactions", "consume_transform_produce", "fencing",
     "admin_cluster", "admin_records", "admin_groups", "admin_invalid_configs",
 ]
-FAILOVERS = ["failover", "transaction_failover"]  # on a cluster only, one at a time (they stop nodes)
+# On a cluster only, one at a time (they stop nodes), given the control API's URL: name -> spec.
+FAILOVERS = {
+    **{f"failover:{protocol}": f"failover:{protocol},{{control}}" for protocol in PROTOCOLS},
+    "transaction_failover": "transaction_failover:{control}",
+}
 NODE = re.compile(r" (\d+)=(\S+:\d+)")
 CONTROL = re.compile(r"control (http://\S+),")
 CLUSTER_ID = re.compile(r"cluster id (\S+),")
@@ -75,8 +79,9 @@ def run(request: pytest.FixtureRequest, java_client: JavaClient, tmp_path_factor
         answers = java_client.run(addresses, prefix, SCENARIOS)
         if nodes > 1:  # stopping a node would disturb the other scenarios: after them, each in a JVM of its own
             control = CONTROL.search(proc.log_text()).group(1)
-            for scenario in FAILOVERS:
-                answers[scenario] = java_client.run(addresses, prefix, [f"{scenario}:{control}"])[f"{scenario}:{control}"]
+            for name, spec in FAILOVERS.items():
+                spec = spec.format(control=control)
+                answers[name] = java_client.run(addresses, prefix, [spec])[spec]
         yield Run(nodes, proc, prefix, answers)
     finally:
         proc.stop()
@@ -158,13 +163,14 @@ def test_consumer_past_the_log_end_resets_to_earliest(run: Run) -> None:
     assert run.result("reset_past_end")["values"] == [f"v{i}" for i in range(10)]
 
 
-def test_a_crashed_leader_loses_and_repeats_nothing(run: Run) -> None:
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_crashed_leader_loses_and_repeats_nothing(run: Run, protocol: str) -> None:
     """The node leading partition 0, coordinating the group and named controller crashes (the control API's stop with
     clean=false) between rounds of produce and consume: the idempotent producer, the group and the Admin client go on
     with the other nodes, and again once it is back."""
     if run.nodes == 1:
         pytest.skip("a failover needs another node to take over")
-    result = run.result("failover")
+    result = run.result(f"failover:{protocol}")
     assert result["new_leader"] != result["stopped"] and result["new_leader"] in run.node_ids
     live = set(run.node_ids) - {result["stopped"]}
     assert result["coordinator_before"] == result["stopped"] and result["coordinator_after"] in live

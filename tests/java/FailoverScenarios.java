@@ -19,7 +19,7 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 
-/** A cluster losing a node under the client, driven through the broker's HTTP control API (the argument is its URL). */
+/** A cluster losing a node under the client, driven through the broker's HTTP control API (its URL is an argument). */
 final class FailoverScenarios {
     private FailoverScenarios() {
     }
@@ -33,6 +33,9 @@ final class FailoverScenarios {
         String topic = ctx.name;
         int partitions = 3;
         int round = 30;
+        String[] args = ctx.arg.split(",", 2);  // group.protocol,control URL
+        String protocol = args[0];
+        String control = args[1];
         HttpClient http = HttpClient.newHttpClient();
         Map<String, Object> result = new LinkedHashMap<>();
         Set<String> values = new HashSet<>();
@@ -41,19 +44,19 @@ final class FailoverScenarios {
              KafkaProducer<String, String> producer = Scenarios.producer(ctx, Scenarios.props(
                      ProducerConfig.ACKS_CONFIG, "all"));
              KafkaConsumer<String, String> consumer = Scenarios.consumer(ctx, Scenarios.props(
-                     ConsumerConfig.GROUP_ID_CONFIG, ctx.name))) {
+                     ConsumerConfig.GROUP_ID_CONFIG, ctx.name, ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol))) {
             Scenarios.createTopics(admin, partitions, topic);
             send(producer, topic, partitions, 0, round);
             consumer.subscribe(List.of(topic));
             readAndCommit(consumer, values, duplicates, round);  // the group (and __consumer_offsets) exists
             // The node that crashes both leads partition 0 and is the one named controller.
             int leader = Scenarios.await(admin.describeCluster().controller()).id();
-            post(http, ctx.arg + "/v1/partitions/" + topic + "/0/leader", "{\"node\": " + leader + "}");
+            post(http, control + "/v1/partitions/" + topic + "/0/leader", "{\"node\": " + leader + "}");
             Scenarios.until("the moved leader of partition 0", () -> { }, () -> leaderIs(admin, topic, leader));
-            post(http, ctx.arg + "/v1/coordinators", "{\"group\": \"" + ctx.name + "\", \"node\": " + leader + "}");
+            post(http, control + "/v1/coordinators", "{\"group\": \"" + ctx.name + "\", \"node\": " + leader + "}");
             result.put("coordinator_before", coordinatorOf(admin, ctx.name));
             result.put("stopped", leader);
-            post(http, ctx.arg + "/v1/nodes/" + leader + "/stop", "{\"clean\": false}");
+            post(http, control + "/v1/nodes/" + leader + "/stop", "{\"clean\": false}");
             Scenarios.until("a new leader of partition 0", () -> { }, () -> !leaderIs(admin, topic, leader));
             result.put("new_leader", leaderOf(admin, topic));
             // Admin requests go to the controller the cluster names: it must be a live node.
@@ -63,7 +66,7 @@ final class FailoverScenarios {
                     .contains(topic + "-while-stopped"));
             send(producer, topic, partitions, round, round);
             readAndCommit(consumer, values, duplicates, 2 * round);
-            post(http, ctx.arg + "/v1/nodes/" + leader + "/start", "{}");
+            post(http, control + "/v1/nodes/" + leader + "/start", "{}");
             send(producer, topic, partitions, 2 * round, round);
             readAndCommit(consumer, values, duplicates, 3 * round);
             result.put("coordinator_after", coordinatorOf(admin, ctx.name));
