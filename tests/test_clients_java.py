@@ -1,6 +1,7 @@
 """The real Apache Kafka Java client (kafka-clients 3.9.1) against one broker and against a 3-node cluster: producing
-and consuming with every codec, consumer groups (classic and KIP-848), static membership, the cooperative-sticky
-assignor, the idempotent producer, transactions and the Admin API as Spring's KafkaAdmin and Kafka Streams use it.
+and consuming with every codec, consumer groups (classic and KIP-848, and migrating between them), static
+membership, the cooperative-sticky assignor, the idempotent producer, transactions, the Admin API as Spring's
+KafkaAdmin and Kafka Streams use it, SASL logins, and (on the cluster) a crashing node.
 
 Each cluster size runs every scenario in one JVM (tests/java/Driver.java, scenarios in parallel threads); the tests
 below check each scenario's JSON answer. The client comes from tests/javautil.py; without a JDK or the download
@@ -29,12 +30,17 @@ SCENARIOS = [
     "idempotent", "transactions", "consume_transform_produce", "fencing",
     "admin_cluster", "admin_records", "admin_groups", "admin_invalid_configs",
 ]
-# On a cluster only, one at a time (they stop nodes), given the control API's URL: name -> spec.
+MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+USER, PASSWORD = "alice", "alice-Secret-1"
+# Scenarios whose arguments are addresses known once the broker runs: name -> spec to format with them.
+SECURED = {f"sasl:{mechanism}": f"sasl:{mechanism},{USER},{PASSWORD},{{sasl}}" for mechanism in MECHANISMS}
+# On a cluster only, one at a time (they stop nodes), given the control API's URL.
 FAILOVERS = {
     **{f"failover:{protocol}": f"failover:{protocol},{{control}}" for protocol in PROTOCOLS},
     "transaction_failover": "transaction_failover:{control}",
 }
 NODE = re.compile(r" (\d+)=(\S+:\d+)")
+SASL_LISTENER = re.compile(r"listener SASL_PLAINTEXT \(SASL_PLAINTEXT\) on (\S+:\d+)")
 CONTROL = re.compile(r"control (http://\S+),")
 CLUSTER_ID = re.compile(r"cluster id (\S+),")
 
@@ -71,16 +77,21 @@ def java_client(tmp_path_factory: pytest.TempPathFactory) -> JavaClient:
 def run(request: pytest.FixtureRequest, java_client: JavaClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
     nodes = request.param
     proc = BrokerProcess(tmp_path_factory.mktemp(f"java-{nodes}") / "data", f"nodes={nodes}",
-                         "group.initial.rebalance.delay.ms=0", "control.port=0")
+                         "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+                         "group.initial.rebalance.delay.ms=0", "control.port=0",
+                         env={"MINIBROKER_SASL_USERS": f"{USER}:{PASSWORD}"})
     try:
         proc.start()
-        addresses = ",".join(address for _, address in NODE.findall(proc.log_text())) or proc.bootstrap
+        log = proc.log_text()
+        addresses = ",".join(address for _, address in NODE.findall(log)) or proc.bootstrap
+        found = {"sasl": ",".join(SASL_LISTENER.findall(log)), "control": CONTROL.search(log).group(1)}
         prefix = f"j{uuid.uuid4().hex[:8]}"
-        answers = java_client.run(addresses, prefix, SCENARIOS)
+        specs = {**{name: name for name in SCENARIOS}, **{name: spec.format(**found) for name, spec in SECURED.items()}}
+        answers = java_client.run(addresses, prefix, list(specs.values()))
+        answers = {name: answers[spec] for name, spec in specs.items()}
         if nodes > 1:  # stopping a node would disturb the other scenarios: after them, each in a JVM of its own
-            control = CONTROL.search(proc.log_text()).group(1)
             for name, spec in FAILOVERS.items():
-                spec = spec.format(control=control)
+                spec = spec.format(**found)
                 answers[name] = java_client.run(addresses, prefix, [spec])[spec]
         yield Run(nodes, proc, prefix, answers)
     finally:
@@ -184,6 +195,14 @@ def test_a_transaction_survives_its_coordinator_crashing(run: Run) -> None:
     result = run.result("transaction_failover")
     assert result["new_coordinator"] != result["stopped"] and result["new_coordinator"] in run.node_ids
     assert result["state"] == "CompleteCommit" and result["read_committed"] == 20
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_sasl_login_with_the_java_clients_own_implementation(run: Run, mechanism: str) -> None:
+    """The SASL_PLAINTEXT listener of every node: records go through with the right password, a wrong one fails."""
+    result = run.result(f"sasl:{mechanism}")
+    assert result["read"] == [f"v{i}" for i in range(5)]
+    assert result["wrong_password"] == "org.apache.kafka.common.errors.SaslAuthenticationException"
 
 
 def test_idempotent_producer_is_the_default(run: Run) -> None:

@@ -47,6 +47,7 @@ final class Scenarios {
             case "transactions": scenario = TransactionScenarios::transactions; break;
             case "consume_transform_produce": scenario = TransactionScenarios::consumeTransformProduce; break;
             case "fencing": scenario = TransactionScenarios::fencing; break;
+            case "sasl": scenario = SecurityScenarios::sasl; break;
             case "admin_cluster": scenario = AdminScenarios::cluster; break;
             case "admin_records": scenario = AdminScenarios::records; break;
             case "admin_groups": scenario = AdminScenarios::groups; break;
