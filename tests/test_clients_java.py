@@ -27,7 +27,7 @@ SCENARIOS = [
     *(f"group:{protocol}" for protocol in PROTOCOLS),
     *(f"static_membership:{protocol}" for protocol in PROTOCOLS),
     "cooperative_sticky", "mixed_group", "large_message", "reset_past_end",
-    "idempotent", "transactions", "consume_transform_produce", "fencing",
+    "idempotent", "transactions", "consume_transform_produce", "fencing", "admin_transactions",
     "admin_cluster", "admin_records", "admin_groups", "admin_invalid_configs",
 ]
 MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
@@ -243,6 +243,17 @@ def test_second_producer_fences_the_first(run: Run) -> None:
     assert result["read_committed"] == ["winner"]
 
 
+def test_admin_aborts_a_hanging_transaction_and_fences_a_producer(run: Run) -> None:
+    result = run.result("admin_transactions")
+    # abortTransaction wrote the abort marker: the last stable offset passed the hanging record.
+    assert result["after_abort"] == {"read_uncommitted": 2, "read_committed": 2}
+    assert [p["txn_start_offset"] for p in result["producers_after_abort"]] == [None]
+    # fenceProducers aborted the open transaction and bumped the epoch, as a new producer's InitProducerId does.
+    assert result["epoch_bumped"] is True and result["state_after_fence"] == "Empty"
+    assert result["fenced_commit"] == "org.apache.kafka.common.errors.ProducerFencedException"
+    assert result["read_committed"] == []
+
+
 def test_admin_cluster_topics_and_configs(run: Run) -> None:
     result = run.result("admin_cluster")
     assert sorted(result["nodes"]) == run.node_ids
@@ -287,6 +298,7 @@ def test_admin_consumer_group_apis(run: Run) -> None:
     assert result["offsets"] == {f"{topic}-0": "5/note-0", f"{topic}-1": "5/note-1"}
     assert result["altered"] == {f"{topic}-0": "1/", f"{topic}-1": "5/note-1"}
     assert result["deleted"] == {f"{topic}-0": "1/"}
+    assert result["listed_after_delete"] is False  # deleteConsumerGroups
 
 
 def test_admin_refuses_invalid_topic_configs(run: Run) -> None:

@@ -161,6 +161,12 @@ final class AdminScenarios {
             result.put("altered", groupOffsets(admin, group));
             Scenarios.await(admin.deleteConsumerGroupOffsets(group, Set.of(partitions.get(1))).all());
             result.put("deleted", groupOffsets(admin, group));
+            Scenarios.await(admin.deleteConsumerGroups(List.of(group)).all());
+            boolean stillListed = false;
+            for (ConsumerGroupListing listing : Scenarios.await(admin.listConsumerGroups().all())) {
+                stillListed |= listing.groupId().equals(group);
+            }
+            result.put("listed_after_delete", stillListed);
         }
         return result;
     }

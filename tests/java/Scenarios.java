@@ -46,6 +46,7 @@ final class Scenarios {
             case "idempotent": scenario = TransactionScenarios::idempotent; break;
             case "transactions": scenario = TransactionScenarios::transactions; break;
             case "consume_transform_produce": scenario = TransactionScenarios::consumeTransformProduce; break;
+            case "admin_transactions": scenario = TransactionScenarios::adminTools; break;
             case "fencing": scenario = TransactionScenarios::fencing; break;
             case "sasl": scenario = SecurityScenarios::sasl; break;
             case "admin_cluster": scenario = AdminScenarios::cluster; break;

@@ -4,6 +4,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
+import org.apache.kafka.clients.admin.AbortTransactionSpec;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsOptions;
 import org.apache.kafka.clients.admin.ListOffsetsOptions;
@@ -147,6 +148,54 @@ final class TransactionScenarios {
             second.commitTransaction();
         }
         result.put("read_committed", values(Scenarios.readAll(ctx, topic, 1, 1, "read_committed")));
+        return result;
+    }
+
+    /**
+     * The Admin API's transaction tools: abortTransaction ends a hanging transaction with markers (as
+     * kafka-transactions.sh abort does) and fenceProducers bumps an id's epoch (as Kafka Connect's exactly-once
+     * source does), so its producer's commit fails.
+     */
+    static Map<String, Object> adminTools(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name;
+        TopicPartition partition = new TopicPartition(topic, 0);
+        Map<String, Object> result = new LinkedHashMap<>();
+        try (Admin admin = Scenarios.admin(ctx);
+             KafkaProducer<String, String> hanging = Scenarios.producer(ctx, Scenarios.props(
+                     ProducerConfig.TRANSACTIONAL_ID_CONFIG, ctx.name + "-hanging"));
+             KafkaProducer<String, String> fenced = Scenarios.producer(ctx, Scenarios.props(
+                     ProducerConfig.TRANSACTIONAL_ID_CONFIG, ctx.name + "-fenced"))) {
+            Scenarios.createTopics(admin, 1, topic);
+            hanging.initTransactions();
+            hanging.beginTransaction();
+            hanging.send(new ProducerRecord<>(topic, 0, "k", "hanging"));
+            hanging.flush();
+            ProducerState state = Scenarios.await(admin.describeProducers(List.of(partition)).all()).get(partition)
+                    .activeProducers().get(0);
+            Scenarios.await(admin.abortTransaction(new AbortTransactionSpec(partition, state.producerId(),
+                    (short) state.producerEpoch(), state.coordinatorEpoch().orElse(-1))).all());
+            result.put("after_abort", latest(admin, partition));
+            result.put("producers_after_abort", producers(admin, partition));
+
+            fenced.initTransactions();
+            fenced.beginTransaction();
+            fenced.send(new ProducerRecord<>(topic, 0, "k", "fenced"));
+            fenced.flush();
+            long before = Scenarios.await(admin.describeTransactions(List.of(ctx.name + "-fenced"))
+                    .description(ctx.name + "-fenced")).producerEpoch();
+            Scenarios.await(admin.fenceProducers(List.of(ctx.name + "-fenced")).all());
+            TransactionDescription after = Scenarios.await(admin.describeTransactions(List.of(ctx.name + "-fenced"))
+                    .description(ctx.name + "-fenced"));
+            result.put("epoch_bumped", after.producerEpoch() > before);
+            result.put("state_after_fence", after.state().toString());
+            try {
+                fenced.commitTransaction();
+                result.put("fenced_commit", "committed");
+            } catch (Exception e) {
+                result.put("fenced_commit", e.getClass().getName());
+            }
+        }
+        result.put("read_committed", values(Scenarios.readAll(ctx, topic, 1, 0, "read_committed")));
         return result;
     }
 
