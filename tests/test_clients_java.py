@@ -27,7 +27,9 @@ SCENARIOS = [
     *(f"group:{protocol}" for protocol in PROTOCOLS),
     *(f"static_membership:{protocol}" for protocol in PROTOCOLS),
     "cooperative_sticky", "mixed_group", "large_message", "reset_past_end",
-    "idempotent", "transactions", "consume_transform_produce", "fencing", "admin_transactions",
+    *(f"regex_subscription:{protocol}" for protocol in PROTOCOLS), "auto_create",
+    "idempotent", *(f"transactions:{codec}" for codec in ("none", "zstd")), "consume_transform_produce", "fencing",
+    "admin_transactions",
     "admin_cluster", "admin_records", "admin_groups", "admin_invalid_configs",
 ]
 MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
@@ -205,6 +207,19 @@ def test_sasl_login_with_the_java_clients_own_implementation(run: Run, mechanism
     assert result["wrong_password"] == "org.apache.kafka.common.errors.SaslAuthenticationException"
 
 
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_pattern_subscription_picks_up_a_topic_created_later(run: Run, protocol: str) -> None:
+    scenario = f"regex_subscription:{protocol}"
+    result = run.result(scenario)
+    early, late = f"{run.name(scenario)}-early", f"{run.name(scenario)}-late"
+    assert result["assignment"] == [f"{early}-0", f"{late}-0"]
+    assert result["values"] == [f"{topic}/v{i}" for topic in (early, late) for i in range(3)]
+
+
+def test_producer_metadata_creates_a_missing_topic(run: Run) -> None:
+    assert run.result("auto_create") == {"produced_created": True, "consumed_created": False, "partitions": 1}
+
+
 def test_idempotent_producer_is_the_default(run: Run) -> None:
     result = run.result("idempotent")
     assert result["values"] == [f"v{i}" for i in range(30)]
@@ -213,9 +228,10 @@ def test_idempotent_producer_is_the_default(run: Run) -> None:
     assert producer["txn_start_offset"] is None
 
 
-def test_transactions_commit_abort_and_are_described(run: Run) -> None:
-    result = run.result("transactions")
-    topic = run.name("transactions")
+@pytest.mark.parametrize("codec", ["none", "zstd"])
+def test_transactions_commit_abort_and_are_described(run: Run, codec: str) -> None:
+    result = run.result(f"transactions:{codec}")
+    topic = run.name(f"transactions:{codec}")
     ongoing = result["ongoing"]
     assert ongoing["state"] == "Ongoing" and ongoing["partitions"] == [f"{topic}-0"] and ongoing["timeout_ms"] == 60000
     assert result["listed"] == ["Ongoing"]

@@ -249,6 +249,55 @@ final class ClientScenarios {
         return result;
     }
 
+    /** A pattern subscription (the argument is group.protocol) picks up a matching topic created after it. */
+    static Map<String, Object> regexSubscription(Driver.Ctx ctx) throws Exception {
+        String early = ctx.name + "-early";
+        String late = ctx.name + "-late";
+        Set<String> values = new HashSet<>();
+        Map<String, Object> result = new LinkedHashMap<>();
+        try (Admin admin = Scenarios.admin(ctx);
+             KafkaConsumer<String, String> consumer = Scenarios.consumer(ctx, Scenarios.props(
+                     ConsumerConfig.GROUP_ID_CONFIG, ctx.name, ConsumerConfig.GROUP_PROTOCOL_CONFIG, ctx.arg,
+                     ConsumerConfig.METADATA_MAX_AGE_CONFIG, "500"))) {
+            Scenarios.createTopics(admin, 1, early);
+            produce(ctx, early, 1, 3);
+            consumer.subscribe(java.util.regex.Pattern.compile(java.util.regex.Pattern.quote(ctx.name) + "-.*"));
+            Scenarios.until("the early topic's records", () -> consumer.poll(Scenarios.POLL)
+                    .forEach(record -> values.add(record.topic() + "/" + record.value())), () -> values.size() >= 3);
+            Scenarios.createTopics(admin, 1, late);
+            produce(ctx, late, 1, 3);
+            Scenarios.until("the late topic's records", () -> consumer.poll(Scenarios.POLL)
+                    .forEach(record -> values.add(record.topic() + "/" + record.value())), () -> values.size() >= 6);
+            result.put("assignment", Scenarios.sortedStrings(consumer.assignment()));
+        }
+        result.put("values", Scenarios.sortedStrings(values));
+        return result;
+    }
+
+    /**
+     * A producer's Metadata request creates a missing topic (auto.create.topics.enable), with num.partitions; a
+     * consumer with allow.auto.create.topics=false asks without creating.
+     */
+    static Map<String, Object> autoCreate(Driver.Ctx ctx) throws Exception {
+        String produced = ctx.name + "-produced";
+        String consumed = ctx.name + "-consumed";
+        Map<String, Object> result = new LinkedHashMap<>();
+        produce(ctx, produced, 1, 1);
+        try (KafkaConsumer<String, String> consumer = Scenarios.consumer(ctx, Scenarios.props(
+                ConsumerConfig.GROUP_ID_CONFIG, ctx.name, ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, "false"))) {
+            consumer.subscribe(List.of(consumed));
+            for (int i = 0; i < 5; i++) consumer.poll(Scenarios.POLL);
+        }
+        try (Admin admin = Scenarios.admin(ctx)) {
+            Set<String> names = Scenarios.await(admin.listTopics().names());
+            result.put("produced_created", names.contains(produced));
+            result.put("consumed_created", names.contains(consumed));
+            result.put("partitions", Scenarios.await(admin.describeTopics(List.of(produced)).allTopicNames())
+                    .get(produced).partitions().size());
+        }
+        return result;
+    }
+
     private static ConsumerGroupDescription describeGroup(Admin admin, String group) throws Exception {
         return Scenarios.await(admin.describeConsumerGroups(List.of(group)).describedGroups().get(group));
     }

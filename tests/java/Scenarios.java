@@ -38,6 +38,8 @@ final class Scenarios {
             case "group": scenario = ClientScenarios::group; break;
             case "static_membership": scenario = ClientScenarios::staticMembership; break;
             case "cooperative_sticky": scenario = ClientScenarios::cooperativeSticky; break;
+            case "regex_subscription": scenario = ClientScenarios::regexSubscription; break;
+            case "auto_create": scenario = ClientScenarios::autoCreate; break;
             case "mixed_group": scenario = ClientScenarios::mixedGroup; break;
             case "large_message": scenario = ClientScenarios::largeMessage; break;
             case "reset_past_end": scenario = ClientScenarios::resetPastEnd; break;

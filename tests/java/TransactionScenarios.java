@@ -41,14 +41,17 @@ final class TransactionScenarios {
         }
     }
 
-    /** A committed and an aborted transaction: read_committed sees the first only; the Admin API lists them. */
+    /**
+     * Committed and aborted transactions (batches compressed with the argument's codec): read_committed sees the
+     * committed ones only; the Admin API lists and describes the transaction.
+     */
     static Map<String, Object> transactions(Driver.Ctx ctx) throws Exception {
         String topic = ctx.name;
         String id = ctx.name + "-txn";
         Map<String, Object> result = new LinkedHashMap<>();
         try (Admin admin = Scenarios.admin(ctx);
              KafkaProducer<String, String> producer = Scenarios.producer(ctx, Scenarios.props(
-                     ProducerConfig.TRANSACTIONAL_ID_CONFIG, id))) {
+                     ProducerConfig.TRANSACTIONAL_ID_CONFIG, id, ProducerConfig.COMPRESSION_TYPE_CONFIG, ctx.arg))) {
             Scenarios.createTopics(admin, 1, topic);
             producer.initTransactions();
             producer.beginTransaction();
