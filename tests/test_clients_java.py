@@ -288,6 +288,9 @@ def test_admin_cluster_topics_and_configs(run: Run) -> None:
     assert all(entry["value"] == "1" for entry in result["broker_num_partitions"].values())
     assert result["altered_retention"] == {"value": "654321", "source": "DYNAMIC_TOPIC_CONFIG"}
     assert result["altered_cleanup"] == {"value": "compact", "source": "DYNAMIC_TOPIC_CONFIG"}
+    assert result["defaults"] == [1, 1]  # num.partitions and default.replication.factor
+    assert result["exists"] == "org.apache.kafka.common.errors.TopicExistsException"
+    assert result["validated_created"] is False  # validateOnly
     assert result["grown"] == 4  # createPartitions, as Spring's KafkaAdmin grows a declared topic
     assert result["missing_name"] == "org.apache.kafka.common.errors.UnknownTopicOrPartitionException"
     assert result["after_delete"] == "org.apache.kafka.common.errors.UnknownTopicIdException"

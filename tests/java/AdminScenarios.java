@@ -3,6 +3,7 @@ import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.ExecutionException;
@@ -10,6 +11,7 @@ import java.util.concurrent.ExecutionException;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.Config;
+import org.apache.kafka.clients.admin.CreateTopicsOptions;
 import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.ConsumerGroupListing;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
@@ -83,6 +85,17 @@ final class AdminScenarios {
             Config altered = Scenarios.await(admin.describeConfigs(List.of(topicResource)).all()).get(topicResource);
             result.put("altered_retention", entry(altered.get("retention.ms")));
             result.put("altered_cleanup", entry(altered.get("cleanup.policy")));
+
+            // Kafka Streams and Spring's TopicBuilder leave partitions and replication factor to the broker.
+            Scenarios.await(admin.createTopics(List.of(new NewTopic(topic + "-defaults", Optional.empty(),
+                    Optional.empty()))).all());
+            TopicDescription defaults = Scenarios.await(admin.describeTopics(List.of(topic + "-defaults"))
+                    .allTopicNames()).get(topic + "-defaults");
+            result.put("defaults", List.of(defaults.partitions().size(), defaults.partitions().get(0).replicas().size()));
+            result.put("exists", failure(admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all()));
+            Scenarios.await(admin.createTopics(List.of(new NewTopic(topic + "-validated", 2, (short) 1)),
+                    new CreateTopicsOptions().validateOnly(true)).all());
+            result.put("validated_created", Scenarios.await(admin.listTopics().names()).contains(topic + "-validated"));
 
             Scenarios.await(admin.createPartitions(Map.of(topic, NewPartitions.increaseTo(4))).all());
             result.put("grown", Scenarios.await(admin.describeTopics(List.of(topic)).allTopicNames()).get(topic)
