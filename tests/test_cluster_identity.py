@@ -100,3 +100,14 @@ def test_a_stopped_node_is_never_named_controller() -> None:
             metadata = call(addresses[node], METADATA, 12, {"topics": [], "allow_auto_topic_creation": False,
                                                              "include_topic_authorized_operations": False})
             assert metadata["controller_id"] == 2
+
+
+@pytest.mark.parametrize("version", [10, 11])
+@pytest.mark.parametrize("name,by_id", [("", True), (None, False)])
+def test_metadata_before_v12_may_not_ask_by_id(broker: Broker, version: int, name: str | None, by_id: bool) -> None:
+    """Versions 10-11 have the topic id field but Kafka refuses its use (and a null name): INVALID_REQUEST."""
+    topic_id = uuid.uuid4().bytes if by_id else bytes(16)
+    body = {"topics": [{"name": name, "topic_id": topic_id}], "allow_auto_topic_creation": True,
+            "include_topic_authorized_operations": False}
+    [topic] = call(broker.bootstrap_servers, METADATA, version, body)["topics"]
+    assert (topic["error_code"], topic["name"], topic["topic_id"]) == (ErrorCode.INVALID_REQUEST, "", topic_id)

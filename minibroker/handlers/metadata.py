@@ -135,12 +135,29 @@ def topics_by_id(ctx: RequestContext, ids: list[bytes]) -> list[dict[str, Any]]:
     return topics
 
 
+def ids_before_v12(requested: list[dict[str, Any]]) -> dict[str, Any]:
+    """Versions 10 and 11 carry a topic id field but may not use it (nor a null name): Kafka's KafkaApis throws
+    InvalidRequestException, answered as MetadataRequest.getErrorResponse does, every topic INVALID_REQUEST."""
+    return {
+        "brokers": [],
+        "cluster_id": None,
+        "controller_id": -1,
+        "cluster_authorized_operations": NO_AUTHORIZED_OPERATIONS,
+        "topics": [{"error_code": ErrorCode.INVALID_REQUEST, "name": item.get("name") or "",
+                    "topic_id": item.get("topic_id", NO_TOPIC_ID), "is_internal": False, "partitions": []}
+                   for item in requested],
+    }
+
+
 @api(3, 0, 12)
 async def metadata(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     """With the authorizer on, topics the principal may not DESCRIBE are left out of an all-topics answer and answer
     TOPIC_AUTHORIZATION_FAILED when named (without their id: their existence is not disclosed)."""
     broker = ctx.broker
     requested = body["topics"]
+    if requested and ctx.api_version < 12 and any(
+            item.get("name") is None or item.get("topic_id", NO_TOPIC_ID) != NO_TOPIC_ID for item in requested):
+        return ids_before_v12(requested)
     if requested is None or (ctx.api_version == 0 and not requested):
         topics = [topic_metadata(ctx, info) for info in broker.logs.topics.values() if may_describe(ctx, info.name, False)]
     elif ids := [item["topic_id"] for item in requested if item.get("topic_id", NO_TOPIC_ID) != NO_TOPIC_ID]:
