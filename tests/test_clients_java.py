@@ -28,6 +28,7 @@ SCENARIOS = [
     *(f"static_membership:{protocol}" for protocol in PROTOCOLS),
     "cooperative_sticky", "mixed_group", "large_message", "reset_past_end",
     *(f"regex_subscription:{protocol}" for protocol in PROTOCOLS), "auto_create",
+    *(f"auto_commit:{protocol}" for protocol in PROTOCOLS), "acks:0", "acks:1",
     "idempotent", *(f"transactions:{codec}" for codec in ("none", "zstd")), "consume_transform_produce", "fencing",
     "admin_transactions",
     "admin_cluster", "admin_records", "admin_groups", "admin_invalid_configs",
@@ -218,6 +219,18 @@ def test_a_pattern_subscription_picks_up_a_topic_created_later(run: Run, protoco
 
 def test_producer_metadata_creates_a_missing_topic(run: Run) -> None:
     assert run.result("auto_create") == {"produced_created": True, "consumed_created": False, "partitions": 1}
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_auto_commit_the_java_default(run: Run, protocol: str) -> None:
+    assert run.result(f"auto_commit:{protocol}") == {"read": 10, "committed_total": 10}
+
+
+@pytest.mark.parametrize("acks", ["0", "1"])
+def test_producer_without_idempotence(run: Run, acks: str) -> None:
+    result = run.result(f"acks:{acks}")
+    assert result["values"] == [f"v{i}" for i in range(20)]
+    assert result["offsets"] == ([-1] * 20 if acks == "0" else list(range(20)))  # acks=0: no answer to learn from
 
 
 def test_idempotent_producer_is_the_default(run: Run) -> None:

@@ -298,6 +298,59 @@ final class ClientScenarios {
         return result;
     }
 
+    /** Records sent with the argument's acks (0: no answer at all, 1: the leader's) without idempotence all land. */
+    static Map<String, Object> acks(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name;
+        try (Admin admin = Scenarios.admin(ctx)) {
+            Scenarios.createTopics(admin, 1, topic);
+        }
+        List<Object> offsets = new ArrayList<>();
+        try (KafkaProducer<String, String> producer = Scenarios.producer(ctx, Scenarios.props(
+                ProducerConfig.ACKS_CONFIG, ctx.arg, ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "false"))) {
+            List<java.util.concurrent.Future<org.apache.kafka.clients.producer.RecordMetadata>> sent = new ArrayList<>();
+            for (int i = 0; i < 20; i++) sent.add(producer.send(new ProducerRecord<>(topic, 0, "k", "v" + i)));
+            producer.flush();
+            for (java.util.concurrent.Future<org.apache.kafka.clients.producer.RecordMetadata> future : sent) {
+                offsets.add(future.get().offset());  // -1 with acks=0: the client never hears
+            }
+        }
+        Map<String, Object> result = new LinkedHashMap<>();
+        result.put("offsets", offsets);
+        List<Object> values = new ArrayList<>();
+        for (ConsumerRecord<String, String> record : Scenarios.readAll(ctx, topic, 1, 20, "read_uncommitted")) {
+            values.add(record.value());
+        }
+        result.put("values", values);
+        return result;
+    }
+
+    /** The plain Java consumer defaults: auto commit (here every 200 ms), and a last commit on close. */
+    static Map<String, Object> autoCommit(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name;
+        Map<String, Object> result = new LinkedHashMap<>();
+        try (Admin admin = Scenarios.admin(ctx)) {
+            Scenarios.createTopics(admin, 2, topic);
+            produce(ctx, topic, 2, 10);
+            int[] read = {0};
+            try (KafkaConsumer<String, String> consumer = Scenarios.consumer(ctx, Scenarios.props(
+                    ConsumerConfig.GROUP_ID_CONFIG, ctx.name, ConsumerConfig.GROUP_PROTOCOL_CONFIG, ctx.arg,
+                    ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "true",
+                    ConsumerConfig.AUTO_COMMIT_INTERVAL_MS_CONFIG, "200"))) {
+                consumer.subscribe(List.of(topic));
+                Scenarios.until("every record", () -> read[0] += consumer.poll(Scenarios.POLL).count(),
+                        () -> read[0] >= 10);
+            }
+            long total = 0;
+            for (OffsetAndMetadata offset : Scenarios.await(admin.listConsumerGroupOffsets(ctx.name)
+                    .partitionsToOffsetAndMetadata()).values()) {
+                total += offset.offset();
+            }
+            result.put("read", read[0]);
+            result.put("committed_total", total);
+        }
+        return result;
+    }
+
     private static ConsumerGroupDescription describeGroup(Admin admin, String group) throws Exception {
         return Scenarios.await(admin.describeConsumerGroups(List.of(group)).describedGroups().get(group));
     }

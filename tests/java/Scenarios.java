@@ -40,6 +40,8 @@ final class Scenarios {
             case "cooperative_sticky": scenario = ClientScenarios::cooperativeSticky; break;
             case "regex_subscription": scenario = ClientScenarios::regexSubscription; break;
             case "auto_create": scenario = ClientScenarios::autoCreate; break;
+            case "acks": scenario = ClientScenarios::acks; break;
+            case "auto_commit": scenario = ClientScenarios::autoCommit; break;
             case "mixed_group": scenario = ClientScenarios::mixedGroup; break;
             case "large_message": scenario = ClientScenarios::largeMessage; break;
             case "reset_past_end": scenario = ClientScenarios::resetPastEnd; break;
