@@ -55,8 +55,8 @@ final class AdminScenarios {
             result.put("cluster_id", Scenarios.await(cluster.clusterId()));
 
             short factor = (short) Math.min(3, nodes.size());
-            Scenarios.await(admin.createTopics(List.of(new NewTopic(topic, 3, factor).configs(Map.of("retention.ms", "123456"))))
-                    .all());
+            NewTopic declared = new NewTopic(topic, 3, factor).configs(Map.of("retention.ms", "123456"));
+            Scenarios.await(admin.createTopics(List.of(declared)).all());
             TopicDescription byName = Scenarios.await(admin.describeTopics(List.of(topic)).allTopicNames()).get(topic);
             result.put("by_name", describe(byName));
             Uuid id = byName.topicId();
@@ -197,7 +197,9 @@ final class AdminScenarios {
                 topics.add(new NewTopic(entry.getKey(), 1, (short) 1).configs(entry.getValue()));
             }
             Map<String, KafkaFuture<Void>> created = admin.createTopics(topics).values();
-            for (String name : configs.keySet()) result.put(name.substring(ctx.name.length() + 1), failure(created.get(name)));
+            for (String name : configs.keySet()) {
+                result.put(name.substring(ctx.name.length() + 1), failure(created.get(name)));
+            }
             Set<String> listed = Scenarios.await(admin.listTopics().names());
             result.put("created", configs.keySet().stream().filter(listed::contains).count());
         }

@@ -6,7 +6,11 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Random;
 import java.util.Set;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
+import java.util.regex.Pattern;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
@@ -21,6 +25,7 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
 
@@ -168,7 +173,7 @@ final class ClientScenarios {
         String roomy = ctx.name;
         String strict = ctx.name + "-default";
         int mib = 1 << 20;
-        String big = new java.util.Random(1).ints(mib, 'a', 'z' + 1)
+        String big = new Random(1).ints(mib, 'a', 'z' + 1)
                 .collect(StringBuilder::new, StringBuilder::appendCodePoint, StringBuilder::append).toString();
         try (Admin admin = Scenarios.admin(ctx)) {
             int nodes = Scenarios.await(admin.describeCluster().nodes()).size();
@@ -186,7 +191,7 @@ final class ClientScenarios {
             try {
                 producer.send(new ProducerRecord<>(strict, 0, "k", big)).get();
                 result.put("default_limit", "accepted");
-            } catch (java.util.concurrent.ExecutionException e) {
+            } catch (ExecutionException e) {
                 result.put("default_limit", e.getCause().getClass().getName());
             }
         }
@@ -261,7 +266,7 @@ final class ClientScenarios {
                      ConsumerConfig.METADATA_MAX_AGE_CONFIG, "500"))) {
             Scenarios.createTopics(admin, 1, early);
             produce(ctx, early, 1, 3);
-            consumer.subscribe(java.util.regex.Pattern.compile(java.util.regex.Pattern.quote(ctx.name) + "-.*"));
+            consumer.subscribe(Pattern.compile(Pattern.quote(ctx.name) + "-.*"));
             Scenarios.until("the early topic's records", () -> consumer.poll(Scenarios.POLL)
                     .forEach(record -> values.add(record.topic() + "/" + record.value())), () -> values.size() >= 3);
             Scenarios.createTopics(admin, 1, late);
@@ -307,10 +312,10 @@ final class ClientScenarios {
         List<Object> offsets = new ArrayList<>();
         try (KafkaProducer<String, String> producer = Scenarios.producer(ctx, Scenarios.props(
                 ProducerConfig.ACKS_CONFIG, ctx.arg, ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "false"))) {
-            List<java.util.concurrent.Future<org.apache.kafka.clients.producer.RecordMetadata>> sent = new ArrayList<>();
+            List<Future<RecordMetadata>> sent = new ArrayList<>();
             for (int i = 0; i < 20; i++) sent.add(producer.send(new ProducerRecord<>(topic, 0, "k", "v" + i)));
             producer.flush();
-            for (java.util.concurrent.Future<org.apache.kafka.clients.producer.RecordMetadata> future : sent) {
+            for (Future<RecordMetadata> future : sent) {
                 offsets.add(future.get().offset());  // -1 with acks=0: the client never hears
             }
         }

@@ -5,6 +5,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -57,7 +58,7 @@ public final class Driver {
             } catch (TimeoutException e) {
                 line.put("ok", false);
                 line.put("error", "timed out after " + SCENARIO_TIMEOUT_S + " s");
-            } catch (java.util.concurrent.ExecutionException e) {
+            } catch (ExecutionException e) {
                 line.put("ok", false);
                 line.put("error", stackTrace(e.getCause()));
             }

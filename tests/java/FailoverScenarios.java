@@ -2,7 +2,6 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -27,7 +26,8 @@ final class FailoverScenarios {
     /**
      * The node leading partition 0, coordinating the group and named controller crashes after a first round of
      * produce and consume: admin requests still find a controller, the group's coordinator moves and the group reads
-     * and commits while the node is down, and goes on after it returns. The idempotent producer's retries must neither lose nor repeat a record.
+     * and commits while the node is down, and goes on after it returns. The idempotent producer's retries must
+     * neither lose nor repeat a record.
      */
     static Map<String, Object> crash(Driver.Ctx ctx) throws Exception {
         String topic = ctx.name;
@@ -132,7 +132,8 @@ final class FailoverScenarios {
     }
 
     private static int coordinatorOf(Admin admin, String group) throws Exception {
-        return Scenarios.await(admin.describeConsumerGroups(List.of(group)).describedGroups().get(group)).coordinator().id();
+        return Scenarios.await(admin.describeConsumerGroups(List.of(group)).describedGroups().get(group))
+                .coordinator().id();
     }
 
     private static boolean leaderIs(Admin admin, String topic, int node) {
@@ -152,6 +153,8 @@ final class FailoverScenarios {
         HttpResponse<String> answer = http.send(HttpRequest.newBuilder(URI.create(url))
                 .POST(HttpRequest.BodyPublishers.ofString(body)).header("Content-Type", "application/json").build(),
                 HttpResponse.BodyHandlers.ofString());
-        if (answer.statusCode() != 200) throw new IllegalStateException(url + " answered " + answer.statusCode() + ": " + answer.body());
+        if (answer.statusCode() != 200) {
+            throw new IllegalStateException(url + " answered " + answer.statusCode() + ": " + answer.body());
+        }
     }
 }

@@ -136,7 +136,8 @@ final class Scenarios {
     static List<ConsumerRecord<String, String>> readAll(Driver.Ctx ctx, String topic, int partitions, int expected,
                                                         String isolation) {
         List<ConsumerRecord<String, String>> records = new ArrayList<>();
-        try (KafkaConsumer<String, String> consumer = consumer(ctx, props(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation))) {
+        Properties settings = props(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
+        try (KafkaConsumer<String, String> consumer = consumer(ctx, settings)) {
             List<TopicPartition> all = partitions(topic, partitions);
             consumer.assign(all);
             consumer.seekToBeginning(all);

@@ -130,7 +130,8 @@ final class TransactionScenarios {
         try (Admin admin = Scenarios.admin(ctx)) {
             Scenarios.createTopics(admin, 1, topic);
         }
-        KafkaProducer<String, String> first = Scenarios.producer(ctx, Scenarios.props(ProducerConfig.TRANSACTIONAL_ID_CONFIG, id));
+        KafkaProducer<String, String> first = Scenarios.producer(ctx, Scenarios.props(
+                ProducerConfig.TRANSACTIONAL_ID_CONFIG, id));
         try (KafkaProducer<String, String> second = Scenarios.producer(ctx, Scenarios.props(
                 ProducerConfig.TRANSACTIONAL_ID_CONFIG, id))) {
             first.initTransactions();
