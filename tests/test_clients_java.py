@@ -9,7 +9,9 @@ these tests skip with the reason."""
 
 from __future__ import annotations
 
+import json
 import re
+import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any, Iterator
@@ -26,11 +28,11 @@ SCENARIOS = [
     *(f"produce_consume:{codec}" for codec in CODECS),
     *(f"group:{protocol}" for protocol in PROTOCOLS),
     *(f"static_membership:{protocol}" for protocol in PROTOCOLS),
-    "cooperative_sticky", "mixed_group", "large_message", "reset_past_end",
-    *(f"regex_subscription:{protocol}" for protocol in PROTOCOLS), "auto_create",
-    *(f"auto_commit:{protocol}" for protocol in PROTOCOLS), "acks:0", "acks:1",
-    "idempotent", *(f"transactions:{codec}" for codec in ("none", "zstd")), "consume_transform_produce", "fencing",
-    "admin_transactions",
+    *(f"regex_subscription:{protocol}" for protocol in PROTOCOLS),
+    *(f"auto_commit:{protocol}" for protocol in PROTOCOLS),
+    "cooperative_sticky", "mixed_group", "large_message", "reset_past_end", "auto_create", "acks:0", "acks:1",
+    *(f"transactions:{codec}" for codec in ("none", "zstd")),
+    "idempotent", "consume_transform_produce", "fencing", "admin_transactions",
     "admin_cluster", "admin_records", "admin_groups", "admin_invalid_configs",
 ]
 MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
@@ -51,12 +53,20 @@ CLUSTER_ID = re.compile(r"cluster id (\S+),")
 class Run:
     """One cluster size's broker and the Java driver's answers, by scenario."""
 
-    def __init__(self, nodes: int, proc: BrokerProcess, prefix: str, answers: dict[str, dict[str, Any]]) -> None:
+    def __init__(self, nodes: int, proc: BrokerProcess, control: str, prefix: str,
+                 answers: dict[str, dict[str, Any]]) -> None:
         self.nodes = nodes
         self.node_ids = list(range(1, nodes + 1))  # node.id 1 alone, 1..N in a cluster
         self.cluster_id = CLUSTER_ID.search(proc.log_text()).group(1)
+        self.control = control
         self.prefix = prefix
         self.answers = answers
+
+    def batches(self, topic: str, partition: int) -> list[dict[str, Any]]:
+        """The partition's stored batches, as the control API shows them (minibroker dump --json)."""
+        url = f"{self.control}/v1/partitions/{topic}/{partition}/records?offset=0&max=1000"
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            return json.load(answer)["batches"]
 
     def result(self, scenario: str) -> dict[str, Any]:
         answer = self.answers[scenario]
@@ -96,7 +106,7 @@ def run(request: pytest.FixtureRequest, java_client: JavaClient, tmp_path_factor
             for name, spec in FAILOVERS.items():
                 spec = spec.format(**found)
                 answers[name] = java_client.run(addresses, prefix, [spec])[spec]
-        yield Run(nodes, proc, prefix, answers)
+        yield Run(nodes, proc, found["control"], prefix, answers)
     finally:
         proc.stop()
 
@@ -115,6 +125,10 @@ def test_produce_consume_with_headers(run: Run, codec: str) -> None:
         assert record["offset"] == n // 2
         assert record["value"] == f"value {n} " + "x" * 100
         assert record["headers"] == {"n": str(n), "codec": codec}
+    topic = run.name(f"produce_consume:{codec}")
+    stored = [batch for partition in (0, 1) for batch in run.batches(topic, partition)]
+    assert {batch["compressCodec"] for batch in stored} == {codec}  # kept as the Java client compressed them
+    assert all(batch["producerId"] >= 0 for batch in stored)  # idempotent: the Java default
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
