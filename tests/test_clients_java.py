@@ -32,7 +32,7 @@ SCENARIOS = [
     *(f"auto_commit:{protocol}" for protocol in PROTOCOLS),
     "cooperative_sticky", "mixed_group", "large_message", "reset_past_end", "auto_create", "acks:0", "acks:1",
     *(f"transactions:{codec}" for codec in ("none", "zstd")),
-    "idempotent", "consume_transform_produce", "fencing", "admin_transactions",
+    "idempotent", "consume_transform_produce", "pending_offsets", "fencing", "admin_transactions",
     "admin_cluster", "admin_records", "admin_groups", "admin_invalid_configs",
 ]
 MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
@@ -279,6 +279,18 @@ def test_consume_transform_produce_commits_offsets_in_the_transaction(run: Run) 
     result = run.result("consume_transform_produce")
     assert result["output"] == [f"V{i}" for i in range(10)]
     assert result["committed"] == 10  # listConsumerGroupOffsets with requireStable, as Kafka Streams asks
+
+
+def test_offsets_pending_in_a_transaction_are_unstable(run: Run) -> None:
+    """KIP-447: while a transaction holds offsets for the group, fetches requiring stable offsets get
+    UNSTABLE_OFFSET_COMMIT (the consumer retries it until its timeout, the Admin API leaves the partition out)."""
+    assert run.result("pending_offsets") == {
+        "consumer_while_open": "org.apache.kafka.common.errors.TimeoutException",
+        "admin_while_open": 1,
+        "stable_admin_while_open": None,
+        "consumer_after_commit": 5,
+        "stable_admin_after_commit": 5,
+    }
 
 
 def test_second_producer_fences_the_first(run: Run) -> None:

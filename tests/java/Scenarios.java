@@ -51,6 +51,7 @@ final class Scenarios {
             case "transactions": scenario = TransactionScenarios::transactions; break;
             case "consume_transform_produce": scenario = TransactionScenarios::consumeTransformProduce; break;
             case "admin_transactions": scenario = TransactionScenarios::adminTools; break;
+            case "pending_offsets": scenario = TransactionScenarios::pendingOffsets; break;
             case "fencing": scenario = TransactionScenarios::fencing; break;
             case "sasl": scenario = SecurityScenarios::sasl; break;
             case "admin_cluster": scenario = AdminScenarios::cluster; break;

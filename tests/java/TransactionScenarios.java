@@ -1,8 +1,10 @@
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 import org.apache.kafka.clients.admin.AbortTransactionSpec;
 import org.apache.kafka.clients.admin.Admin;
@@ -13,6 +15,7 @@ import org.apache.kafka.clients.admin.ProducerState;
 import org.apache.kafka.clients.admin.TransactionDescription;
 import org.apache.kafka.clients.admin.TransactionListing;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -22,6 +25,7 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.TimeoutException;
 
 /** The idempotent producer and transactions, read back by the client and described by the Admin API. */
 final class TransactionScenarios {
@@ -120,6 +124,55 @@ final class TransactionScenarios {
         }
         result.put("output", values(Scenarios.readAll(ctx, output, 1, count, "read_committed")));
         return result;
+    }
+
+    /**
+     * KIP-447: offsets sent to an open transaction are pending. A fetch requiring stable offsets (KafkaConsumer's
+     * committed() always does) is answered UNSTABLE_OFFSET_COMMIT, which the consumer retries until its timeout; a
+     * fetch that does not gets the last committed offset; after the commit both get the transaction's.
+     */
+    static Map<String, Object> pendingOffsets(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name;
+        String group = ctx.name;
+        TopicPartition partition = new TopicPartition(topic, 0);
+        Map<String, Object> result = new LinkedHashMap<>();
+        try (Admin admin = Scenarios.admin(ctx);
+             KafkaProducer<String, String> producer = Scenarios.producer(ctx, Scenarios.props(
+                     ProducerConfig.TRANSACTIONAL_ID_CONFIG, ctx.name + "-txn"))) {
+            Scenarios.createTopics(admin, 1, topic);
+            Scenarios.await(admin.alterConsumerGroupOffsets(group, Map.of(partition, new OffsetAndMetadata(1))).all());
+            producer.initTransactions();
+            producer.beginTransaction();
+            producer.send(new ProducerRecord<>(topic, 0, "k", "v"));
+            producer.sendOffsetsToTransaction(Map.of(partition, new OffsetAndMetadata(5)),
+                    new ConsumerGroupMetadata(group));
+            result.put("consumer_while_open", committed(ctx, group, partition));
+            result.put("admin_while_open", adminOffset(admin, group, partition, false));
+            result.put("stable_admin_while_open", adminOffset(admin, group, partition, true));
+            producer.commitTransaction();
+            result.put("consumer_after_commit", committed(ctx, group, partition));
+            result.put("stable_admin_after_commit", adminOffset(admin, group, partition, true));
+        }
+        return result;
+    }
+
+    /** The group's committed offset as KafkaConsumer.committed asks for it: always requiring stable offsets. */
+    private static Object committed(Driver.Ctx ctx, String group, TopicPartition partition) {
+        try (KafkaConsumer<String, String> consumer = Scenarios.consumer(ctx, Scenarios.props(
+                ConsumerConfig.GROUP_ID_CONFIG, group))) {
+            OffsetAndMetadata offset = consumer.committed(Set.of(partition), Duration.ofSeconds(2)).get(partition);
+            return offset == null ? null : offset.offset();
+        } catch (TimeoutException e) {
+            return e.getClass().getName();
+        }
+    }
+
+    /** The group's committed offset from the Admin API, which leaves out a partition answered with an error. */
+    private static Object adminOffset(Admin admin, String group, TopicPartition partition, boolean stable)
+            throws Exception {
+        OffsetAndMetadata offset = Scenarios.await(admin.listConsumerGroupOffsets(group,
+                new ListConsumerGroupOffsetsOptions().requireStable(stable)).partitionsToOffsetAndMetadata()).get(partition);
+        return offset == null ? null : offset.offset();
     }
 
     /** A second producer with the same transactional.id fences the first, whose commit then fails. */
