@@ -3,6 +3,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -31,35 +32,39 @@ final class Scenarios {
         Map<String, Object> run(Driver.Ctx ctx) throws Exception;
     }
 
+    /** Every scenario by the name the driver is given. */
+    private static final Map<String, Scenario> TABLE = new HashMap<>();
+
+    static {
+        TABLE.put("produce_consume", ClientScenarios::produceConsume);
+        TABLE.put("group", ClientScenarios::group);
+        TABLE.put("static_membership", ClientScenarios::staticMembership);
+        TABLE.put("cooperative_sticky", ClientScenarios::cooperativeSticky);
+        TABLE.put("regex_subscription", ClientScenarios::regexSubscription);
+        TABLE.put("auto_create", ClientScenarios::autoCreate);
+        TABLE.put("acks", ClientScenarios::acks);
+        TABLE.put("auto_commit", ClientScenarios::autoCommit);
+        TABLE.put("mixed_group", ClientScenarios::mixedGroup);
+        TABLE.put("large_message", ClientScenarios::largeMessage);
+        TABLE.put("reset_past_end", ClientScenarios::resetPastEnd);
+        TABLE.put("failover", FailoverScenarios::crash);
+        TABLE.put("transaction_failover", FailoverScenarios::transactionCoordinatorCrash);
+        TABLE.put("idempotent", TransactionScenarios::idempotent);
+        TABLE.put("transactions", TransactionScenarios::transactions);
+        TABLE.put("consume_transform_produce", TransactionScenarios::consumeTransformProduce);
+        TABLE.put("admin_transactions", TransactionScenarios::adminTools);
+        TABLE.put("pending_offsets", TransactionScenarios::pendingOffsets);
+        TABLE.put("fencing", TransactionScenarios::fencing);
+        TABLE.put("sasl", SecurityScenarios::sasl);
+        TABLE.put("admin_cluster", AdminScenarios::cluster);
+        TABLE.put("admin_records", AdminScenarios::records);
+        TABLE.put("admin_groups", AdminScenarios::groups);
+        TABLE.put("admin_invalid_configs", AdminScenarios::invalidConfigs);
+    }
+
     static Map<String, Object> run(String name, Driver.Ctx ctx) throws Exception {
-        Scenario scenario;
-        switch (name) {
-            case "produce_consume": scenario = ClientScenarios::produceConsume; break;
-            case "group": scenario = ClientScenarios::group; break;
-            case "static_membership": scenario = ClientScenarios::staticMembership; break;
-            case "cooperative_sticky": scenario = ClientScenarios::cooperativeSticky; break;
-            case "regex_subscription": scenario = ClientScenarios::regexSubscription; break;
-            case "auto_create": scenario = ClientScenarios::autoCreate; break;
-            case "acks": scenario = ClientScenarios::acks; break;
-            case "auto_commit": scenario = ClientScenarios::autoCommit; break;
-            case "mixed_group": scenario = ClientScenarios::mixedGroup; break;
-            case "large_message": scenario = ClientScenarios::largeMessage; break;
-            case "reset_past_end": scenario = ClientScenarios::resetPastEnd; break;
-            case "failover": scenario = FailoverScenarios::crash; break;
-            case "transaction_failover": scenario = FailoverScenarios::transactionCoordinatorCrash; break;
-            case "idempotent": scenario = TransactionScenarios::idempotent; break;
-            case "transactions": scenario = TransactionScenarios::transactions; break;
-            case "consume_transform_produce": scenario = TransactionScenarios::consumeTransformProduce; break;
-            case "admin_transactions": scenario = TransactionScenarios::adminTools; break;
-            case "pending_offsets": scenario = TransactionScenarios::pendingOffsets; break;
-            case "fencing": scenario = TransactionScenarios::fencing; break;
-            case "sasl": scenario = SecurityScenarios::sasl; break;
-            case "admin_cluster": scenario = AdminScenarios::cluster; break;
-            case "admin_records": scenario = AdminScenarios::records; break;
-            case "admin_groups": scenario = AdminScenarios::groups; break;
-            case "admin_invalid_configs": scenario = AdminScenarios::invalidConfigs; break;
-            default: throw new IllegalArgumentException("unknown scenario " + name);
-        }
+        Scenario scenario = TABLE.get(name);
+        if (scenario == null) throw new IllegalArgumentException("unknown scenario " + name);
         return scenario.run(ctx);
     }
 
