@@ -254,7 +254,7 @@ async def fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     answer = {"error_code": ErrorCode.NONE, "session_id": session_id, "responses": topic_responses(ctx, parts, answers)}
     leaders = {a["current_leader"]["leader_id"] for a in answers if "current_leader" in a}
     if leaders:  # KIP-951: where the partitions that moved are led
-        answer["node_endpoints"] = [entry for entry in broker_entries(ctx) if entry["node_id"] in leaders]
+        answer["node_endpoints"] = [entry for entry in broker_entries(ctx, "node_id") if entry["node_id"] in leaders]
     return answer
 
 

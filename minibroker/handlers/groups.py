@@ -396,7 +396,7 @@ def fetch_group_offsets_by_id(
         topics.append({"topic_id": info.topic_id if info is not None else ZERO_ID, "partitions": topic["partitions"]})
     topics += [
         {"topic_id": t["topic_id"], "partitions": [
-            {"partition_index": p, "committed_offset": -1, "error_code": ErrorCode.UNKNOWN_TOPIC_ID}
+            {"partition_index": p, "committed_offset": -1, "metadata": "", "error_code": ErrorCode.UNKNOWN_TOPIC_ID}
             for p in t["partition_indexes"]
         ]}
         for t in unknown

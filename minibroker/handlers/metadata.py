@@ -17,6 +17,7 @@ from minibroker.storage.log_manager import TopicInfo
 from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, is_internal
 
 log = logging.getLogger(__name__)
+NO_TOPIC_ID = bytes(16)  # Uuid.ZERO_UUID: a topic named, not identified
 
 
 FIRST_VERSION_WITH_FEATURES = 3
@@ -56,15 +57,22 @@ def feature_fields(features: FeatureLevels, version: int) -> dict[str, Any]:
     return {"supported_features": supported, "finalized_features_epoch": features.epoch, "finalized_features": finalized}
 
 
-def broker_entries(ctx: RequestContext) -> list[dict[str, Any]]:
-    """Every node, at its listener of the name the request came in on (Kafka answers per listener)."""
+def broker_entries(ctx: RequestContext, id_field: str) -> list[dict[str, Any]]:
+    """Every live node, at its listener of the name the request came in on (Kafka answers per listener). Metadata
+    names the id field ``node_id``, DescribeCluster ``broker_id``."""
     broker = ctx.broker
     entries = []
     for node_id in broker.node_ids:
         if node_id in broker.live_nodes:
             host, port = ctx.node_address(node_id)
-            entries.append({"node_id": node_id, "host": host, "port": port, "rack": None})
+            entries.append({id_field: node_id, "host": host, "port": port, "rack": None})
     return entries
+
+
+def controller_id(ctx: RequestContext) -> int:
+    """A KRaft broker names a live broker as the controller (Kafka picks one at random); clients send it their
+    admin requests, so a stopped node must not be named. The lowest live id keeps every node's answer the same."""
+    return min(ctx.broker.live_nodes, default=-1)
 
 
 def topic_metadata(ctx: RequestContext, info: TopicInfo) -> dict[str, Any]:
@@ -132,50 +140,80 @@ def may_create(ctx: RequestContext, name: str) -> bool:
     return ctx.allowed(CREATE, TOPIC, name)
 
 
+def topics_by_id(ctx: RequestContext, ids: list[bytes]) -> list[dict[str, Any]]:
+    """Metadata v12+ asking by topic id (the Java client sends the name as "" then): as Kafka's KafkaApis, a request
+    naming any id is answered by its ids alone, an unknown id with UNKNOWN_TOPIC_ID echoing it, and ids are not
+    auto-created. Ids are not secret, so an undescribable topic answers TOPIC_AUTHORIZATION_FAILED with its id."""
+    by_id = {info.topic_id: info for info in ctx.broker.logs.topics.values()}
+    topics = []
+    for topic_id in dict.fromkeys(ids):
+        info = by_id.get(topic_id)
+        if info is None:
+            topics.append(missing_topic(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID))
+        elif not may_describe(ctx, info.name):
+            topics.append(missing_topic(None, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+        else:
+            topics.append(topic_metadata(ctx, info))
+    return topics
+
+
+def ids_before_v12(requested: list[dict[str, Any]]) -> dict[str, Any]:
+    """Versions 10 and 11 carry a topic id field but may not use it (nor a null name): Kafka's KafkaApis throws
+    InvalidRequestException, answered as MetadataRequest.getErrorResponse does, every topic INVALID_REQUEST."""
+    return {
+        "brokers": [],
+        "cluster_id": None,
+        "controller_id": -1,
+        "cluster_authorized_operations": NO_AUTHORIZED_OPERATIONS,
+        "topics": [{"error_code": ErrorCode.INVALID_REQUEST, "name": item.get("name") or "",
+                    "topic_id": item.get("topic_id", NO_TOPIC_ID), "is_internal": False, "partitions": []}
+                   for item in requested],
+    }
+
+
 @api(3, 0, 13)
 async def metadata(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     """With the authorizer on, topics the principal may not DESCRIBE are left out of an all-topics answer and answer
     TOPIC_AUTHORIZATION_FAILED when named (without their id: their existence is not disclosed)."""
     broker = ctx.broker
     requested = body["topics"]
+    if requested and ctx.api_version < 12 and any(
+            item.get("name") is None or item.get("topic_id", NO_TOPIC_ID) != NO_TOPIC_ID for item in requested):
+        return ids_before_v12(requested)
     if requested is None or (ctx.api_version == 0 and not requested):
         topics = [topic_metadata(ctx, info) for info in broker.logs.topics.values() if may_describe(ctx, info.name, False)]
+    elif ids := [item["topic_id"] for item in requested if item.get("topic_id", NO_TOPIC_ID) != NO_TOPIC_ID]:
+        topics = topics_by_id(ctx, ids)
     else:
-        by_id = {info.topic_id: info for info in broker.logs.topics.values()}
         topics = []
         for item in requested:
             name = item.get("name")
             if name is None:
-                info = by_id.get(item["topic_id"])
-                if info is None:
-                    topics.append(missing_topic(None, item["topic_id"], ErrorCode.UNKNOWN_TOPIC_ID))
-                elif not may_describe(ctx, info.name):
-                    topics.append(missing_topic(None, item["topic_id"], ErrorCode.TOPIC_AUTHORIZATION_FAILED))
-                else:
-                    topics.append(topic_metadata(ctx, info))
+                topics.extend(topics_by_id(ctx, [item["topic_id"]]))
                 continue
             if not may_describe(ctx, name):
-                topics.append(missing_topic(name, bytes(16), ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                topics.append(missing_topic(name, NO_TOPIC_ID, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                 continue
             info = broker.topic(name)
             if info is None and body["allow_auto_topic_creation"] and broker.config.auto_create_topics_enable:
                 if not may_create(ctx, name):
-                    topics.append(missing_topic(name, bytes(16), ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                    topics.append(missing_topic(name, NO_TOPIC_ID, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                     continue
                 error = await auto_create(ctx, name)
                 if error != ErrorCode.NONE:
-                    topics.append(missing_topic(name, bytes(16), error))
+                    topics.append(missing_topic(name, NO_TOPIC_ID, error))
                     continue
                 info = broker.topic(name)
-            topics.append(topic_metadata(ctx, info) if info else missing_topic(name, bytes(16), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            topics.append(topic_metadata(ctx, info) if info else missing_topic(name, NO_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
     if body["include_topic_authorized_operations"]:
         for topic in topics:
             if topic["error_code"] == ErrorCode.NONE:
                 topic["topic_authorized_operations"] = ctx.authorized_operations(TOPIC, topic["name"])
     return {
-        "brokers": broker_entries(ctx),
+        "error_code": ErrorCode.NONE,  # v13+: REBOOTSTRAP_REQUIRED is for brokers that lose track of their cluster
+        "brokers": broker_entries(ctx, "node_id"),
         "cluster_id": broker.logs.cluster_id,
-        "controller_id": broker.node_ids[0],
+        "controller_id": controller_id(ctx),
         "cluster_authorized_operations": (
             ctx.cluster_authorized_operations() if body["include_cluster_authorized_operations"] else NO_AUTHORIZED_OPERATIONS
         ),
@@ -183,15 +221,29 @@ async def metadata(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+BROKER_ENDPOINTS, CONTROLLER_ENDPOINTS = 1, 2  # DescribeCluster's EndpointType
+
+
 @api(60, 0, 1)
 async def describe_cluster(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    """A broker describes brokers; asked for controllers (or an unknown endpoint type) it answers as Kafka's
+    AuthHelper.computeDescribeClusterResponse does: an error (INVALID_REQUEST at v0) and nothing else."""
+    endpoint_type = body.get("endpoint_type", BROKER_ENDPOINTS)
+    if endpoint_type != BROKER_ENDPOINTS:
+        known = endpoint_type == CONTROLLER_ENDPOINTS
+        error = ErrorCode.MISMATCHED_ENDPOINT_TYPE if known else ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
+        message = ("The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
+                   if known else f"Unsupported endpoint type {endpoint_type}")
+        return {"error_code": ErrorCode.INVALID_REQUEST if ctx.api_version == 0 else error, "error_message": message,
+                "endpoint_type": BROKER_ENDPOINTS, "cluster_id": "", "controller_id": -1, "brokers": [],
+                "cluster_authorized_operations": NO_AUTHORIZED_OPERATIONS}
     return {
         "error_code": ErrorCode.NONE,
         "error_message": None,
-        "endpoint_type": 1,
+        "endpoint_type": BROKER_ENDPOINTS,
         "cluster_id": ctx.broker.logs.cluster_id,
-        "controller_id": ctx.broker.node_ids[0],
-        "brokers": broker_entries(ctx),
+        "controller_id": controller_id(ctx),
+        "brokers": broker_entries(ctx, "broker_id"),
         "cluster_authorized_operations": (
             ctx.cluster_authorized_operations() if body["include_cluster_authorized_operations"] else NO_AUTHORIZED_OPERATIONS
         ),

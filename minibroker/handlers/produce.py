@@ -219,5 +219,5 @@ async def produce(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any] |
     leaders = {
         p["current_leader"]["leader_id"] for t in responses for p in t["partition_responses"] if "current_leader" in p
     }
-    endpoints = [entry for entry in broker_entries(ctx) if entry["node_id"] in leaders] if leaders else []  # KIP-951
+    endpoints = [e for e in broker_entries(ctx, "node_id") if e["node_id"] in leaders] if leaders else []  # KIP-951
     return {"responses": responses, "node_endpoints": endpoints}
