@@ -25,7 +25,7 @@ from minibroker.fetch_sessions import (
 )
 from minibroker.handlers.metadata import broker_entries
 from minibroker.handlers.registry import api
-from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.errors import NO_ERROR, ErrorCode
 from minibroker.protocol.primitives import FileRegion
 from minibroker.protocol.records import iter_batches
 from minibroker.storage.errors import OffsetOutOfRangeError
@@ -134,7 +134,7 @@ def read_topics(
             for request in topic["partitions"]:
                 answer = read_partition(
                     ctx, name, request["partition"], request, max(budget - total, 0), total, read_committed)
-                if answer["error_code"] != ErrorCode.NONE:
+                if answer["error_code"] != NO_ERROR:
                     erred = True
                 total += len(answer["records"])
                 partitions.append(answer)
@@ -161,7 +161,7 @@ def read_partition(
     stable = partition_log.last_stable_offset
     answer = {
         "partition_index": index,
-        "error_code": ErrorCode.NONE,
+        "error_code": NO_ERROR,
         "high_watermark": partition_log.log_end_offset,
         "last_stable_offset": stable,
         "log_start_offset": partition_log.log_start_offset,
@@ -307,7 +307,7 @@ async def fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
             keys = [(name, p["partition"]) for t, name in zip(topics, names) if name is not None for p in t["partitions"]]
         if not keys or not await ctx.broker.wait_for_append(keys, deadline - time.monotonic()):
             break
-    answer = {"error_code": ErrorCode.NONE, "session_id": INVALID_SESSION_ID, "responses": responses}
+    answer = {"error_code": NO_ERROR, "session_id": INVALID_SESSION_ID, "responses": responses}
     if erred:
         answer["responses"] = unresolved_last(by_id, responses)
         with_endpoints(ctx, answer, (p for t in responses for p in t["partitions"]))

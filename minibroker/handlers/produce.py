@@ -11,7 +11,7 @@ from minibroker.context import LEADER_ERRORS, RequestContext
 from minibroker.handlers.metadata import broker_entries
 from minibroker.handlers.registry import api
 from minibroker.protocol.compression import ZSTD
-from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.errors import NO_ERROR, ErrorCode
 from minibroker.protocol.records import (
     BATCH_HEADER_SIZE,
     BatchHeader,
@@ -95,7 +95,7 @@ def append_partition(
         broker.notify_append((topic, index))
     response = {
         "index": index,
-        "error_code": ErrorCode.NONE,
+        "error_code": NO_ERROR,
         "base_offset": info.base_offset,
         "log_append_time_ms": info.log_append_time_ms,
         "log_start_offset": info.log_start_offset,
@@ -198,12 +198,14 @@ async def produce(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any] |
             results = [partition_error(p["index"], ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in topic["partition_data"]]
         elif acks not in (-1, 0, 1):
             results = [partition_error(p["index"], ErrorCode.INVALID_REQUIRED_ACKS) for p in topic["partition_data"]]
-        else:
+        elif not_added:
             results = [
                 partition_error(p["index"], *not_added[(name, p["index"])]) if (name, p["index"]) in not_added
                 else append_partition(ctx, name, p["index"], p["records"], acks, flush)
                 for p in topic["partition_data"]
             ]
+        else:
+            results = [append_partition(ctx, name, p["index"], p["records"], acks, flush) for p in topic["partition_data"]]
         if by_id:
             responses.append({"topic_id": topic["topic_id"], "partition_responses": results})
         else:
