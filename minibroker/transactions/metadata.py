@@ -28,6 +28,9 @@ class TxnState(IntEnum):
         return "".join(part.capitalize() for part in self.name.split("_"))
 
 
+COMPLETING = frozenset({TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT})  # markers being written
+
+
 @dataclass
 class TransactionMetadata:
     transactional_id: str
@@ -44,7 +47,7 @@ class TransactionMetadata:
 
     @property
     def completing(self) -> bool:
-        return self.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
+        return self.state in COMPLETING
 
     def to_log_value(self) -> TransactionLogValue:
         by_topic: dict[str, list[int]] = {}
