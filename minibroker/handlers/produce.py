@@ -153,14 +153,6 @@ def has_transactional_records(body: dict[str, Any]) -> bool:
     return False
 
 
-def topic_names(ctx: RequestContext, body: dict[str, Any]) -> list[str | None]:
-    """The name of each topic of the request: from v13 it is named by id (KIP-516), and an id no topic has (a deleted
-    topic's, even if one of its name was made again) has none, answered UNKNOWN_TOPIC_ID."""
-    if ctx.api_version < TOPIC_ID_VERSION:
-        return [topic["name"] for topic in body["topic_data"]]
-    return [ctx.broker.topic_name(topic["topic_id"]) for topic in body["topic_data"]]
-
-
 def refused_topics(ctx: RequestContext, body: dict[str, Any], names: list[str | None]) -> set[str] | None:
     """With the authorizer on, as KafkaApis.handleProduceRequest: None when transactional records come without WRITE on
     their transactional id (the whole request is refused), else the topics the principal may not WRITE."""
@@ -176,7 +168,10 @@ def refused_topics(ctx: RequestContext, body: dict[str, Any], names: list[str | 
 async def produce(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any] | None:
     acks = body["acks"]
     by_id = ctx.api_version >= TOPIC_ID_VERSION
-    names = topic_names(ctx, body)
+    # Each topic's name: from v13 it is named by id (KIP-516), and an id no topic has (a deleted topic's, even if one
+    # of its name was made again) has none, answered UNKNOWN_TOPIC_ID.
+    topics = body["topic_data"]
+    names = [ctx.broker.topic_name(t["topic_id"]) for t in topics] if by_id else [t["name"] for t in topics]
     denied: set[str] = set()
     if ctx.broker.authorizer is not None:
         refused = refused_topics(ctx, body, names)
