@@ -11,7 +11,7 @@ from minibroker.acl_operations import CLUSTER, CLUSTER_NAME, DESCRIBE, SUPPORTED
 from minibroker.acl_operations import NAMES as OPERATION_NAMES
 from minibroker.acls.model import RESOURCE_TYPES
 from minibroker.acls.principal import ANONYMOUS, connection_principal
-from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.errors import NO_ERROR, ErrorCode
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +115,7 @@ class RequestContext:
             return None, ErrorCode.UNKNOWN_LEADER_EPOCH
         if placed.leader != self.node_id:
             return None, ErrorCode.NOT_LEADER_OR_FOLLOWER
-        return partition_log, ErrorCode.NONE
+        return partition_log, NO_ERROR
 
     def current_leader(self, topic: str, index: int) -> dict[str, int]:
         """KIP-951's CurrentLeader of a partition, for answers that send the client to another node."""

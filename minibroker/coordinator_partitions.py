@@ -14,7 +14,7 @@ import logging
 from typing import TYPE_CHECKING, Awaitable, Callable, Generic, Iterable, Protocol, TypeVar
 
 from minibroker.cluster import NO_LEADER
-from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.errors import NO_ERROR, ErrorCode
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
@@ -40,7 +40,7 @@ class ServedPartitions:
             return ErrorCode.NOT_COORDINATOR
         if partition in self.loading:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        return ErrorCode.NONE
+        return NO_ERROR
 
     def begin_loading(self, partitions: Iterable[int]) -> None:
         partitions = set(partitions)

@@ -126,3 +126,8 @@ class ErrorCode(IntEnum):
     DUPLICATE_VOTER = 126
     VOTER_NOT_FOUND = 127
     INVALID_REGULAR_EXPRESSION = 128
+
+
+# ErrorCode.NONE for the per-request paths: on Python 3.11 every attribute lookup on an Enum class goes through
+# EnumType.__getattr__'s slot hook, several times the cost of reading a module global (about 1k instructions).
+NO_ERROR = ErrorCode.NONE

@@ -219,8 +219,24 @@ class _Tail:
     and the defaults of fields absent in this version."""
 
     decode: Callable[[Reader, dict], None]
-    encode: Encode | None  # None: no tagged field in this version, the tag buffer is written empty
+    tagged: list[tuple[int, str, Encode, Any, Field]]  # (tag, key, encoder, default, field), by tag; [] for none
     absent: list[tuple[str, Any]]  # fields this version does not have, and the defaults decoded messages get
+
+
+def _uvarint_bytes(v: int) -> bytes:
+    w = Writer()
+    w.uvarint(v)
+    return bytes(w.buf)
+
+
+def _write_tagged(w: Writer, head: bytes, write: Encode, value: Any) -> None:
+    """A tagged field of no fixed size (``head``: its encoded tag): written to a Writer of its own first, for its size."""
+    sub = Writer()
+    write(sub, value)
+    w.buf += head
+    w.uvarint(len(sub))
+    for part in sub.getparts():
+        w.raw(part)
 
 
 @cache
@@ -239,7 +255,7 @@ def _tail(fields: tuple[Field, ...], version: int, flexible: bool) -> _Tail:
     # Defaults are worked out once per codec; an empty list or dict is copied for each message that gets it.
     tagged_defaults = [(key, default_value(f, version)) for _, (key, _, _, f) in tagged_in_order]
     absent_defaults = [(key, default_value(f, version)) for key, f in absent]
-    tagged_to_write = [(tag, key, write, default) for (tag, (key, _, write, _)), (_, default)
+    tagged_to_write = [(tag, key, write, default, f) for (tag, (key, _, write, f)), (_, default)
                        in zip(tagged_in_order, tagged_defaults)]
 
     def decode_tail(r: Reader, out: dict) -> None:
@@ -263,23 +279,7 @@ def _tail(fields: tuple[Field, ...], version: int, flexible: bool) -> _Tail:
         for key, default in absent_defaults:
             out[key] = default.copy() if type(default) in _MUTABLE else default
 
-    def encode_tagged(w: Writer, value: dict) -> None:
-        get = value.get
-        present = []
-        for tag, key, write, default in tagged_to_write:
-            v = get(key)
-            if v is not None and v != default:
-                present.append((tag, write, v))
-        w.uvarint(len(present))
-        for tag, write, v in present:
-            sub = Writer()
-            write(sub, v)
-            w.uvarint(tag)
-            w.uvarint(len(sub))
-            for part in sub.getparts():
-                w.raw(part)
-
-    return _Tail(decode_tail, encode_tagged if tagged else None, absent_defaults)
+    return _Tail(decode_tail, tagged_to_write, absent_defaults)
 
 
 def _struct_codec(fields: tuple[Field, ...], version: int, flexible: bool) -> StructCodec:
@@ -391,7 +391,7 @@ class _DecoderSource(_Source):
             self.emit(indent, f"{out}[{key!r}] = {value}")
         if not self.flexible:
             return
-        if tail.encode is None:
+        if not tail.tagged:
             # The usual case: no known tagged field, so an empty tag buffer (one zero byte) needs no decoding.
             self.emit(indent, "if pos < end and buf[pos] == 0:")
             self.emit(indent + 4, "pos += 1")
@@ -511,12 +511,34 @@ class _EncoderSource(_Source):
                              for f in run)
             self.emit(indent, f"buf += {self.constant(packer.pack)}({args})")
         if self.flexible:
-            encode_tagged = _tail(fields, self.version, self.flexible).encode
-            if encode_tagged is not None:
-                self.emit(indent, f"{self.constant(encode_tagged)}(w, {value})")
-                self.emit(indent, "buf = w.buf")
+            tagged = _tail(fields, self.version, self.flexible).tagged
+            if tagged:
+                self.tagged(tagged, get, indent)
             else:
                 self.emit(indent, "buf.append(0)")
+
+    def tagged(self, tagged: list[tuple[int, str, Encode, Any, Field]], get: str, indent: int) -> None:
+        """The tag buffer, written out inline as the regular fields are: the count of the tagged fields that differ
+        from their default, then each of them in tag order. A fixed-width value is packed in place after its tag and
+        size, both encoded once here; any other is written by ``_write_tagged``, which learns its size."""
+        present = []
+        for tag, key, write, default, f in tagged:
+            v, wanted = self.fresh("t"), self.fresh("p")
+            self.emit(indent, f"{v} = {get}({key!r})")
+            self.emit(indent, f"{wanted} = {v} is not None and {v} != {self.constant(default)}")
+            present.append((wanted, v, tag, write, f))
+        count = " + ".join(wanted for wanted, *_ in present)
+        self.emit(indent, f"buf.append({count})" if len(present) < 0x80 else f"w.uvarint({count})")
+        for wanted, v, tag, write, f in present:
+            self.emit(indent, f"if {wanted}:")
+            if _is_fixed(f):
+                packer = struct.Struct(">" + _STRUCT_FORMATS[f.type])
+                self.emit(indent + 4, f"buf += {self.constant(_uvarint_bytes(tag) + _uvarint_bytes(packer.size))}")
+                self.emit(indent + 4, f"buf += {self.constant(packer.pack)}({v})")
+            else:
+                head = self.constant(_uvarint_bytes(tag))
+                self.emit(indent + 4, f"{self.constant(_write_tagged)}(w, {head}, {self.constant(write)}, {v})")
+                self.emit(indent + 4, "buf = w.buf")
 
     def field(self, f: Field, get: str, indent: int) -> None:
         version = self.version

@@ -9,7 +9,7 @@ from v13 topics are named by id (KIP-516).
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Iterable
 
 from minibroker.acl_operations import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME, DESCRIBE, READ, TOPIC
 from minibroker.context import LEADER_ERRORS, RequestContext
@@ -25,7 +25,7 @@ from minibroker.fetch_sessions import (
 )
 from minibroker.handlers.metadata import broker_entries
 from minibroker.handlers.registry import api
-from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.errors import NO_ERROR, ErrorCode
 from minibroker.protocol.primitives import FileRegion
 from minibroker.protocol.records import iter_batches
 from minibroker.storage.errors import OffsetOutOfRangeError
@@ -81,15 +81,15 @@ def refused_topics(ctx: RequestContext, names: set[str], operation: int) -> set[
 def read_partitions(
     ctx: RequestContext, body: dict[str, Any], parts: list[Wanted], denied: set[str],
 ) -> tuple[list[dict[str, Any]], int, bool]:
-    """One pass over the partitions: (their answers, bytes found, whether any partition erred); the partitions of
-    ``denied`` topics answer TOPIC_AUTHORIZATION_FAILED, those of an id no topic has UNKNOWN_TOPIC_ID."""
+    """One pass over the partitions of a session fetch: (their answers, bytes found, whether any partition erred); the
+    partitions of ``denied`` topics answer TOPIC_AUTHORIZATION_FAILED, those of an id no topic has UNKNOWN_TOPIC_ID."""
     budget = body["max_bytes"]
     total = 0
     erred = False
     answers = []
     read_committed = body["isolation_level"] == READ_COMMITTED
     for wanted in parts:
-        answer = read_partition(ctx, wanted, denied, max(budget - total, 0), total, read_committed)
+        answer = read_wanted(ctx, wanted, denied, max(budget - total, 0), total, read_committed)
         if answer["error_code"] != ErrorCode.NONE:
             erred = True
         total += len(answer["records"])
@@ -97,10 +97,10 @@ def read_partitions(
     return answers, total, erred
 
 
-def read_partition(
+def read_wanted(
     ctx: RequestContext, wanted: Wanted, denied: set[str], budget: int, total: int, read_committed: bool,
 ) -> dict[str, Any]:
-    index, name, request = wanted.index, wanted.name, wanted.request
+    index, name = wanted.index, wanted.name
     if name is None:
         return error_partition(index, ErrorCode.UNKNOWN_TOPIC_ID)
     if denied and name in denied:
@@ -109,6 +109,49 @@ def read_partition(
         info = ctx.broker.topic(name)
         if info is not None and info.topic_id != wanted.topic_id:  # a session's partition of a re-created topic
             return error_partition(index, ErrorCode.INCONSISTENT_TOPIC_ID)
+    return read_partition(ctx, name, index, wanted.request, budget, total, read_committed)
+
+
+def read_topics(
+    ctx: RequestContext, body: dict[str, Any], names: list[str | None], denied: set[str],
+) -> tuple[list[dict[str, Any]], int, bool]:
+    """One pass over the topics of a sessionless fetch, answered topic by topic as the request names them (``names``:
+    each topic's name, None for an id no topic has): (topic responses, bytes found, whether any partition erred)."""
+    budget = body["max_bytes"]
+    total = 0
+    erred = False
+    read_committed = body["isolation_level"] == READ_COMMITTED
+    by_id = ctx.api_version >= TOPIC_ID_VERSION
+    responses: list[dict[str, Any]] = []
+    last = None
+    for topic, name in zip(body["topics"], names):
+        if name is None or (denied and name in denied):
+            error = ErrorCode.UNKNOWN_TOPIC_ID if name is None else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            partitions = [error_partition(request["partition"], error) for request in topic["partitions"]]
+            erred = True
+        else:
+            partitions = []
+            for request in topic["partitions"]:
+                answer = read_partition(
+                    ctx, name, request["partition"], request, max(budget - total, 0), total, read_committed)
+                if answer["error_code"] != NO_ERROR:
+                    erred = True
+                total += len(answer["records"])
+                partitions.append(answer)
+        key = topic["topic_id"] if by_id else name
+        if key == last:  # a topic named twice in a row is answered once, as topic_responses groups them
+            responses[-1]["partitions"] += partitions
+        else:
+            responses.append({"topic_id": key, "partitions": partitions} if by_id else {"topic": key, "partitions": partitions})
+            last = key
+    return responses, total, erred
+
+
+def read_partition(
+    ctx: RequestContext, name: str, index: int, request: dict[str, Any], budget: int, total: int, read_committed: bool,
+) -> dict[str, Any]:
+    """A named partition's answer: its records from ``request["fetch_offset"]`` within ``budget`` bytes (``total``:
+    those already found, so only the first partition with data may exceed the limits), or why it cannot be read."""
     partition_log, error = ctx.led_partition(name, index, request["current_leader_epoch"])
     if partition_log is None:
         answer = error_partition(index, error)
@@ -118,7 +161,7 @@ def read_partition(
     stable = partition_log.last_stable_offset
     answer = {
         "partition_index": index,
-        "error_code": ErrorCode.NONE,
+        "error_code": NO_ERROR,
         "high_watermark": partition_log.log_end_offset,
         "last_stable_offset": stable,
         "log_start_offset": partition_log.log_start_offset,
@@ -148,12 +191,13 @@ def replica_id(body: dict[str, Any]) -> int:
     return state["replica_id"] if state else body["replica_id"]
 
 
-def fetch_refusals(ctx: RequestContext, body: dict[str, Any], parts: list[Wanted]) -> set[str]:
+def fetch_refusals(ctx: RequestContext, body: dict[str, Any], named: Iterable[str | None]) -> set[str]:
     """KafkaApis.handleFetchRequest: a follower (replica_id >= 0) needs CLUSTER_ACTION on the cluster, else none of
-    its topics may be read; a consumer needs READ on each topic."""
+    its topics may be read; a consumer needs READ on each topic (``named``: the request's topic names, None for an id
+    no topic has)."""
     if ctx.broker.authorizer is None:
         return set()
-    names = {wanted.name for wanted in parts if wanted.name is not None}
+    names = {name for name in named if name is not None}
     if replica_id(body) < 0:
         return refused_topics(ctx, names, READ)
     return set() if ctx.allowed(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME) else names
@@ -218,16 +262,66 @@ def topic_responses(ctx: RequestContext, parts: list[Wanted], answers: list[dict
     return responses
 
 
+def unresolved_last(by_id: bool, responses: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A sessionless answer with the partitions that could not be named or read at all moved after the others (as
+    Kafka adds them), consecutive partitions of a topic grouped again as topic_responses groups them."""
+    field = "topic_id" if by_id else "topic"
+    flat = [(topic[field], answer) for topic in responses for answer in topic["partitions"]]
+    if not any(answer["error_code"] in UNRESOLVED for _, answer in flat):
+        return responses
+    flat.sort(key=lambda item: item[1]["error_code"] in UNRESOLVED)
+    regrouped: list[dict[str, Any]] = []
+    for key, answer in flat:
+        if not regrouped or regrouped[-1][field] != key:
+            regrouped.append({field: key, "partitions": []})
+        regrouped[-1]["partitions"].append(answer)
+    return regrouped
+
+
+def with_endpoints(ctx: RequestContext, answer: dict[str, Any], partitions: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """KIP-951: ``answer`` with the endpoints of the nodes that lead the partitions that moved, if any did."""
+    leaders = {p["current_leader"]["leader_id"] for p in partitions if "current_leader" in p}
+    if leaders:
+        answer["node_endpoints"] = [entry for entry in broker_entries(ctx, "node_id") if entry["node_id"] in leaders]
+    return answer
+
+
 @api(1, 4, 18)
 async def fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     """Sessions and topic ids as Kafka's KafkaApis.handleFetchRequest; what a partition is answered is the same
-    whether it is named by id or by name, in a session or not."""
+    whether it is named by id or by name, in a session or not. A fetch outside any session (session id 0, epoch -1:
+    what most clients send) is read topic by topic, without a session's bookkeeping of each partition."""
+    if body["session_id"] != INVALID_SESSION_ID or body["session_epoch"] != FINAL_EPOCH:
+        return await session_fetch(ctx, body)
+    topics = body["topics"]
+    by_id = ctx.api_version >= TOPIC_ID_VERSION
+    names = [ctx.broker.topic_name(t["topic_id"]) for t in topics] if by_id else [t["topic"] for t in topics]
+    deadline = time.monotonic() + max(body["max_wait_ms"], 0) / 1000
+    denied = fetch_refusals(ctx, body, names)
+    keys = None
+    while True:
+        responses, total, erred = read_topics(ctx, body, names, denied)
+        if total >= body["min_bytes"] or erred:
+            break
+        if keys is None:
+            keys = [(name, p["partition"]) for t, name in zip(topics, names) if name is not None for p in t["partitions"]]
+        if not keys or not await ctx.broker.wait_for_append(keys, deadline - time.monotonic()):
+            break
+    answer = {"error_code": NO_ERROR, "session_id": INVALID_SESSION_ID, "responses": responses}
+    if erred:
+        answer["responses"] = unresolved_last(by_id, responses)
+        with_endpoints(ctx, answer, (p for t in responses for p in t["partitions"]))
+    return answer
+
+
+async def session_fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    """A fetch that opens, uses or closes an incremental session (Kafka's FetchManager.newContext)."""
     wanted, forgotten = requested(ctx, body)
     parts, session, error = session_parts(ctx, body, wanted, forgotten)
     if error != ErrorCode.NONE:
         return {"error_code": error, "session_id": INVALID_SESSION_ID, "responses": []}
     deadline = time.monotonic() + max(body["max_wait_ms"], 0) / 1000
-    denied = fetch_refusals(ctx, body, parts)
+    denied = fetch_refusals(ctx, body, (wanted.name for wanted in parts))
     keys = None
     while True:
         answers, total, erred = read_partitions(ctx, body, parts, denied)
@@ -252,10 +346,7 @@ async def fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     else:
         session_id = INVALID_SESSION_ID
     answer = {"error_code": ErrorCode.NONE, "session_id": session_id, "responses": topic_responses(ctx, parts, answers)}
-    leaders = {a["current_leader"]["leader_id"] for a in answers if "current_leader" in a}
-    if leaders:  # KIP-951: where the partitions that moved are led
-        answer["node_endpoints"] = [entry for entry in broker_entries(ctx, "node_id") if entry["node_id"] in leaders]
-    return answer
+    return with_endpoints(ctx, answer, answers) if erred else answer
 
 
 def list_offset(

@@ -10,7 +10,7 @@ from minibroker.context import RequestContext
 from minibroker.features import FeatureLevels
 from minibroker.handlers.registry import api
 from minibroker.internal_topics import InternalTopic
-from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.errors import NO_ERROR, ErrorCode
 from minibroker.protocol.frames import API_VERSIONS_KEY, EncodedAnswer
 from minibroker.storage.errors import StorageError
 from minibroker.storage.log_manager import TopicInfo
@@ -82,7 +82,7 @@ def topic_metadata(ctx: RequestContext, info: TopicInfo) -> dict[str, Any]:
     for index in range(len(info.partitions)):
         placed = placements.of(info.name, index)
         partitions.append({
-            "error_code": ErrorCode.NONE if placed.leader in live else ErrorCode.LEADER_NOT_AVAILABLE,
+            "error_code": NO_ERROR if placed.leader in live else ErrorCode.LEADER_NOT_AVAILABLE,
             "partition_index": index,
             "leader_id": placed.leader,
             "leader_epoch": placed.leader_epoch,
@@ -91,7 +91,7 @@ def topic_metadata(ctx: RequestContext, info: TopicInfo) -> dict[str, Any]:
             "offline_replicas": [node for node in placed.replicas if node not in live],
         })
     return {
-        "error_code": ErrorCode.NONE,
+        "error_code": NO_ERROR,
         "name": info.name,
         "topic_id": info.topic_id,
         "is_internal": is_internal(info.name),
@@ -210,7 +210,7 @@ async def metadata(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
             if topic["error_code"] == ErrorCode.NONE:
                 topic["topic_authorized_operations"] = ctx.authorized_operations(TOPIC, topic["name"])
     return {
-        "error_code": ErrorCode.NONE,  # v13+: REBOOTSTRAP_REQUIRED is for brokers that lose track of their cluster
+        "error_code": NO_ERROR,  # v13+: REBOOTSTRAP_REQUIRED is for brokers that lose track of their cluster
         "brokers": broker_entries(ctx, "node_id"),
         "cluster_id": broker.logs.cluster_id,
         "controller_id": controller_id(ctx),

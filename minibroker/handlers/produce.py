@@ -11,7 +11,7 @@ from minibroker.context import LEADER_ERRORS, RequestContext
 from minibroker.handlers.metadata import broker_entries
 from minibroker.handlers.registry import api
 from minibroker.protocol.compression import ZSTD
-from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.errors import NO_ERROR, ErrorCode
 from minibroker.protocol.records import (
     BATCH_HEADER_SIZE,
     BatchHeader,
@@ -95,7 +95,7 @@ def append_partition(
         broker.notify_append((topic, index))
     response = {
         "index": index,
-        "error_code": ErrorCode.NONE,
+        "error_code": NO_ERROR,
         "base_offset": info.base_offset,
         "log_append_time_ms": info.log_append_time_ms,
         "log_start_offset": info.log_start_offset,
@@ -153,14 +153,6 @@ def has_transactional_records(body: dict[str, Any]) -> bool:
     return False
 
 
-def topic_names(ctx: RequestContext, body: dict[str, Any]) -> list[str | None]:
-    """The name of each topic of the request: from v13 it is named by id (KIP-516), and an id no topic has (a deleted
-    topic's, even if one of its name was made again) has none, answered UNKNOWN_TOPIC_ID."""
-    if ctx.api_version < TOPIC_ID_VERSION:
-        return [topic["name"] for topic in body["topic_data"]]
-    return [ctx.broker.topic_name(topic["topic_id"]) for topic in body["topic_data"]]
-
-
 def refused_topics(ctx: RequestContext, body: dict[str, Any], names: list[str | None]) -> set[str] | None:
     """With the authorizer on, as KafkaApis.handleProduceRequest: None when transactional records come without WRITE on
     their transactional id (the whole request is refused), else the topics the principal may not WRITE."""
@@ -176,7 +168,10 @@ def refused_topics(ctx: RequestContext, body: dict[str, Any], names: list[str | 
 async def produce(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any] | None:
     acks = body["acks"]
     by_id = ctx.api_version >= TOPIC_ID_VERSION
-    names = topic_names(ctx, body)
+    # Each topic's name: from v13 it is named by id (KIP-516), and an id no topic has (a deleted topic's, even if one
+    # of its name was made again) has none, answered UNKNOWN_TOPIC_ID.
+    topics = body["topic_data"]
+    names = [ctx.broker.topic_name(t["topic_id"]) for t in topics] if by_id else [t["name"] for t in topics]
     denied: set[str] = set()
     if ctx.broker.authorizer is not None:
         refused = refused_topics(ctx, body, names)
@@ -198,12 +193,14 @@ async def produce(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any] |
             results = [partition_error(p["index"], ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in topic["partition_data"]]
         elif acks not in (-1, 0, 1):
             results = [partition_error(p["index"], ErrorCode.INVALID_REQUIRED_ACKS) for p in topic["partition_data"]]
-        else:
+        elif not_added:
             results = [
                 partition_error(p["index"], *not_added[(name, p["index"])]) if (name, p["index"]) in not_added
                 else append_partition(ctx, name, p["index"], p["records"], acks, flush)
                 for p in topic["partition_data"]
             ]
+        else:
+            results = [append_partition(ctx, name, p["index"], p["records"], acks, flush) for p in topic["partition_data"]]
         if by_id:
             responses.append({"topic_id": topic["topic_id"], "partition_responses": results})
         else:

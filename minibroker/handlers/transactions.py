@@ -26,7 +26,7 @@ from minibroker.context import RequestContext
 from minibroker.features import TV2
 from minibroker.handlers.registry import api
 from minibroker.internal_topics import PendingFlushes
-from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.errors import NO_ERROR, ErrorCode
 from minibroker.storage.errors import StorageError
 from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, is_internal
 from minibroker.transactions.markers import write_markers
@@ -42,7 +42,7 @@ def coordinator(ctx: RequestContext) -> TransactionCoordinator:
 
 def fenced_error(error: ErrorCode, version: int, first_version_with_fenced: int) -> ErrorCode:
     """Older clients know PRODUCER_FENCED as INVALID_PRODUCER_EPOCH (Kafka maps it the same way)."""
-    if error == ErrorCode.PRODUCER_FENCED and version < first_version_with_fenced:
+    if version < first_version_with_fenced and error == ErrorCode.PRODUCER_FENCED:
         return ErrorCode.INVALID_PRODUCER_EPOCH
     return error
 
@@ -52,11 +52,11 @@ def init_refusal(ctx: RequestContext, transactional_id: str | None) -> ErrorCode
     IDEMPOTENT_WRITE on the cluster or WRITE on some topic (authorizeByResourceType)."""
     if transactional_id is not None:
         allowed = ctx.allowed(WRITE, TRANSACTIONAL_ID, transactional_id)
-        return ErrorCode.NONE if allowed else ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        return NO_ERROR if allowed else ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     if ctx.allowed(IDEMPOTENT_WRITE, CLUSTER, CLUSTER_NAME, log_denied=False):
-        return ErrorCode.NONE
+        return NO_ERROR
     if ctx.broker.authorizer.authorize_any(ctx.principal, ctx.host, WRITE, TOPIC):
-        return ErrorCode.NONE
+        return NO_ERROR
     ctx.allowed(IDEMPOTENT_WRITE, CLUSTER, CLUSTER_NAME)  # logs the denial, once
     return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
@@ -66,10 +66,10 @@ async def init_producer_id(ctx: RequestContext, body: dict[str, Any]) -> dict[st
     transactional_id = body["transactional_id"]
     if ctx.broker.authorizer is not None:
         refused = init_refusal(ctx, transactional_id)
-        if refused != ErrorCode.NONE:
+        if refused != NO_ERROR:
             return {"error_code": refused, "producer_id": -1, "producer_epoch": -1}
     if transactional_id is None:
-        return {"error_code": ErrorCode.NONE, "producer_id": ctx.broker.producer_ids.allocate(), "producer_epoch": 0}
+        return {"error_code": NO_ERROR, "producer_id": ctx.broker.producer_ids.allocate(), "producer_epoch": 0}
     try:
         await ctx.broker.transactions.topic.create()
     except (OSError, StorageError):
@@ -119,7 +119,7 @@ async def add_partitions_to_txn(ctx: RequestContext, body: dict[str, Any]) -> di
         for txn in body["transactions"]
     ]
     await ctx.broker.transactions.flush()
-    return {"error_code": ErrorCode.NONE, "results_by_transaction": results}
+    return {"error_code": NO_ERROR, "results_by_transaction": results}
 
 
 def add_or_verify(
@@ -275,7 +275,7 @@ async def describe_transactions(ctx: RequestContext, body: dict[str, Any]) -> di
             states.append(undescribed(transactional_id, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
             continue
         unavailable = txn_coordinator.availability(transactional_id)
-        if unavailable != ErrorCode.NONE:
+        if unavailable != NO_ERROR:
             states.append(undescribed(transactional_id, unavailable))
             continue
         txn = txn_coordinator.transactions.get(transactional_id)
@@ -284,7 +284,7 @@ async def describe_transactions(ctx: RequestContext, body: dict[str, Any]) -> di
             continue
         states.append(
             {
-                "error_code": ErrorCode.NONE,
+                "error_code": NO_ERROR,
                 "transactional_id": transactional_id,
                 "transaction_state": txn.state.kafka_name,
                 "transaction_timeout_ms": txn.timeout_ms,
@@ -323,7 +323,7 @@ async def list_transactions(ctx: RequestContext, body: dict[str, Any]) -> dict[s
         states.append(
             {"transactional_id": txn.transactional_id, "producer_id": txn.producer_id, "transaction_state": txn.state.kafka_name}
         )
-    return {"error_code": ErrorCode.NONE, "unknown_state_filters": unknown, "transaction_states": states}
+    return {"error_code": NO_ERROR, "unknown_state_filters": unknown, "transaction_states": states}
 
 
 @api(61, 0, 0)
@@ -356,6 +356,6 @@ async def describe_producers(ctx: RequestContext, body: dict[str, Any]) -> dict[
                 }
                 for p in partition_log.active_producers()
             ]
-            partitions.append({"partition_index": index, "error_code": ErrorCode.NONE, "active_producers": producers})
+            partitions.append({"partition_index": index, "error_code": NO_ERROR, "active_producers": producers})
         topics.append({"name": topic["name"], "partitions": partitions})
     return {"topics": topics}

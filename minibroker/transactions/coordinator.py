@@ -20,7 +20,7 @@ from typing import Callable, Iterable, Protocol
 
 from minibroker.coordinator_partitions import ServedPartitions
 from minibroker.features import TV2
-from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.errors import NO_ERROR, ErrorCode
 from minibroker.protocol.txn_log_records import TransactionLogValue
 from minibroker.transactions.metadata import MAX_EPOCH, TopicPartition, TransactionMetadata, TxnState
 
@@ -82,7 +82,7 @@ class TransactionCoordinator:
     def availability(self, transactional_id: str) -> ErrorCode:
         """Whether this node serves the id's partition (Kafka's TransactionStateManager.getTransactionState)."""
         if self.partitions.owned is None:
-            return ErrorCode.NONE
+            return NO_ERROR
         return self.partitions.status(self.log_writer.partition_for(transactional_id))
 
     def begin_loading(self, partitions: Iterable[int]) -> None:
@@ -149,13 +149,13 @@ class TransactionCoordinator:
     ) -> ErrorCode:
         """This node coordinates the id, and the producer is its current one."""
         unavailable = self.availability(transactional_id)
-        if unavailable != ErrorCode.NONE:
+        if unavailable != NO_ERROR:
             return unavailable
         if txn is None or txn.producer_id != producer_id:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING
         if txn.producer_epoch != producer_epoch:
             return ErrorCode.PRODUCER_FENCED
-        return ErrorCode.NONE
+        return NO_ERROR
 
     def _write_markers_and_complete(self, txn: TransactionMetadata) -> None:
         """The markers carry the epoch of the Prepare state (TV2: the bumped one); then an exhausted TV2 epoch moves
@@ -165,7 +165,7 @@ class TransactionCoordinator:
         errors = self.markers.write_markers(
             txn.transactional_id, txn.producer_id, txn.producer_epoch, committed, txn.partitions,
         )
-        failed = {tp: e for tp, e in errors.items() if e != ErrorCode.NONE}
+        failed = {tp: e for tp, e in errors.items() if e != NO_ERROR}
         if failed:
             log.warning("markers for %s not written to %s; partitions gone or unwritable", txn.transactional_id, failed)
         before = txn.producer_id
@@ -193,7 +193,7 @@ class TransactionCoordinator:
         if empty:
             txn.start_ms = self.clock()
         self._prepare_and_complete(txn, commit)
-        return InitResult(ErrorCode.NONE, txn.producer_id, txn.producer_epoch)
+        return InitResult(NO_ERROR, txn.producer_id, txn.producer_epoch)
 
     # requests
 
@@ -203,14 +203,14 @@ class TransactionCoordinator:
         if not 0 < timeout_ms <= self.max_timeout_ms:
             return InitResult(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
         unavailable = self.availability(transactional_id)
-        if unavailable != ErrorCode.NONE:
+        if unavailable != NO_ERROR:
             return InitResult(unavailable)
         txn = self.transactions.get(transactional_id)
         if txn is None:
             txn = TransactionMetadata(transactional_id, self.allocate_producer_id(), 0, timeout_ms)
             self.transactions[transactional_id] = txn
             self._persist(txn, txn.producer_id)
-            return InitResult(ErrorCode.NONE, txn.producer_id, txn.producer_epoch)
+            return InitResult(NO_ERROR, txn.producer_id, txn.producer_epoch)
         if producer_id >= 0 and (producer_id, producer_epoch) != (txn.producer_id, txn.producer_epoch):
             return InitResult(ErrorCode.PRODUCER_FENCED)
         if txn.completing:
@@ -229,7 +229,7 @@ class TransactionCoordinator:
         txn.partitions = set()
         txn.start_ms = -1
         self._persist(txn, before)
-        return InitResult(ErrorCode.NONE, txn.producer_id, txn.producer_epoch)
+        return InitResult(NO_ERROR, txn.producer_id, txn.producer_epoch)
 
     def add_partitions(
         self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: list[TopicPartition],
@@ -239,11 +239,11 @@ class TransactionCoordinator:
         adds itself (Kafka's handleAddPartitionsToTransaction with the client's transaction version)."""
         txn = self.transactions.get(transactional_id)
         error = self._check(transactional_id, txn, producer_id, producer_epoch)
-        if error == ErrorCode.NONE and txn.completing:
+        if error == NO_ERROR and txn.completing:
             error = ErrorCode.CONCURRENT_TRANSACTIONS
-        if error == ErrorCode.NONE and txn.state == TxnState.PREPARE_EPOCH_FENCE:
+        if error == NO_ERROR and txn.state == TxnState.PREPARE_EPOCH_FENCE:
             error = ErrorCode.PRODUCER_FENCED
-        if error != ErrorCode.NONE:
+        if error != NO_ERROR:
             return {tp: error for tp in partitions}
         unknown = [tp for tp in partitions if not exists(tp)]
         if unknown:
@@ -257,7 +257,7 @@ class TransactionCoordinator:
             txn.partitions |= new
             txn.client_transaction_version = client_transaction_version
             self._persist(txn, txn.producer_id)
-        return {tp: ErrorCode.NONE for tp in partitions}
+        return {tp: NO_ERROR for tp in partitions}
 
     def verify_partition(
         self, transactional_id: str, producer_id: int, producer_epoch: int, partition: TopicPartition
@@ -266,28 +266,28 @@ class TransactionCoordinator:
         added to the ongoing transaction, else its marker would never be written (Kafka's KIP-890 verification)."""
         txn = self.transactions.get(transactional_id)
         error = self._check(transactional_id, txn, producer_id, producer_epoch)
-        if error != ErrorCode.NONE:
+        if error != NO_ERROR:
             return error
         if txn.completing:
             return ErrorCode.CONCURRENT_TRANSACTIONS
         if txn.state != TxnState.ONGOING or partition not in txn.partitions:
             return ErrorCode.INVALID_TXN_STATE
-        return ErrorCode.NONE
+        return NO_ERROR
 
     def end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> ErrorCode:
         txn = self.transactions.get(transactional_id)
         error = self._check(transactional_id, txn, producer_id, producer_epoch)
-        if error != ErrorCode.NONE:
+        if error != NO_ERROR:
             return error
         state = txn.state
         if state == TxnState.ONGOING:
             txn.client_transaction_version = 0  # ended the V1 way, whatever began it
             self._prepare_and_complete(txn, commit)
-            return ErrorCode.NONE
+            return NO_ERROR
         if state == TxnState.COMPLETE_COMMIT:
-            return ErrorCode.NONE if commit else ErrorCode.INVALID_TXN_STATE
+            return NO_ERROR if commit else ErrorCode.INVALID_TXN_STATE
         if state == TxnState.COMPLETE_ABORT:
-            return ErrorCode.NONE if not commit else ErrorCode.INVALID_TXN_STATE
+            return NO_ERROR if not commit else ErrorCode.INVALID_TXN_STATE
         if state == TxnState.PREPARE_COMMIT:
             return ErrorCode.CONCURRENT_TRANSACTIONS if commit else ErrorCode.INVALID_TXN_STATE
         if state == TxnState.PREPARE_ABORT:
@@ -299,7 +299,7 @@ class TransactionCoordinator:
         end that completed (the previous epoch, or the last one before an overflow's new producer id) answers success
         with the producer id and epoch the client goes on with."""
         unavailable = self.availability(transactional_id)
-        if unavailable != ErrorCode.NONE:
+        if unavailable != NO_ERROR:
             return InitResult(unavailable)
         txn = self.transactions.get(transactional_id)
         if txn is None:
@@ -318,7 +318,7 @@ class TransactionCoordinator:
             return InitResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
         if not valid_epoch:
             return InitResult(ErrorCode.PRODUCER_FENCED)
-        done = InitResult(ErrorCode.NONE, txn.producer_id, txn.producer_epoch)
+        done = InitResult(NO_ERROR, txn.producer_id, txn.producer_epoch)
         if state == TxnState.ONGOING:
             return self._prepare_and_complete_v2(txn, commit, empty=False)
         if state == TxnState.COMPLETE_COMMIT:

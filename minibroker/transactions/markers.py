@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Iterable
 
-from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.errors import NO_ERROR, ErrorCode
 from minibroker.storage.errors import StorageError
 
 if TYPE_CHECKING:
@@ -46,5 +46,5 @@ def write_markers(
         flushes.note(partition_log)
         for listener in broker.marker_listeners:
             listener(topic, partition, producer_id, committed)
-        results[(topic, partition)] = ErrorCode.NONE
+        results[(topic, partition)] = NO_ERROR
     return results
