@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 ZSTD_MIN_PRODUCE_VERSION = 7
 TOPIC_ID_VERSION = 13  # Produce names topics by id (KIP-516)
 ADMIN_CLIENT_ID = "__admin_client"  # Kafka lets only this client id append to internal topics
+NODE_ENDPOINTS_VERSION = 10  # Produce answers a moved partition's leader and its endpoint (KIP-951)
 NO_RECORD_ERRORS = ()  # the answer's RecordErrors when no single record was refused
 
 
@@ -49,7 +50,7 @@ def append_partition(
     partition_log, error = ctx.led_partition(topic, index)
     if partition_log is None:
         answer = partition_error(index, error)
-        if error in LEADER_ERRORS:
+        if error in LEADER_ERRORS and ctx.api_version >= NODE_ENDPOINTS_VERSION:
             answer["current_leader"] = ctx.current_leader(topic, index)
         return answer
     config = partition_log.config
