@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
 from minibroker.protocol.errors import ErrorCode
+from minibroker.storage.checkpoint import write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -138,14 +138,5 @@ class FeatureLevels:
         return None
 
     def _save(self) -> None:
-        tmp = self.path.with_name(FILE_NAME + ".tmp")
-        with open(tmp, "w") as out:
-            out.write(json.dumps({"version": FORMAT_VERSION, "epoch": self.epoch, "levels": self.levels}, indent=1))
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, self.path)
-        directory = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
+        text = json.dumps({"version": FORMAT_VERSION, "epoch": self.epoch, "levels": self.levels}, indent=1)
+        write_atomically(self.path, text.encode())
