@@ -368,35 +368,24 @@ def default_settings() -> dict[str, str | None]:
 
 def apply_configs(ctx: RequestContext, resource: dict[str, Any], new: dict[str, Any], validate_only: bool) -> dict:
     """Validate and (unless validating only) store a topic's or a group's complete new set of overrides."""
-    if resource["resource_type"] == GROUP_RESOURCE:
-        return apply_group_configs(ctx, resource, new, validate_only)
-    return apply_topic_configs(ctx, resource, new, validate_only)
-
-
-def apply_group_configs(ctx: RequestContext, resource: dict[str, Any], new: dict[str, Any], validate_only: bool) -> dict:
     name = resource["resource_name"]
     response = {"error_code": ErrorCode.NONE, "error_message": None, "resource_type": resource["resource_type"], "resource_name": name}
+    group = resource["resource_type"] == GROUP_RESOURCE
     try:
-        ctx.broker.group_configs.validate(name, new)
+        if group:
+            ctx.broker.group_configs.validate(name, new)
+        else:
+            ctx.broker.logs.default_config.with_overrides(new)
     except GroupConfigError as exc:
         return {**response, "error_code": exc.error, "error_message": str(exc)}
-    if not validate_only:
-        ctx.broker.group_configs.replace(name, new)
-        log.info("group %s configs now %s", name, new)
-    return response
-
-
-def apply_topic_configs(ctx: RequestContext, resource: dict[str, Any], new: dict[str, str], validate_only: bool) -> dict:
-    """Validate and (unless validating only) store a topic's complete new set of overrides."""
-    name = resource["resource_name"]
-    response = {"error_code": ErrorCode.NONE, "error_message": None, "resource_type": resource["resource_type"], "resource_name": name}
-    try:
-        ctx.broker.logs.default_config.with_overrides(new)
     except InvalidConfigError as exc:
         return {**response, "error_code": ErrorCode.INVALID_CONFIG, "error_message": str(exc)}
     if not validate_only:
-        ctx.broker.logs.alter_config(name, new)
-        log.info("topic %s configs now %s", name, new)
+        if group:
+            ctx.broker.group_configs.replace(name, new)
+        else:
+            ctx.broker.logs.alter_config(name, new)
+        log.info("%s %s configs now %s", "group" if group else "topic", name, new)
     return response
 
 
