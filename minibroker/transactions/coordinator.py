@@ -135,10 +135,11 @@ class TransactionCoordinator:
         else:
             txn.producer_epoch += 1
 
-    def _fence(self, txn: TransactionMetadata) -> None:
-        """The bump that aborts an open transaction (prepareFenceProducerEpoch): its markers must carry the producer id
-        of its data, so an exhausted epoch goes up to Short.MAX_VALUE under the same id; a TV2 client moves to the next
-        id when the abort completes, a V1 client at its next InitProducerId."""
+    def _bump_to_end(self, txn: TransactionMetadata) -> None:
+        """The bump under which a transaction ends: a fence's or a timeout's abort (prepareFenceProducerEpoch), or any
+        TV2 end (prepareAbortOrCommit). Its markers must carry the producer id of its data, so an exhausted epoch goes
+        up to Short.MAX_VALUE under the same id (and, at Short.MAX_VALUE already, stays); a TV2 client moves to the
+        next id when the transaction completes, a V1 client at its next InitProducerId."""
         if txn.producer_epoch >= MAX_EPOCH and txn.client_transaction_version >= TV2:
             txn.next_producer_id = self.allocate_producer_id()
         if txn.producer_epoch <= MAX_EPOCH:
@@ -185,11 +186,8 @@ class TransactionCoordinator:
     def _prepare_and_complete_v2(self, txn: TransactionMetadata, commit: bool, empty: bool) -> InitResult:
         """TV2's end of a transaction (prepareAbortOrCommit): the epoch goes up by one, the next producer id is taken
         when the epoch is exhausted, and an abort with no partition added starts and ends now."""
-        if txn.producer_epoch >= MAX_EPOCH:
-            txn.next_producer_id = self.allocate_producer_id()
-        if txn.producer_epoch <= MAX_EPOCH:  # at Short.MAX_VALUE already, only an abort gets here: it stays
-            txn.producer_epoch += 1
         txn.client_transaction_version = TV2
+        self._bump_to_end(txn)
         if empty:
             txn.start_ms = self.clock()
         self._prepare_and_complete(txn, commit)
@@ -219,7 +217,7 @@ class TransactionCoordinator:
             # Fence the old producer: abort its transaction under a bumped epoch; the client retries.
             log.info("fencing producer %d epoch %d of %s: aborting its open transaction",
                      txn.producer_id, txn.producer_epoch, transactional_id)
-            self._fence(txn)
+            self._bump_to_end(txn)
             self._prepare_and_complete(txn, commit=False)
             return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
         before = txn.producer_id
@@ -358,7 +356,7 @@ class TransactionCoordinator:
             if txn.state == TxnState.ONGOING and txn.start_ms >= 0 and now > txn.start_ms + txn.timeout_ms:
                 log.info("aborting transaction of %s: open for %d ms, timeout %d ms",
                          txn.transactional_id, now - txn.start_ms, txn.timeout_ms)
-                self._fence(txn)
+                self._bump_to_end(txn)
                 self._prepare_and_complete(txn, commit=False)
                 aborted.append(txn.transactional_id)
         return aborted
