@@ -316,9 +316,9 @@ class TransactionCoordinator:
             return InitResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
         if not valid_epoch:
             return InitResult(ErrorCode.PRODUCER_FENCED)
-        done = InitResult(NO_ERROR, txn.producer_id, txn.producer_epoch)
         if state == TxnState.ONGOING:
             return self._prepare_and_complete_v2(txn, commit, empty=False)
+        done = InitResult(NO_ERROR, txn.producer_id, txn.producer_epoch)  # a retry's answer
         if state == TxnState.COMPLETE_COMMIT:
             if commit:
                 return done if is_retry else InitResult(ErrorCode.INVALID_TXN_STATE)
