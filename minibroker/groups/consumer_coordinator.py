@@ -18,7 +18,6 @@ from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from minibroker.groups.assignors import MemberSpec, TopicPartitions, TopicSpec, assignor_named
 from minibroker.groups.config import GroupConfig
-from minibroker.groups.group_configs import GroupConfigs
 from minibroker.groups.consumer_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -43,6 +42,7 @@ from minibroker.groups.consumer_records import (
     target_record,
 )
 from minibroker.groups.group import CONSUMER_PROTOCOL_TYPE
+from minibroker.groups.group_configs import GroupConfigs
 from minibroker.groups.timer import Timer
 from minibroker.protocol.errors import ErrorCode
 

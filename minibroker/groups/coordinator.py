@@ -19,7 +19,6 @@ from minibroker.coordinator_partitions import ServedPartitions
 from minibroker.groups.assignors import TopicSpec
 from minibroker.groups.classic_members import ClassicMemberError, ClassicMembers
 from minibroker.groups.config import GroupConfig
-from minibroker.groups.group_configs import GroupConfigs
 from minibroker.groups.consumer_coordinator import (
     CONSUMER_TYPE,
     ConsumerGroups,
@@ -31,6 +30,7 @@ from minibroker.groups.consumer_coordinator import (
 from minibroker.groups.consumer_group import ConsumerGroup
 from minibroker.groups.consumer_records import CONSUMER_GROUP_KEYS
 from minibroker.groups.group import ClassicGroup, GroupState, Member
+from minibroker.groups.group_configs import GroupConfigs
 from minibroker.groups.offsets import OffsetAndMetadata, OffsetStore
 from minibroker.groups.rebalance import Rebalancer, join_error, sync_error
 from minibroker.groups.requests import JoinRequest, LeavingMember, PartitionCommit, Responder
@@ -125,9 +125,7 @@ class GroupCoordinator:
         self.timer = timer
         self.records = records
         self.groups: dict[str, ClassicGroup] = {}
-        self.consumer = ConsumerGroups(
-            config, timer, topics or NoTopics(), self._write, self._downgrade, group_configs or GroupConfigs({}),
-        )
+        self.consumer = ConsumerGroups(config, timer, topics or NoTopics(), self._write, self._downgrade, group_configs)
         self.classic_members = ClassicMembers(self.consumer)
         self.offsets = OffsetStore()
         self.pending = PendingTxnOffsets()
