@@ -530,6 +530,14 @@ def group_settings(sources: JavaSources) -> dict[str, tuple[str, str | None, str
     return {name: (*spec, synonyms.get(name)) for name, spec in found.items()}
 
 
+def table_rows(table: dict[str, tuple[str | None, ...]]) -> list[str]:
+    """One line per setting, by name: ``"name": (its facts, None where Kafka has none),``."""
+    return [
+        f"    {json.dumps(name)}: ({', '.join('None' if fact is None else json.dumps(fact) for fact in table[name])}),"
+        for name in sorted(table)
+    ]
+
+
 def render(
     found: dict[str, tuple[str, str | None, str]], internal: set[str], topics: dict[str, tuple[str, str | None, str]],
     groups: dict[str, tuple[str, str | None, str, str | None]], version: str,
@@ -548,25 +556,15 @@ def render(
         "",
         "BROKER_SETTINGS: dict[str, tuple[str, str | None, str]] = {",
     ]
-    for name in sorted(found):
-        kind, default, validator = found[name]
-        shown = "None" if default is None else json.dumps(default)
-        lines.append(f"    {json.dumps(name)}: ({json.dumps(kind)}, {shown}, {json.dumps(validator)}),")
+    lines += table_rows(found)
     lines += ["}", "", "# Defined with defineInternal: known to Kafka, absent from its documentation.", "INTERNAL_SETTINGS = frozenset(", "    {"]
     lines += [f"        {json.dumps(name)}," for name in sorted(internal)]
     lines += ["    }", ")", "", "# Topic configs (LogConfig): name -> (type, default, validator spec).",
               "TOPIC_SETTINGS: dict[str, tuple[str, str | None, str]] = {"]
-    for name in sorted(topics):
-        kind, default, validator = topics[name]
-        shown = "None" if default is None else json.dumps(default)
-        lines.append(f"    {json.dumps(name)}: ({json.dumps(kind)}, {shown}, {json.dumps(validator)}),")
+    lines += table_rows(topics)
     lines += ["}", "", "# Group configs (GroupConfig): name -> (type, default, validator spec, broker setting giving its",
               "# default or None).", "GROUP_SETTINGS: dict[str, tuple[str, str | None, str, str | None]] = {"]
-    for name in sorted(groups):
-        kind, default, validator, synonym = groups[name]
-        shown = "None" if default is None else json.dumps(default)
-        broker = "None" if synonym is None else json.dumps(synonym)
-        lines.append(f"    {json.dumps(name)}: ({json.dumps(kind)}, {shown}, {json.dumps(validator)}, {broker}),")
+    lines += table_rows(groups)
     lines += ["}", ""]
     return "\n".join(lines)
 
