@@ -21,8 +21,11 @@ from minibroker.acls.store import FILE_NAME as ACL_FILE
 from minibroker.clock import VirtualClock, every, wall_clock_ms
 from minibroker.cluster import NO_LEADER, Placements
 from minibroker.config import BrokerConfig
-from minibroker.groups.group_configs import GroupConfigs
+from minibroker.features import FILE_NAME as FEATURES_FILE
+from minibroker.features import SUPPORTED as SUPPORTED_FEATURES
+from minibroker.features import FeatureLevels
 from minibroker.fetch_sessions import FetchSessionCache
+from minibroker.groups.group_configs import GroupConfigs
 from minibroker.handlers import HANDLERS
 from minibroker.handlers.registry import Handler
 from minibroker.listeners import (
@@ -34,9 +37,6 @@ from minibroker.listeners import (
     is_loopback,
     parse_listeners,
 )
-from minibroker.features import FILE_NAME as FEATURES_FILE
-from minibroker.features import SUPPORTED as SUPPORTED_FEATURES
-from minibroker.features import FeatureLevels
 from minibroker.producer_ids import FILE_NAME as PRODUCER_ID_FILE
 from minibroker.producer_ids import ProducerIdAllocator
 from minibroker.protocol.errors import ErrorCode
