@@ -18,8 +18,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from tests.brokerproc import BrokerProcess
 from tests import javautil
+from tests.brokerproc import BrokerProcess
 from tests.javautil import JavaClient, JavaUnavailable, build
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
