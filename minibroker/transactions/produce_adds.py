@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from minibroker.features import TV2
-from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.errors import NO_ERROR, ErrorCode
 from minibroker.protocol.records import BATCH_HEADER_SIZE, parse_header
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ async def add_produced_partitions(
             errors = {tp: ErrorCode.COORDINATOR_NOT_AVAILABLE for tp in partitions}
         else:
             errors = owner.add_partitions(transactional_id, producer_id, epoch, partitions, lambda tp: True, TV2)
-        refused.update({tp: translated(error) for tp, error in errors.items() if error != ErrorCode.NONE})
+        refused.update({tp: translated(error) for tp, error in errors.items() if error != NO_ERROR})
     await ctx.broker.transactions.flush()
     return refused
 
