@@ -12,7 +12,7 @@ import time
 from typing import Any, Iterable
 
 from minibroker.acl_operations import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME, DESCRIBE, READ, TOPIC
-from minibroker.context import LEADER_ERRORS, RequestContext
+from minibroker.context import RequestContext
 from minibroker.fetch_sessions import (
     FINAL_EPOCH,
     INITIAL_EPOCH,
@@ -154,10 +154,7 @@ def read_partition(
     those already found, so only the first partition with data may exceed the limits), or why it cannot be read."""
     partition_log, error = ctx.led_partition(name, index, request["current_leader_epoch"])
     if partition_log is None:
-        answer = error_partition(index, error)
-        if error in LEADER_ERRORS and ctx.api_version >= NODE_ENDPOINTS_VERSION:
-            answer["current_leader"] = ctx.current_leader(name, index)
-        return answer
+        return ctx.with_current_leader(error_partition(index, error), name, index, NODE_ENDPOINTS_VERSION)
     stable = partition_log.last_stable_offset
     answer = {
         "partition_index": index,
