@@ -23,7 +23,7 @@ from minibroker.fetch_sessions import (
     Wanted,
     next_epoch,
 )
-from minibroker.handlers.metadata import broker_entries
+from minibroker.handlers.metadata import leader_endpoints
 from minibroker.handlers.registry import api
 from minibroker.protocol.errors import NO_ERROR, ErrorCode
 from minibroker.protocol.primitives import FileRegion
@@ -279,7 +279,7 @@ def with_endpoints(ctx: RequestContext, answer: dict[str, Any], partitions: Iter
     """KIP-951: ``answer`` with the endpoints of the nodes that lead the partitions that moved, if any did."""
     leaders = {p["current_leader"]["leader_id"] for p in partitions if "current_leader" in p}
     if leaders:
-        answer["node_endpoints"] = [entry for entry in broker_entries(ctx, "node_id") if entry["node_id"] in leaders]
+        answer["node_endpoints"] = leader_endpoints(ctx, leaders)
     return answer
 
 

@@ -69,6 +69,11 @@ def broker_entries(ctx: RequestContext, id_field: str) -> list[dict[str, Any]]:
     return entries
 
 
+def leader_endpoints(ctx: RequestContext, leaders: set[int]) -> list[dict[str, Any]]:
+    """KIP-951's NodeEndpoints of a Produce or Fetch answer: the live ``leaders`` its moved partitions name."""
+    return [entry for entry in broker_entries(ctx, "node_id") if entry["node_id"] in leaders]
+
+
 def controller_id(ctx: RequestContext) -> int:
     """A KRaft broker names a live broker as the controller (Kafka picks one at random); clients send it their
     admin requests, so a stopped node must not be named. The lowest live id keeps every node's answer the same."""

@@ -8,7 +8,7 @@ from typing import Any
 from minibroker.acl_operations import TOPIC, TRANSACTIONAL_ID, WRITE
 from minibroker.acls.model import TRANSACTIONAL_ID_DENIED
 from minibroker.context import RequestContext
-from minibroker.handlers.metadata import broker_entries
+from minibroker.handlers.metadata import leader_endpoints
 from minibroker.handlers.registry import api
 from minibroker.protocol.compression import ZSTD
 from minibroker.protocol.errors import NO_ERROR, ErrorCode
@@ -214,5 +214,5 @@ async def produce(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any] |
     leaders = {
         p["current_leader"]["leader_id"] for t in responses for p in t["partition_responses"] if "current_leader" in p
     }
-    endpoints = [e for e in broker_entries(ctx, "node_id") if e["node_id"] in leaders] if leaders else []  # KIP-951
+    endpoints = leader_endpoints(ctx, leaders) if leaders else []  # KIP-951
     return {"responses": responses, "node_endpoints": endpoints}
