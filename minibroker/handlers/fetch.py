@@ -90,7 +90,7 @@ def read_partitions(
     read_committed = body["isolation_level"] == READ_COMMITTED
     for wanted in parts:
         answer = read_wanted(ctx, wanted, denied, max(budget - total, 0), total, read_committed)
-        if answer["error_code"] != ErrorCode.NONE:
+        if answer["error_code"] != NO_ERROR:
             erred = True
         total += len(answer["records"])
         answers.append(answer)
@@ -100,6 +100,8 @@ def read_partitions(
 def read_wanted(
     ctx: RequestContext, wanted: Wanted, denied: set[str], budget: int, total: int, read_committed: bool,
 ) -> dict[str, Any]:
+    """A session partition's answer: read_partition's, unless its topic is unknown, refused, or (a session's partition
+    of a re-created topic) now has another id."""
     index, name = wanted.index, wanted.name
     if name is None:
         return error_partition(index, ErrorCode.UNKNOWN_TOPIC_ID)
@@ -226,7 +228,7 @@ def session_parts(
     if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
         if session_id != INVALID_SESSION_ID:
             sessions.remove(session_id)  # a full request closes the session it names
-        return wanted, None, ErrorCode.NONE
+        return wanted, None, NO_ERROR
     session = sessions.get(session_id)
     if session is None:
         return [], None, ErrorCode.FETCH_SESSION_ID_NOT_FOUND
@@ -237,10 +239,10 @@ def session_parts(
     session.update(wanted, forgotten)
     if not session.partitions:
         sessions.remove(session.id)
-        return wanted, None, ErrorCode.NONE
+        return wanted, None, NO_ERROR
     sessions.touch(session)
     session.epoch = next_epoch(session.epoch)
-    return session.cached(ctx.broker.topic_name), session, ErrorCode.NONE
+    return session.cached(ctx.broker.topic_name), session, NO_ERROR
 
 
 def topic_responses(ctx: RequestContext, parts: list[Wanted], answers: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -315,7 +317,7 @@ async def session_fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, 
     """A fetch that opens, uses or closes an incremental session (Kafka's FetchManager.newContext)."""
     wanted, forgotten = requested(ctx, body)
     parts, session, error = session_parts(ctx, body, wanted, forgotten)
-    if error != ErrorCode.NONE:
+    if error != NO_ERROR:
         return {"error_code": error, "session_id": INVALID_SESSION_ID, "responses": []}
     deadline = time.monotonic() + max(body["max_wait_ms"], 0) / 1000
     denied = fetch_refusals(ctx, body, (wanted.name for wanted in parts))
@@ -342,7 +344,7 @@ async def session_fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, 
         session_id = ctx.broker.fetch_sessions.create(parts, uses_ids, privileged=replica_id(body) >= 0)
     else:
         session_id = INVALID_SESSION_ID
-    answer = {"error_code": ErrorCode.NONE, "session_id": session_id, "responses": topic_responses(ctx, parts, answers)}
+    answer = {"error_code": NO_ERROR, "session_id": session_id, "responses": topic_responses(ctx, parts, answers)}
     return with_endpoints(ctx, answer, answers) if erred else answer
 
 
