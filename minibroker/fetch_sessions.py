@@ -18,7 +18,6 @@ INVALID_SESSION_ID = 0
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
 EVICTION_MS = 120_000  # Kafka's min.incremental.fetch.session.eviction.ms: a session unused this long may go
-ZERO_ID = bytes(16)
 
 PartitionKey = tuple[bytes | str, int]  # (topic id, or topic name in a session without ids; partition)
 

@@ -17,7 +17,6 @@ from minibroker.fetch_sessions import (
     FINAL_EPOCH,
     INITIAL_EPOCH,
     INVALID_SESSION_ID,
-    ZERO_ID,
     FetchSession,
     PartitionKey,
     Wanted,
@@ -26,7 +25,7 @@ from minibroker.fetch_sessions import (
 from minibroker.handlers.metadata import leader_endpoints
 from minibroker.handlers.registry import api
 from minibroker.protocol.errors import NO_ERROR, ErrorCode
-from minibroker.protocol.primitives import FileRegion
+from minibroker.protocol.primitives import ZERO_UUID, FileRegion
 from minibroker.protocol.records import iter_batches
 from minibroker.storage.errors import OffsetOutOfRangeError
 from minibroker.storage.partition_log import PartitionLog
@@ -107,7 +106,7 @@ def read_wanted(
         return error_partition(index, ErrorCode.UNKNOWN_TOPIC_ID)
     if denied and name in denied:
         return error_partition(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-    if wanted.topic_id != ZERO_ID:
+    if wanted.topic_id != ZERO_UUID:
         info = ctx.broker.topic(name)
         if info is not None and info.topic_id != wanted.topic_id:  # a session's partition of a re-created topic
             return error_partition(index, ErrorCode.INCONSISTENT_TOPIC_ID)
@@ -207,7 +206,7 @@ def requested(ctx: RequestContext, body: dict[str, Any]) -> tuple[list[Wanted], 
     topic has stays unnamed (answered UNKNOWN_TOPIC_ID)."""
     broker = ctx.broker
     if ctx.api_version < TOPIC_ID_VERSION:
-        wanted = [Wanted(ZERO_ID, t["topic"], p["partition"], p) for t in body["topics"] for p in t["partitions"]]
+        wanted = [Wanted(ZERO_UUID, t["topic"], p["partition"], p) for t in body["topics"] for p in t["partitions"]]
         forgotten = [(t["topic"], index) for t in body["forgotten_topics_data"] for index in t["partitions"]]
         return wanted, forgotten
     wanted = []

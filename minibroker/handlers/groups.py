@@ -32,6 +32,7 @@ from minibroker.features import GROUP_VERSION, TV2
 from minibroker.groups.requests import JoinRequest, LeavingMember, PartitionCommit, Responder
 from minibroker.handlers.registry import api
 from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.primitives import ZERO_UUID
 from minibroker.storage.errors import StorageError
 from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC
 
@@ -221,7 +222,6 @@ async def leave_group(ctx: RequestContext, body: dict[str, Any]) -> dict[str, An
 
 
 CommitAnswers = dict[tuple[bytes, str], dict[int, ErrorCode]]  # by (topic id, name): v10 names topics by id
-ZERO_ID = bytes(16)
 OFFSETS_BY_ID_VERSION = 10  # OffsetCommit and OffsetFetch name topics by id (KIP-848)
 
 
@@ -243,7 +243,7 @@ def known_commits(
     denied = refused_topics(ctx, {topic["name"] for topic in topics if topic["name"]}, READ)
     for topic in topics:
         name = topic["name"]
-        partitions = answers.setdefault((topic.get("topic_id", ZERO_ID), name), {})
+        partitions = answers.setdefault((topic.get("topic_id", ZERO_UUID), name), {})
         for p in topic["partitions"]:
             index = p["partition_index"]
             if by_id and not name:
@@ -393,7 +393,7 @@ def fetch_group_offsets_by_id(
     topics = []
     for topic in answer["topics"]:
         info = ctx.broker.topic(topic["name"])
-        topics.append({"topic_id": info.topic_id if info is not None else ZERO_ID, "partitions": topic["partitions"]})
+        topics.append({"topic_id": info.topic_id if info is not None else ZERO_UUID, "partitions": topic["partitions"]})
     topics += [
         {"topic_id": t["topic_id"], "partitions": [
             {"partition_index": p, "committed_offset": -1, "metadata": "", "error_code": ErrorCode.UNKNOWN_TOPIC_ID}
