@@ -149,10 +149,9 @@ def topics_by_id(ctx: RequestContext, ids: list[bytes]) -> list[dict[str, Any]]:
     """Metadata v12+ asking by topic id (the Java client sends the name as "" then): as Kafka's KafkaApis, a request
     naming any id is answered by its ids alone, an unknown id with UNKNOWN_TOPIC_ID echoing it, and ids are not
     auto-created. Ids are not secret, so an undescribable topic answers TOPIC_AUTHORIZATION_FAILED with its id."""
-    by_id = {info.topic_id: info for info in ctx.broker.logs.topics.values()}
     topics = []
     for topic_id in dict.fromkeys(ids):
-        info = by_id.get(topic_id)
+        info = ctx.broker.topic_by_id(topic_id)
         if info is None:
             topics.append(missing_topic(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID))
         elif not may_describe(ctx, info.name):
