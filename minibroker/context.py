@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from minibroker.acl_operations import CLUSTER, CLUSTER_NAME, DESCRIBE, SUPPORTED, operation_bits
 from minibroker.acl_operations import NAMES as OPERATION_NAMES
@@ -117,10 +117,13 @@ class RequestContext:
             return None, ErrorCode.NOT_LEADER_OR_FOLLOWER
         return partition_log, NO_ERROR
 
-    def current_leader(self, topic: str, index: int) -> dict[str, int]:
-        """KIP-951's CurrentLeader of a partition, for answers that send the client to another node."""
-        placed = self.broker.placements.of(topic, index)
-        return {"leader_id": placed.leader, "leader_epoch": placed.leader_epoch}
+    def with_current_leader(self, answer: dict[str, Any], topic: str, index: int, since_version: int) -> dict[str, Any]:
+        """A partition's error ``answer`` with KIP-951's CurrentLeader when its error sends the client to another node
+        and the request's version carries the field (from ``since_version``: Produce v10, Fetch v16)."""
+        if answer["error_code"] in LEADER_ERRORS and self.api_version >= since_version:
+            placed = self.broker.placements.of(topic, index)
+            answer["current_leader"] = {"leader_id": placed.leader, "leader_epoch": placed.leader_epoch}
+        return answer
 
     def node_address(self, node_id: int) -> tuple[str, int]:
         """Where clients reach ``node_id``: its listener of the name this request came in on (in-process requests:

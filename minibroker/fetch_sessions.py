@@ -12,13 +12,12 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.errors import NO_ERROR
 
 INVALID_SESSION_ID = 0
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
 EVICTION_MS = 120_000  # Kafka's min.incremental.fetch.session.eviction.ms: a session unused this long may go
-ZERO_ID = bytes(16)
 
 PartitionKey = tuple[bytes | str, int]  # (topic id, or topic name in a session without ids; partition)
 
@@ -47,11 +46,12 @@ class Wanted:
             respond = True
             if update:
                 self.high_watermark = answer["high_watermark"]
-        if answer.get("log_start_offset", -1) != self.log_start_offset:
+        log_start_offset = answer.get("log_start_offset", -1)
+        if log_start_offset != self.log_start_offset:
             respond = True
             if update:
-                self.log_start_offset = answer.get("log_start_offset", -1)
-        if answer["error_code"] != ErrorCode.NONE:
+                self.log_start_offset = log_start_offset
+        if answer["error_code"] != NO_ERROR:
             respond = True
             if update:
                 self.high_watermark = -1

@@ -11,10 +11,10 @@ from minibroker.context import RequestContext
 from minibroker.handlers.registry import api
 from minibroker.protocol.error_responses import error_response
 from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.primitives import ZERO_UUID
 from minibroker.storage.log_manager import TopicInfo
 from minibroker.storage.topic_names import is_internal, validate_topic_name
 
-ZERO_ID = bytes(16)
 MAX_REQUEST_PARTITION_SIZE_LIMIT = 2000  # Kafka's max.request.partition.size.limit default: a page's partitions at most
 
 
@@ -41,7 +41,9 @@ def partition_entries(ctx: RequestContext, info: TopicInfo, start: int, count: i
 
 
 def missing_topic(name: str, error: ErrorCode) -> dict[str, Any]:
-    return {"error_code": error, "name": name, "topic_id": ZERO_ID, "is_internal": is_internal(name), "partitions": []}
+    return {
+        "error_code": error, "name": name, "topic_id": ZERO_UUID, "is_internal": is_internal(name), "partitions": [],
+    }
 
 
 @api(75, 0, 0)

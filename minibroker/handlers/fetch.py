@@ -12,21 +12,20 @@ import time
 from typing import Any, Iterable
 
 from minibroker.acl_operations import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME, DESCRIBE, READ, TOPIC
-from minibroker.context import LEADER_ERRORS, RequestContext
+from minibroker.context import RequestContext
 from minibroker.fetch_sessions import (
     FINAL_EPOCH,
     INITIAL_EPOCH,
     INVALID_SESSION_ID,
-    ZERO_ID,
     FetchSession,
     PartitionKey,
     Wanted,
     next_epoch,
 )
-from minibroker.handlers.metadata import broker_entries
+from minibroker.handlers.metadata import leader_endpoints
 from minibroker.handlers.registry import api
 from minibroker.protocol.errors import NO_ERROR, ErrorCode
-from minibroker.protocol.primitives import FileRegion
+from minibroker.protocol.primitives import ZERO_UUID, FileRegion
 from minibroker.protocol.records import iter_batches
 from minibroker.storage.errors import OffsetOutOfRangeError
 from minibroker.storage.partition_log import PartitionLog
@@ -90,7 +89,7 @@ def read_partitions(
     read_committed = body["isolation_level"] == READ_COMMITTED
     for wanted in parts:
         answer = read_wanted(ctx, wanted, denied, max(budget - total, 0), total, read_committed)
-        if answer["error_code"] != ErrorCode.NONE:
+        if answer["error_code"] != NO_ERROR:
             erred = True
         total += len(answer["records"])
         answers.append(answer)
@@ -100,12 +99,14 @@ def read_partitions(
 def read_wanted(
     ctx: RequestContext, wanted: Wanted, denied: set[str], budget: int, total: int, read_committed: bool,
 ) -> dict[str, Any]:
+    """A session partition's answer: read_partition's, unless its topic is unknown, refused, or (a session's partition
+    of a re-created topic) now has another id."""
     index, name = wanted.index, wanted.name
     if name is None:
         return error_partition(index, ErrorCode.UNKNOWN_TOPIC_ID)
     if denied and name in denied:
         return error_partition(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-    if wanted.topic_id != ZERO_ID:
+    if wanted.topic_id != ZERO_UUID:
         info = ctx.broker.topic(name)
         if info is not None and info.topic_id != wanted.topic_id:  # a session's partition of a re-created topic
             return error_partition(index, ErrorCode.INCONSISTENT_TOPIC_ID)
@@ -154,10 +155,7 @@ def read_partition(
     those already found, so only the first partition with data may exceed the limits), or why it cannot be read."""
     partition_log, error = ctx.led_partition(name, index, request["current_leader_epoch"])
     if partition_log is None:
-        answer = error_partition(index, error)
-        if error in LEADER_ERRORS and ctx.api_version >= NODE_ENDPOINTS_VERSION:
-            answer["current_leader"] = ctx.current_leader(name, index)
-        return answer
+        return ctx.with_current_leader(error_partition(index, error), name, index, NODE_ENDPOINTS_VERSION)
     stable = partition_log.last_stable_offset
     answer = {
         "partition_index": index,
@@ -208,7 +206,7 @@ def requested(ctx: RequestContext, body: dict[str, Any]) -> tuple[list[Wanted], 
     topic has stays unnamed (answered UNKNOWN_TOPIC_ID)."""
     broker = ctx.broker
     if ctx.api_version < TOPIC_ID_VERSION:
-        wanted = [Wanted(ZERO_ID, t["topic"], p["partition"], p) for t in body["topics"] for p in t["partitions"]]
+        wanted = [Wanted(ZERO_UUID, t["topic"], p["partition"], p) for t in body["topics"] for p in t["partitions"]]
         forgotten = [(t["topic"], index) for t in body["forgotten_topics_data"] for index in t["partitions"]]
         return wanted, forgotten
     wanted = []
@@ -229,7 +227,7 @@ def session_parts(
     if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
         if session_id != INVALID_SESSION_ID:
             sessions.remove(session_id)  # a full request closes the session it names
-        return wanted, None, ErrorCode.NONE
+        return wanted, None, NO_ERROR
     session = sessions.get(session_id)
     if session is None:
         return [], None, ErrorCode.FETCH_SESSION_ID_NOT_FOUND
@@ -240,10 +238,10 @@ def session_parts(
     session.update(wanted, forgotten)
     if not session.partitions:
         sessions.remove(session.id)
-        return wanted, None, ErrorCode.NONE
+        return wanted, None, NO_ERROR
     sessions.touch(session)
     session.epoch = next_epoch(session.epoch)
-    return session.cached(ctx.broker.topic_name), session, ErrorCode.NONE
+    return session.cached(ctx.broker.topic_name), session, NO_ERROR
 
 
 def topic_responses(ctx: RequestContext, parts: list[Wanted], answers: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -282,7 +280,7 @@ def with_endpoints(ctx: RequestContext, answer: dict[str, Any], partitions: Iter
     """KIP-951: ``answer`` with the endpoints of the nodes that lead the partitions that moved, if any did."""
     leaders = {p["current_leader"]["leader_id"] for p in partitions if "current_leader" in p}
     if leaders:
-        answer["node_endpoints"] = [entry for entry in broker_entries(ctx, "node_id") if entry["node_id"] in leaders]
+        answer["node_endpoints"] = leader_endpoints(ctx, leaders)
     return answer
 
 
@@ -318,7 +316,7 @@ async def session_fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, 
     """A fetch that opens, uses or closes an incremental session (Kafka's FetchManager.newContext)."""
     wanted, forgotten = requested(ctx, body)
     parts, session, error = session_parts(ctx, body, wanted, forgotten)
-    if error != ErrorCode.NONE:
+    if error != NO_ERROR:
         return {"error_code": error, "session_id": INVALID_SESSION_ID, "responses": []}
     deadline = time.monotonic() + max(body["max_wait_ms"], 0) / 1000
     denied = fetch_refusals(ctx, body, (wanted.name for wanted in parts))
@@ -345,7 +343,7 @@ async def session_fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, 
         session_id = ctx.broker.fetch_sessions.create(parts, uses_ids, privileged=replica_id(body) >= 0)
     else:
         session_id = INVALID_SESSION_ID
-    answer = {"error_code": ErrorCode.NONE, "session_id": session_id, "responses": topic_responses(ctx, parts, answers)}
+    answer = {"error_code": NO_ERROR, "session_id": session_id, "responses": topic_responses(ctx, parts, answers)}
     return with_endpoints(ctx, answer, answers) if erred else answer
 
 

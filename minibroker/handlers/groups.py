@@ -31,7 +31,9 @@ from minibroker.context import RequestContext
 from minibroker.features import GROUP_VERSION, TV2
 from minibroker.groups.requests import JoinRequest, LeavingMember, PartitionCommit, Responder
 from minibroker.handlers.registry import api
+from minibroker.protocol.error_responses import error_response
 from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.primitives import ZERO_UUID
 from minibroker.storage.errors import StorageError
 from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC
 
@@ -85,8 +87,6 @@ def refusal(ctx: RequestContext, body: dict[str, Any], operation: int, resource_
 
 def denied_answer(ctx: RequestContext, body: dict[str, Any], error: ErrorCode, message: str) -> dict[str, Any]:
     """A whole request refused, answered as Kafka's getErrorResponse of its API answers (clients read these fields)."""
-    from minibroker.protocol.error_responses import error_response
-
     if ctx.api_key in ERROR_CODE_ONLY:  # every other field at its default (an empty assignment, no members)
         return error_response(ctx.api_key, ctx.api_version, {}, error, None)
     if ctx.api_key == JOIN_GROUP:
@@ -221,7 +221,6 @@ async def leave_group(ctx: RequestContext, body: dict[str, Any]) -> dict[str, An
 
 
 CommitAnswers = dict[tuple[bytes, str], dict[int, ErrorCode]]  # by (topic id, name): v10 names topics by id
-ZERO_ID = bytes(16)
 OFFSETS_BY_ID_VERSION = 10  # OffsetCommit and OffsetFetch name topics by id (KIP-848)
 
 
@@ -243,7 +242,7 @@ def known_commits(
     denied = refused_topics(ctx, {topic["name"] for topic in topics if topic["name"]}, READ)
     for topic in topics:
         name = topic["name"]
-        partitions = answers.setdefault((topic.get("topic_id", ZERO_ID), name), {})
+        partitions = answers.setdefault((topic.get("topic_id", ZERO_UUID), name), {})
         for p in topic["partitions"]:
             index = p["partition_index"]
             if by_id and not name:
@@ -393,7 +392,7 @@ def fetch_group_offsets_by_id(
     topics = []
     for topic in answer["topics"]:
         info = ctx.broker.topic(topic["name"])
-        topics.append({"topic_id": info.topic_id if info is not None else ZERO_ID, "partitions": topic["partitions"]})
+        topics.append({"topic_id": info.topic_id if info is not None else ZERO_UUID, "partitions": topic["partitions"]})
     topics += [
         {"topic_id": t["topic_id"], "partitions": [
             {"partition_index": p, "committed_offset": -1, "metadata": "", "error_code": ErrorCode.UNKNOWN_TOPIC_ID}
@@ -539,8 +538,6 @@ async def consumer_group_heartbeat(ctx: RequestContext, body: dict[str, Any]) ->
         return refused
     names = set(body["subscribed_topic_names"] or ())
     if names and refused_topics(ctx, names, DESCRIBE):  # Kafka 4.0 (KAFKA-18813): no subscribing to hidden topics
-        from minibroker.protocol.error_responses import error_response
-
         return error_response(ctx.api_key, ctx.api_version, {}, ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
     request = HeartbeatRequest(
         group_id=body["group_id"],
@@ -576,8 +573,6 @@ def assigned_topics(described: dict[str, Any]) -> set[str]:
 
 def group_version_refusal(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     """KafkaApis refuses the consumer group APIs while group.version is 0 (isConsumerGroupProtocolEnabled)."""
-    from minibroker.protocol.error_responses import error_response
-
     return error_response(ctx.api_key, ctx.api_version, body, ErrorCode.UNSUPPORTED_VERSION, UNSUPPORTED_VERSION_MESSAGE)
 
 

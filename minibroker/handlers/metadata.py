@@ -12,12 +12,12 @@ from minibroker.handlers.registry import api
 from minibroker.internal_topics import InternalTopic
 from minibroker.protocol.errors import NO_ERROR, ErrorCode
 from minibroker.protocol.frames import API_VERSIONS_KEY, EncodedAnswer
+from minibroker.protocol.primitives import ZERO_UUID
 from minibroker.storage.errors import StorageError
 from minibroker.storage.log_manager import TopicInfo
 from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, is_internal
 
 log = logging.getLogger(__name__)
-NO_TOPIC_ID = bytes(16)  # Uuid.ZERO_UUID: a topic named, not identified
 
 
 FIRST_VERSION_WITH_FEATURES = 3
@@ -67,6 +67,11 @@ def broker_entries(ctx: RequestContext, id_field: str) -> list[dict[str, Any]]:
             host, port = ctx.node_address(node_id)
             entries.append({id_field: node_id, "host": host, "port": port, "rack": None})
     return entries
+
+
+def leader_endpoints(ctx: RequestContext, leaders: set[int]) -> list[dict[str, Any]]:
+    """KIP-951's NodeEndpoints of a Produce or Fetch answer: the live ``leaders`` its moved partitions name."""
+    return [entry for entry in broker_entries(ctx, "node_id") if entry["node_id"] in leaders]
 
 
 def controller_id(ctx: RequestContext) -> int:
@@ -144,10 +149,9 @@ def topics_by_id(ctx: RequestContext, ids: list[bytes]) -> list[dict[str, Any]]:
     """Metadata v12+ asking by topic id (the Java client sends the name as "" then): as Kafka's KafkaApis, a request
     naming any id is answered by its ids alone, an unknown id with UNKNOWN_TOPIC_ID echoing it, and ids are not
     auto-created. Ids are not secret, so an undescribable topic answers TOPIC_AUTHORIZATION_FAILED with its id."""
-    by_id = {info.topic_id: info for info in ctx.broker.logs.topics.values()}
     topics = []
     for topic_id in dict.fromkeys(ids):
-        info = by_id.get(topic_id)
+        info = ctx.broker.topic_by_id(topic_id)
         if info is None:
             topics.append(missing_topic(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID))
         elif not may_describe(ctx, info.name):
@@ -166,7 +170,7 @@ def ids_before_v12(requested: list[dict[str, Any]]) -> dict[str, Any]:
         "controller_id": -1,
         "cluster_authorized_operations": NO_AUTHORIZED_OPERATIONS,
         "topics": [{"error_code": ErrorCode.INVALID_REQUEST, "name": item.get("name") or "",
-                    "topic_id": item.get("topic_id", NO_TOPIC_ID), "is_internal": False, "partitions": []}
+                    "topic_id": item.get("topic_id", ZERO_UUID), "is_internal": False, "partitions": []}
                    for item in requested],
     }
 
@@ -178,11 +182,11 @@ async def metadata(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     broker = ctx.broker
     requested = body["topics"]
     if requested and ctx.api_version < 12 and any(
-            item.get("name") is None or item.get("topic_id", NO_TOPIC_ID) != NO_TOPIC_ID for item in requested):
+            item.get("name") is None or item.get("topic_id", ZERO_UUID) != ZERO_UUID for item in requested):
         return ids_before_v12(requested)
     if requested is None or (ctx.api_version == 0 and not requested):
         topics = [topic_metadata(ctx, info) for info in broker.logs.topics.values() if may_describe(ctx, info.name, False)]
-    elif ids := [item["topic_id"] for item in requested if item.get("topic_id", NO_TOPIC_ID) != NO_TOPIC_ID]:
+    elif ids := [item["topic_id"] for item in requested if item.get("topic_id", ZERO_UUID) != ZERO_UUID]:
         topics = topics_by_id(ctx, ids)
     else:
         topics = []
@@ -192,19 +196,19 @@ async def metadata(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
                 topics.extend(topics_by_id(ctx, [item["topic_id"]]))
                 continue
             if not may_describe(ctx, name):
-                topics.append(missing_topic(name, NO_TOPIC_ID, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                topics.append(missing_topic(name, ZERO_UUID, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                 continue
             info = broker.topic(name)
             if info is None and body["allow_auto_topic_creation"] and broker.config.auto_create_topics_enable:
                 if not may_create(ctx, name):
-                    topics.append(missing_topic(name, NO_TOPIC_ID, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                    topics.append(missing_topic(name, ZERO_UUID, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                     continue
                 error = await auto_create(ctx, name)
                 if error != ErrorCode.NONE:
-                    topics.append(missing_topic(name, NO_TOPIC_ID, error))
+                    topics.append(missing_topic(name, ZERO_UUID, error))
                     continue
                 info = broker.topic(name)
-            topics.append(topic_metadata(ctx, info) if info else missing_topic(name, NO_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            topics.append(topic_metadata(ctx, info) if info else missing_topic(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
     if body["include_topic_authorized_operations"]:
         for topic in topics:
             if topic["error_code"] == ErrorCode.NONE:

@@ -7,8 +7,8 @@ from typing import Any
 
 from minibroker.acl_operations import TOPIC, TRANSACTIONAL_ID, WRITE
 from minibroker.acls.model import TRANSACTIONAL_ID_DENIED
-from minibroker.context import LEADER_ERRORS, RequestContext
-from minibroker.handlers.metadata import broker_entries
+from minibroker.context import RequestContext
+from minibroker.handlers.metadata import leader_endpoints
 from minibroker.handlers.registry import api
 from minibroker.protocol.compression import ZSTD
 from minibroker.protocol.errors import NO_ERROR, ErrorCode
@@ -49,10 +49,7 @@ def append_partition(
         return partition_error(index, ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
     partition_log, error = ctx.led_partition(topic, index)
     if partition_log is None:
-        answer = partition_error(index, error)
-        if error in LEADER_ERRORS and ctx.api_version >= NODE_ENDPOINTS_VERSION:
-            answer["current_leader"] = ctx.current_leader(topic, index)
-        return answer
+        return ctx.with_current_leader(partition_error(index, error), topic, index, NODE_ENDPOINTS_VERSION)
     config = partition_log.config
     placed = broker.placements.of(topic, index)
     in_sync = sum(1 for node in placed.replicas if node in broker.live_nodes)
@@ -217,5 +214,5 @@ async def produce(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any] |
     leaders = {
         p["current_leader"]["leader_id"] for t in responses for p in t["partition_responses"] if "current_leader" in p
     }
-    endpoints = [e for e in broker_entries(ctx, "node_id") if e["node_id"] in leaders] if leaders else []  # KIP-951
+    endpoints = leader_endpoints(ctx, leaders) if leaders else []  # KIP-951
     return {"responses": responses, "node_endpoints": endpoints}
