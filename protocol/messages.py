@@ -1178,6 +1178,244 @@ DESCRIBE_TOPIC_PARTITIONS_RESPONSE = M('DescribeTopicPartitionsResponse', 75, 'r
     )),
 ))
 
+SHARE_GROUP_HEARTBEAT_REQUEST = M('ShareGroupHeartbeatRequest', 76, 'request', (1, 1), (0, 32767), (
+    F('GroupId', 'string', (0, 32767)),
+    F('MemberId', 'string', (0, 32767)),
+    F('MemberEpoch', 'int32', (0, 32767)),
+    F('RackId', 'string', (0, 32767), nullable=(0, 32767), default='null'),
+    F('SubscribedTopicNames', '[]string', (0, 32767), nullable=(0, 32767), default='null'),
+))
+
+SHARE_GROUP_HEARTBEAT_RESPONSE = M('ShareGroupHeartbeatResponse', 76, 'response', (1, 1), (0, 32767), (
+    F('ThrottleTimeMs', 'int32', (0, 32767)),
+    F('ErrorCode', 'int16', (0, 32767)),
+    F('ErrorMessage', 'string', (0, 32767), nullable=(0, 32767), default='null'),
+    F('MemberId', 'string', (0, 32767), nullable=(0, 32767), default='null'),
+    F('MemberEpoch', 'int32', (0, 32767)),
+    F('HeartbeatIntervalMs', 'int32', (0, 32767)),
+    F('Assignment', 'Assignment', (0, 32767), nullable=(0, 32767), default='null', fields=(
+        F('TopicPartitions', '[]TopicPartitions', (0, 32767), fields=(
+            F('TopicId', 'uuid', (0, 32767)),
+            F('Partitions', '[]int32', (0, 32767)),
+        )),
+    )),
+))
+
+SHARE_GROUP_DESCRIBE_REQUEST = M('ShareGroupDescribeRequest', 77, 'request', (1, 1), (0, 32767), (
+    F('GroupIds', '[]string', (0, 32767)),
+    F('IncludeAuthorizedOperations', 'bool', (0, 32767)),
+))
+
+SHARE_GROUP_DESCRIBE_RESPONSE = M('ShareGroupDescribeResponse', 77, 'response', (1, 1), (0, 32767), (
+    F('ThrottleTimeMs', 'int32', (0, 32767)),
+    F('Groups', '[]DescribedGroup', (0, 32767), fields=(
+        F('ErrorCode', 'int16', (0, 32767)),
+        F('ErrorMessage', 'string', (0, 32767), nullable=(0, 32767), default='null'),
+        F('GroupId', 'string', (0, 32767)),
+        F('GroupState', 'string', (0, 32767)),
+        F('GroupEpoch', 'int32', (0, 32767)),
+        F('AssignmentEpoch', 'int32', (0, 32767)),
+        F('AssignorName', 'string', (0, 32767)),
+        F('Members', '[]Member', (0, 32767), fields=(
+            F('MemberId', 'string', (0, 32767)),
+            F('RackId', 'string', (0, 32767), nullable=(0, 32767), default='null'),
+            F('MemberEpoch', 'int32', (0, 32767)),
+            F('ClientId', 'string', (0, 32767)),
+            F('ClientHost', 'string', (0, 32767)),
+            F('SubscribedTopicNames', '[]string', (0, 32767)),
+            F('Assignment', 'Assignment', (0, 32767), fields=(
+                F('TopicPartitions', '[]TopicPartitions', (0, 32767), fields=(
+                    F('TopicId', 'uuid', (0, 32767)),
+                    F('TopicName', 'string', (0, 32767)),
+                    F('Partitions', '[]int32', (0, 32767)),
+                )),
+            )),
+        )),
+        F('AuthorizedOperations', 'int32', (0, 32767), default=-2147483648),
+    )),
+))
+
+SHARE_FETCH_REQUEST = M('ShareFetchRequest', 78, 'request', (1, 2), (0, 32767), (
+    F('GroupId', 'string', (0, 32767), nullable=(0, 32767), default='null'),
+    F('MemberId', 'string', (0, 32767), nullable=(0, 32767)),
+    F('ShareSessionEpoch', 'int32', (0, 32767)),
+    F('MaxWaitMs', 'int32', (0, 32767)),
+    F('MinBytes', 'int32', (0, 32767)),
+    F('MaxBytes', 'int32', (0, 32767), default=2147483647),
+    F('MaxRecords', 'int32', (1, 32767)),
+    F('BatchSize', 'int32', (1, 32767)),
+    F('ShareAcquireMode', 'int8', (2, 32767), default=0, ignorable=True),
+    F('IsRenewAck', 'bool', (2, 32767), default=False),
+    F('Topics', '[]FetchTopic', (0, 32767), fields=(
+        F('TopicId', 'uuid', (0, 32767)),
+        F('Partitions', '[]FetchPartition', (0, 32767), fields=(
+            F('PartitionIndex', 'int32', (0, 32767)),
+            F('PartitionMaxBytes', 'int32', (0, 0)),
+            F('AcknowledgementBatches', '[]AcknowledgementBatch', (0, 32767), fields=(
+                F('FirstOffset', 'int64', (0, 32767)),
+                F('LastOffset', 'int64', (0, 32767)),
+                F('AcknowledgeTypes', '[]int8', (0, 32767)),
+            )),
+        )),
+    )),
+    F('ForgottenTopicsData', '[]ForgottenTopic', (0, 32767), fields=(
+        F('TopicId', 'uuid', (0, 32767)),
+        F('Partitions', '[]int32', (0, 32767)),
+    )),
+))
+
+SHARE_FETCH_RESPONSE = M('ShareFetchResponse', 78, 'response', (1, 2), (0, 32767), (
+    F('ThrottleTimeMs', 'int32', (0, 32767)),
+    F('ErrorCode', 'int16', (0, 32767)),
+    F('ErrorMessage', 'string', (0, 32767), nullable=(0, 32767), default='null'),
+    F('AcquisitionLockTimeoutMs', 'int32', (1, 32767)),
+    F('Responses', '[]ShareFetchableTopicResponse', (0, 32767), fields=(
+        F('TopicId', 'uuid', (0, 32767)),
+        F('Partitions', '[]PartitionData', (0, 32767), fields=(
+            F('PartitionIndex', 'int32', (0, 32767)),
+            F('ErrorCode', 'int16', (0, 32767)),
+            F('ErrorMessage', 'string', (0, 32767), nullable=(0, 32767), default='null'),
+            F('AcknowledgeErrorCode', 'int16', (0, 32767)),
+            F('AcknowledgeErrorMessage', 'string', (0, 32767), nullable=(0, 32767), default='null'),
+            F('CurrentLeader', 'LeaderIdAndEpoch', (0, 32767), fields=(
+                F('LeaderId', 'int32', (0, 32767)),
+                F('LeaderEpoch', 'int32', (0, 32767)),
+            )),
+            F('Records', 'records', (0, 32767), nullable=(0, 0)),
+            F('AcquiredRecords', '[]AcquiredRecords', (0, 32767), fields=(
+                F('FirstOffset', 'int64', (0, 32767)),
+                F('LastOffset', 'int64', (0, 32767)),
+                F('DeliveryCount', 'int16', (0, 32767)),
+            )),
+        )),
+    )),
+    F('NodeEndpoints', '[]NodeEndpoint', (0, 32767), fields=(
+        F('NodeId', 'int32', (0, 32767)),
+        F('Host', 'string', (0, 32767)),
+        F('Port', 'int32', (0, 32767)),
+        F('Rack', 'string', (0, 32767), nullable=(0, 32767), default='null'),
+    )),
+))
+
+SHARE_ACKNOWLEDGE_REQUEST = M('ShareAcknowledgeRequest', 79, 'request', (1, 2), (0, 32767), (
+    F('GroupId', 'string', (0, 32767), nullable=(0, 32767), default='null'),
+    F('MemberId', 'string', (0, 32767), nullable=(0, 32767)),
+    F('ShareSessionEpoch', 'int32', (0, 32767)),
+    F('IsRenewAck', 'bool', (2, 32767), default=False),
+    F('Topics', '[]AcknowledgeTopic', (0, 32767), fields=(
+        F('TopicId', 'uuid', (0, 32767)),
+        F('Partitions', '[]AcknowledgePartition', (0, 32767), fields=(
+            F('PartitionIndex', 'int32', (0, 32767)),
+            F('AcknowledgementBatches', '[]AcknowledgementBatch', (0, 32767), fields=(
+                F('FirstOffset', 'int64', (0, 32767)),
+                F('LastOffset', 'int64', (0, 32767)),
+                F('AcknowledgeTypes', '[]int8', (0, 32767)),
+            )),
+        )),
+    )),
+))
+
+SHARE_ACKNOWLEDGE_RESPONSE = M('ShareAcknowledgeResponse', 79, 'response', (1, 2), (0, 32767), (
+    F('ThrottleTimeMs', 'int32', (0, 32767)),
+    F('ErrorCode', 'int16', (0, 32767)),
+    F('ErrorMessage', 'string', (0, 32767), nullable=(0, 32767), default='null'),
+    F('AcquisitionLockTimeoutMs', 'int32', (2, 32767), ignorable=True),
+    F('Responses', '[]ShareAcknowledgeTopicResponse', (0, 32767), fields=(
+        F('TopicId', 'uuid', (0, 32767)),
+        F('Partitions', '[]PartitionData', (0, 32767), fields=(
+            F('PartitionIndex', 'int32', (0, 32767)),
+            F('ErrorCode', 'int16', (0, 32767)),
+            F('ErrorMessage', 'string', (0, 32767), nullable=(0, 32767), default='null'),
+            F('CurrentLeader', 'LeaderIdAndEpoch', (0, 32767), fields=(
+                F('LeaderId', 'int32', (0, 32767)),
+                F('LeaderEpoch', 'int32', (0, 32767)),
+            )),
+        )),
+    )),
+    F('NodeEndpoints', '[]NodeEndpoint', (0, 32767), fields=(
+        F('NodeId', 'int32', (0, 32767)),
+        F('Host', 'string', (0, 32767)),
+        F('Port', 'int32', (0, 32767)),
+        F('Rack', 'string', (0, 32767), nullable=(0, 32767), default='null'),
+    )),
+))
+
+DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST = M('DescribeShareGroupOffsetsRequest', 90, 'request', (0, 1), (0, 32767), (
+    F('Groups', '[]DescribeShareGroupOffsetsRequestGroup', (0, 32767), fields=(
+        F('GroupId', 'string', (0, 32767)),
+        F('Topics', '[]DescribeShareGroupOffsetsRequestTopic', (0, 32767), nullable=(0, 32767), fields=(
+            F('TopicName', 'string', (0, 32767)),
+            F('Partitions', '[]int32', (0, 32767)),
+        )),
+    )),
+))
+
+DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE = M('DescribeShareGroupOffsetsResponse', 90, 'response', (0, 1), (0, 32767), (
+    F('ThrottleTimeMs', 'int32', (0, 32767)),
+    F('Groups', '[]DescribeShareGroupOffsetsResponseGroup', (0, 32767), fields=(
+        F('GroupId', 'string', (0, 32767)),
+        F('Topics', '[]DescribeShareGroupOffsetsResponseTopic', (0, 32767), fields=(
+            F('TopicName', 'string', (0, 32767)),
+            F('TopicId', 'uuid', (0, 32767)),
+            F('Partitions', '[]DescribeShareGroupOffsetsResponsePartition', (0, 32767), fields=(
+                F('PartitionIndex', 'int32', (0, 32767)),
+                F('StartOffset', 'int64', (0, 32767)),
+                F('LeaderEpoch', 'int32', (0, 32767)),
+                F('Lag', 'int64', (1, 32767), default=-1, ignorable=True),
+                F('ErrorCode', 'int16', (0, 32767)),
+                F('ErrorMessage', 'string', (0, 32767), nullable=(0, 32767), default='null'),
+            )),
+        )),
+        F('ErrorCode', 'int16', (0, 32767)),
+        F('ErrorMessage', 'string', (0, 32767), nullable=(0, 32767), default='null'),
+    )),
+))
+
+ALTER_SHARE_GROUP_OFFSETS_REQUEST = M('AlterShareGroupOffsetsRequest', 91, 'request', (0, 0), (0, 32767), (
+    F('GroupId', 'string', (0, 32767)),
+    F('Topics', '[]AlterShareGroupOffsetsRequestTopic', (0, 32767), fields=(
+        F('TopicName', 'string', (0, 32767)),
+        F('Partitions', '[]AlterShareGroupOffsetsRequestPartition', (0, 32767), fields=(
+            F('PartitionIndex', 'int32', (0, 32767)),
+            F('StartOffset', 'int64', (0, 32767)),
+        )),
+    )),
+))
+
+ALTER_SHARE_GROUP_OFFSETS_RESPONSE = M('AlterShareGroupOffsetsResponse', 91, 'response', (0, 0), (0, 32767), (
+    F('ThrottleTimeMs', 'int32', (0, 32767)),
+    F('ErrorCode', 'int16', (0, 32767)),
+    F('ErrorMessage', 'string', (0, 32767), nullable=(0, 32767), default='null'),
+    F('Responses', '[]AlterShareGroupOffsetsResponseTopic', (0, 32767), fields=(
+        F('TopicName', 'string', (0, 32767)),
+        F('TopicId', 'uuid', (0, 32767)),
+        F('Partitions', '[]AlterShareGroupOffsetsResponsePartition', (0, 32767), fields=(
+            F('PartitionIndex', 'int32', (0, 32767)),
+            F('ErrorCode', 'int16', (0, 32767)),
+            F('ErrorMessage', 'string', (0, 32767), nullable=(0, 32767), default='null'),
+        )),
+    )),
+))
+
+DELETE_SHARE_GROUP_OFFSETS_REQUEST = M('DeleteShareGroupOffsetsRequest', 92, 'request', (0, 0), (0, 32767), (
+    F('GroupId', 'string', (0, 32767)),
+    F('Topics', '[]DeleteShareGroupOffsetsRequestTopic', (0, 32767), fields=(
+        F('TopicName', 'string', (0, 32767)),
+    )),
+))
+
+DELETE_SHARE_GROUP_OFFSETS_RESPONSE = M('DeleteShareGroupOffsetsResponse', 92, 'response', (0, 0), (0, 32767), (
+    F('ThrottleTimeMs', 'int32', (0, 32767)),
+    F('ErrorCode', 'int16', (0, 32767)),
+    F('ErrorMessage', 'string', (0, 32767), nullable=(0, 32767), default='null'),
+    F('Responses', '[]DeleteShareGroupOffsetsResponseTopic', (0, 32767), fields=(
+        F('TopicName', 'string', (0, 32767)),
+        F('TopicId', 'uuid', (0, 32767)),
+        F('ErrorCode', 'int16', (0, 32767)),
+        F('ErrorMessage', 'string', (0, 32767), nullable=(0, 32767), default='null'),
+    )),
+))
+
 LEGACY_OFFSET_COMMIT_KEY = M('LegacyOffsetCommitKey', 0, 'coordinator-key', (0, 0), None, (
     F('group', 'string', (0, 0)),
     F('topic', 'string', (0, 0)),
@@ -1328,6 +1566,125 @@ CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE = M('ConsumerGroupRegularExpressionValue
     F('Timestamp', 'int64', (0, 32767)),
 ))
 
+SHARE_GROUP_METADATA_KEY = M('ShareGroupMetadataKey', 11, 'coordinator-key', (0, 0), None, (
+    F('GroupId', 'string', (0, 0)),
+))
+
+SHARE_GROUP_METADATA_VALUE = M('ShareGroupMetadataValue', 11, 'coordinator-value', (0, 0), (0, 32767), (
+    F('Epoch', 'int32', (0, 32767)),
+    F('MetadataHash', 'int64', (0, 32767)),
+))
+
+SHARE_GROUP_MEMBER_METADATA_KEY = M('ShareGroupMemberMetadataKey', 10, 'coordinator-key', (0, 0), None, (
+    F('GroupId', 'string', (0, 0)),
+    F('MemberId', 'string', (0, 0)),
+))
+
+SHARE_GROUP_MEMBER_METADATA_VALUE = M('ShareGroupMemberMetadataValue', 10, 'coordinator-value', (0, 0), (0, 32767), (
+    F('RackId', 'string', (0, 32767), nullable=(0, 32767)),
+    F('ClientId', 'string', (0, 32767)),
+    F('ClientHost', 'string', (0, 32767)),
+    F('SubscribedTopicNames', '[]string', (0, 32767)),
+))
+
+SHARE_GROUP_STATE_PARTITION_METADATA_KEY = M('ShareGroupStatePartitionMetadataKey', 15, 'coordinator-key', (0, 0), None, (
+    F('GroupId', 'string', (0, 0)),
+))
+
+SHARE_GROUP_STATE_PARTITION_METADATA_VALUE = M('ShareGroupStatePartitionMetadataValue', 15, 'coordinator-value', (0, 0), (0, 32767), (
+    F('InitializingTopics', '[]TopicPartitionsInfo', (0, 32767), fields=(
+        F('TopicId', 'uuid', (0, 32767)),
+        F('TopicName', 'string', (0, 32767)),
+        F('Partitions', '[]int32', (0, 32767)),
+    )),
+    F('InitializedTopics', '[]TopicPartitionsInfo', (0, 32767), fields=(
+        F('TopicId', 'uuid', (0, 32767)),
+        F('TopicName', 'string', (0, 32767)),
+        F('Partitions', '[]int32', (0, 32767)),
+    )),
+    F('DeletingTopics', '[]TopicInfo', (0, 32767), fields=(
+        F('TopicId', 'uuid', (0, 32767)),
+        F('TopicName', 'string', (0, 32767)),
+    )),
+))
+
+SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_KEY = M('ShareGroupTargetAssignmentMetadataKey', 12, 'coordinator-key', (0, 0), None, (
+    F('GroupId', 'string', (0, 0)),
+))
+
+SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = M('ShareGroupTargetAssignmentMetadataValue', 12, 'coordinator-value', (0, 0), (0, 32767), (
+    F('AssignmentEpoch', 'int32', (0, 32767)),
+    F('AssignmentTimestamp', 'int64', (0, 32767), tagged=(0, 32767), tag=0, default=0, ignorable=True),
+))
+
+SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY = M('ShareGroupTargetAssignmentMemberKey', 13, 'coordinator-key', (0, 0), None, (
+    F('GroupId', 'string', (0, 0)),
+    F('MemberId', 'string', (0, 0)),
+))
+
+SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = M('ShareGroupTargetAssignmentMemberValue', 13, 'coordinator-value', (0, 0), (0, 32767), (
+    F('TopicPartitions', '[]TopicPartition', (0, 32767), fields=(
+        F('TopicId', 'uuid', (0, 32767)),
+        F('Partitions', '[]int32', (0, 32767)),
+    )),
+))
+
+SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY = M('ShareGroupCurrentMemberAssignmentKey', 14, 'coordinator-key', (0, 0), None, (
+    F('GroupId', 'string', (0, 0)),
+    F('MemberId', 'string', (0, 0)),
+))
+
+SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = M('ShareGroupCurrentMemberAssignmentValue', 14, 'coordinator-value', (0, 0), (0, 32767), (
+    F('MemberEpoch', 'int32', (0, 32767)),
+    F('PreviousMemberEpoch', 'int32', (0, 32767)),
+    F('State', 'int8', (0, 32767)),
+    F('AssignedPartitions', '[]TopicPartitions', (0, 32767), fields=(
+        F('TopicId', 'uuid', (0, 32767)),
+        F('Partitions', '[]int32', (0, 32767)),
+    )),
+))
+
+SHARE_SNAPSHOT_KEY = M('ShareSnapshotKey', 0, 'coordinator-key', (0, 0), None, (
+    F('GroupId', 'string', (0, 0)),
+    F('TopicId', 'uuid', (0, 0)),
+    F('Partition', 'int32', (0, 0)),
+))
+
+SHARE_SNAPSHOT_VALUE = M('ShareSnapshotValue', 0, 'coordinator-value', (0, 0), (0, 32767), (
+    F('SnapshotEpoch', 'int32', (0, 32767)),
+    F('StateEpoch', 'int32', (0, 32767)),
+    F('LeaderEpoch', 'int32', (0, 32767)),
+    F('StartOffset', 'int64', (0, 32767)),
+    F('DeliveryCompleteCount', 'int32', (0, 32767), tagged=(0, 32767), tag=0, default=-1),
+    F('CreateTimestamp', 'int64', (0, 32767)),
+    F('WriteTimestamp', 'int64', (0, 32767)),
+    F('StateBatches', '[]StateBatch', (0, 32767), fields=(
+        F('FirstOffset', 'int64', (0, 32767)),
+        F('LastOffset', 'int64', (0, 32767)),
+        F('DeliveryState', 'int8', (0, 32767)),
+        F('DeliveryCount', 'int16', (0, 32767)),
+    )),
+))
+
+SHARE_UPDATE_KEY = M('ShareUpdateKey', 1, 'coordinator-key', (0, 0), None, (
+    F('GroupId', 'string', (0, 0)),
+    F('TopicId', 'uuid', (0, 0)),
+    F('Partition', 'int32', (0, 0)),
+))
+
+SHARE_UPDATE_VALUE = M('ShareUpdateValue', 1, 'coordinator-value', (0, 0), (0, 32767), (
+    F('SnapshotEpoch', 'int32', (0, 32767)),
+    F('LeaderEpoch', 'int32', (0, 32767)),
+    F('StartOffset', 'int64', (0, 32767)),
+    F('DeliveryCompleteCount', 'int32', (0, 32767), tagged=(0, 32767), tag=0, default=-1),
+    F('StateBatches', '[]StateBatch', (0, 32767), fields=(
+        F('FirstOffset', 'int64', (0, 32767)),
+        F('LastOffset', 'int64', (0, 32767)),
+        F('DeliveryState', 'int8', (0, 32767)),
+        F('DeliveryCount', 'int16', (0, 32767)),
+    )),
+))
+
 TRANSACTION_LOG_KEY = M('TransactionLogKey', 0, 'coordinator-key', (0, 0), None, (
     F('TransactionalId', 'string', (0, 0)),
 ))
@@ -1349,6 +1706,6 @@ TRANSACTION_LOG_VALUE = M('TransactionLogValue', 0, 'coordinator-value', (0, 1),
     F('ClientTransactionVersion', 'int16', (1, 32767), tagged=(1, 32767), tag=2, default=0),
 ))
 
-REQUESTS = {m.api_key: m for m in (PRODUCE_REQUEST, FETCH_REQUEST, LIST_OFFSETS_REQUEST, METADATA_REQUEST, OFFSET_COMMIT_REQUEST, OFFSET_FETCH_REQUEST, FIND_COORDINATOR_REQUEST, JOIN_GROUP_REQUEST, HEARTBEAT_REQUEST, LEAVE_GROUP_REQUEST, SYNC_GROUP_REQUEST, DESCRIBE_GROUPS_REQUEST, LIST_GROUPS_REQUEST, SASL_HANDSHAKE_REQUEST, API_VERSIONS_REQUEST, CREATE_TOPICS_REQUEST, DELETE_TOPICS_REQUEST, DELETE_RECORDS_REQUEST, INIT_PRODUCER_ID_REQUEST, OFFSET_FOR_LEADER_EPOCH_REQUEST, ADD_PARTITIONS_TO_TXN_REQUEST, ADD_OFFSETS_TO_TXN_REQUEST, END_TXN_REQUEST, WRITE_TXN_MARKERS_REQUEST, TXN_OFFSET_COMMIT_REQUEST, DESCRIBE_ACLS_REQUEST, CREATE_ACLS_REQUEST, DELETE_ACLS_REQUEST, DESCRIBE_CONFIGS_REQUEST, ALTER_CONFIGS_REQUEST, SASL_AUTHENTICATE_REQUEST, CREATE_PARTITIONS_REQUEST, DELETE_GROUPS_REQUEST, INCREMENTAL_ALTER_CONFIGS_REQUEST, OFFSET_DELETE_REQUEST, UPDATE_FEATURES_REQUEST, DESCRIBE_CLUSTER_REQUEST, DESCRIBE_PRODUCERS_REQUEST, DESCRIBE_TRANSACTIONS_REQUEST, LIST_TRANSACTIONS_REQUEST, CONSUMER_GROUP_HEARTBEAT_REQUEST, CONSUMER_GROUP_DESCRIBE_REQUEST, DESCRIBE_TOPIC_PARTITIONS_REQUEST)}
-RESPONSES = {m.api_key: m for m in (PRODUCE_RESPONSE, FETCH_RESPONSE, LIST_OFFSETS_RESPONSE, METADATA_RESPONSE, OFFSET_COMMIT_RESPONSE, OFFSET_FETCH_RESPONSE, FIND_COORDINATOR_RESPONSE, JOIN_GROUP_RESPONSE, HEARTBEAT_RESPONSE, LEAVE_GROUP_RESPONSE, SYNC_GROUP_RESPONSE, DESCRIBE_GROUPS_RESPONSE, LIST_GROUPS_RESPONSE, SASL_HANDSHAKE_RESPONSE, API_VERSIONS_RESPONSE, CREATE_TOPICS_RESPONSE, DELETE_TOPICS_RESPONSE, DELETE_RECORDS_RESPONSE, INIT_PRODUCER_ID_RESPONSE, OFFSET_FOR_LEADER_EPOCH_RESPONSE, ADD_PARTITIONS_TO_TXN_RESPONSE, ADD_OFFSETS_TO_TXN_RESPONSE, END_TXN_RESPONSE, WRITE_TXN_MARKERS_RESPONSE, TXN_OFFSET_COMMIT_RESPONSE, DESCRIBE_ACLS_RESPONSE, CREATE_ACLS_RESPONSE, DELETE_ACLS_RESPONSE, DESCRIBE_CONFIGS_RESPONSE, ALTER_CONFIGS_RESPONSE, SASL_AUTHENTICATE_RESPONSE, CREATE_PARTITIONS_RESPONSE, DELETE_GROUPS_RESPONSE, INCREMENTAL_ALTER_CONFIGS_RESPONSE, OFFSET_DELETE_RESPONSE, UPDATE_FEATURES_RESPONSE, DESCRIBE_CLUSTER_RESPONSE, DESCRIBE_PRODUCERS_RESPONSE, DESCRIBE_TRANSACTIONS_RESPONSE, LIST_TRANSACTIONS_RESPONSE, CONSUMER_GROUP_HEARTBEAT_RESPONSE, CONSUMER_GROUP_DESCRIBE_RESPONSE, DESCRIBE_TOPIC_PARTITIONS_RESPONSE)}
-BY_NAME = {m.name: m for m in (REQUEST_HEADER, RESPONSE_HEADER, CONSUMER_PROTOCOL_SUBSCRIPTION, CONSUMER_PROTOCOL_ASSIGNMENT, PRODUCE_REQUEST, PRODUCE_RESPONSE, FETCH_REQUEST, FETCH_RESPONSE, LIST_OFFSETS_REQUEST, LIST_OFFSETS_RESPONSE, METADATA_REQUEST, METADATA_RESPONSE, OFFSET_COMMIT_REQUEST, OFFSET_COMMIT_RESPONSE, OFFSET_FETCH_REQUEST, OFFSET_FETCH_RESPONSE, FIND_COORDINATOR_REQUEST, FIND_COORDINATOR_RESPONSE, JOIN_GROUP_REQUEST, JOIN_GROUP_RESPONSE, HEARTBEAT_REQUEST, HEARTBEAT_RESPONSE, LEAVE_GROUP_REQUEST, LEAVE_GROUP_RESPONSE, SYNC_GROUP_REQUEST, SYNC_GROUP_RESPONSE, DESCRIBE_GROUPS_REQUEST, DESCRIBE_GROUPS_RESPONSE, LIST_GROUPS_REQUEST, LIST_GROUPS_RESPONSE, SASL_HANDSHAKE_REQUEST, SASL_HANDSHAKE_RESPONSE, API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE, CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE, DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE, DELETE_RECORDS_REQUEST, DELETE_RECORDS_RESPONSE, INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE, OFFSET_FOR_LEADER_EPOCH_REQUEST, OFFSET_FOR_LEADER_EPOCH_RESPONSE, ADD_PARTITIONS_TO_TXN_REQUEST, ADD_PARTITIONS_TO_TXN_RESPONSE, ADD_OFFSETS_TO_TXN_REQUEST, ADD_OFFSETS_TO_TXN_RESPONSE, END_TXN_REQUEST, END_TXN_RESPONSE, WRITE_TXN_MARKERS_REQUEST, WRITE_TXN_MARKERS_RESPONSE, TXN_OFFSET_COMMIT_REQUEST, TXN_OFFSET_COMMIT_RESPONSE, DESCRIBE_ACLS_REQUEST, DESCRIBE_ACLS_RESPONSE, CREATE_ACLS_REQUEST, CREATE_ACLS_RESPONSE, DELETE_ACLS_REQUEST, DELETE_ACLS_RESPONSE, DESCRIBE_CONFIGS_REQUEST, DESCRIBE_CONFIGS_RESPONSE, ALTER_CONFIGS_REQUEST, ALTER_CONFIGS_RESPONSE, SASL_AUTHENTICATE_REQUEST, SASL_AUTHENTICATE_RESPONSE, CREATE_PARTITIONS_REQUEST, CREATE_PARTITIONS_RESPONSE, DELETE_GROUPS_REQUEST, DELETE_GROUPS_RESPONSE, INCREMENTAL_ALTER_CONFIGS_REQUEST, INCREMENTAL_ALTER_CONFIGS_RESPONSE, OFFSET_DELETE_REQUEST, OFFSET_DELETE_RESPONSE, UPDATE_FEATURES_REQUEST, UPDATE_FEATURES_RESPONSE, DESCRIBE_CLUSTER_REQUEST, DESCRIBE_CLUSTER_RESPONSE, DESCRIBE_PRODUCERS_REQUEST, DESCRIBE_PRODUCERS_RESPONSE, DESCRIBE_TRANSACTIONS_REQUEST, DESCRIBE_TRANSACTIONS_RESPONSE, LIST_TRANSACTIONS_REQUEST, LIST_TRANSACTIONS_RESPONSE, CONSUMER_GROUP_HEARTBEAT_REQUEST, CONSUMER_GROUP_HEARTBEAT_RESPONSE, CONSUMER_GROUP_DESCRIBE_REQUEST, CONSUMER_GROUP_DESCRIBE_RESPONSE, DESCRIBE_TOPIC_PARTITIONS_REQUEST, DESCRIBE_TOPIC_PARTITIONS_RESPONSE, LEGACY_OFFSET_COMMIT_KEY, LEGACY_OFFSET_COMMIT_VALUE, OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE, GROUP_METADATA_KEY, GROUP_METADATA_VALUE, CONSUMER_GROUP_METADATA_KEY, CONSUMER_GROUP_METADATA_VALUE, CONSUMER_GROUP_PARTITION_METADATA_KEY, CONSUMER_GROUP_PARTITION_METADATA_VALUE, CONSUMER_GROUP_MEMBER_METADATA_KEY, CONSUMER_GROUP_MEMBER_METADATA_VALUE, CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY, CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE, CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY, CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE, CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY, CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE, CONSUMER_GROUP_REGULAR_EXPRESSION_KEY, CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE, TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE)}
+REQUESTS = {m.api_key: m for m in (PRODUCE_REQUEST, FETCH_REQUEST, LIST_OFFSETS_REQUEST, METADATA_REQUEST, OFFSET_COMMIT_REQUEST, OFFSET_FETCH_REQUEST, FIND_COORDINATOR_REQUEST, JOIN_GROUP_REQUEST, HEARTBEAT_REQUEST, LEAVE_GROUP_REQUEST, SYNC_GROUP_REQUEST, DESCRIBE_GROUPS_REQUEST, LIST_GROUPS_REQUEST, SASL_HANDSHAKE_REQUEST, API_VERSIONS_REQUEST, CREATE_TOPICS_REQUEST, DELETE_TOPICS_REQUEST, DELETE_RECORDS_REQUEST, INIT_PRODUCER_ID_REQUEST, OFFSET_FOR_LEADER_EPOCH_REQUEST, ADD_PARTITIONS_TO_TXN_REQUEST, ADD_OFFSETS_TO_TXN_REQUEST, END_TXN_REQUEST, WRITE_TXN_MARKERS_REQUEST, TXN_OFFSET_COMMIT_REQUEST, DESCRIBE_ACLS_REQUEST, CREATE_ACLS_REQUEST, DELETE_ACLS_REQUEST, DESCRIBE_CONFIGS_REQUEST, ALTER_CONFIGS_REQUEST, SASL_AUTHENTICATE_REQUEST, CREATE_PARTITIONS_REQUEST, DELETE_GROUPS_REQUEST, INCREMENTAL_ALTER_CONFIGS_REQUEST, OFFSET_DELETE_REQUEST, UPDATE_FEATURES_REQUEST, DESCRIBE_CLUSTER_REQUEST, DESCRIBE_PRODUCERS_REQUEST, DESCRIBE_TRANSACTIONS_REQUEST, LIST_TRANSACTIONS_REQUEST, CONSUMER_GROUP_HEARTBEAT_REQUEST, CONSUMER_GROUP_DESCRIBE_REQUEST, DESCRIBE_TOPIC_PARTITIONS_REQUEST, SHARE_GROUP_HEARTBEAT_REQUEST, SHARE_GROUP_DESCRIBE_REQUEST, SHARE_FETCH_REQUEST, SHARE_ACKNOWLEDGE_REQUEST, DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST, ALTER_SHARE_GROUP_OFFSETS_REQUEST, DELETE_SHARE_GROUP_OFFSETS_REQUEST)}
+RESPONSES = {m.api_key: m for m in (PRODUCE_RESPONSE, FETCH_RESPONSE, LIST_OFFSETS_RESPONSE, METADATA_RESPONSE, OFFSET_COMMIT_RESPONSE, OFFSET_FETCH_RESPONSE, FIND_COORDINATOR_RESPONSE, JOIN_GROUP_RESPONSE, HEARTBEAT_RESPONSE, LEAVE_GROUP_RESPONSE, SYNC_GROUP_RESPONSE, DESCRIBE_GROUPS_RESPONSE, LIST_GROUPS_RESPONSE, SASL_HANDSHAKE_RESPONSE, API_VERSIONS_RESPONSE, CREATE_TOPICS_RESPONSE, DELETE_TOPICS_RESPONSE, DELETE_RECORDS_RESPONSE, INIT_PRODUCER_ID_RESPONSE, OFFSET_FOR_LEADER_EPOCH_RESPONSE, ADD_PARTITIONS_TO_TXN_RESPONSE, ADD_OFFSETS_TO_TXN_RESPONSE, END_TXN_RESPONSE, WRITE_TXN_MARKERS_RESPONSE, TXN_OFFSET_COMMIT_RESPONSE, DESCRIBE_ACLS_RESPONSE, CREATE_ACLS_RESPONSE, DELETE_ACLS_RESPONSE, DESCRIBE_CONFIGS_RESPONSE, ALTER_CONFIGS_RESPONSE, SASL_AUTHENTICATE_RESPONSE, CREATE_PARTITIONS_RESPONSE, DELETE_GROUPS_RESPONSE, INCREMENTAL_ALTER_CONFIGS_RESPONSE, OFFSET_DELETE_RESPONSE, UPDATE_FEATURES_RESPONSE, DESCRIBE_CLUSTER_RESPONSE, DESCRIBE_PRODUCERS_RESPONSE, DESCRIBE_TRANSACTIONS_RESPONSE, LIST_TRANSACTIONS_RESPONSE, CONSUMER_GROUP_HEARTBEAT_RESPONSE, CONSUMER_GROUP_DESCRIBE_RESPONSE, DESCRIBE_TOPIC_PARTITIONS_RESPONSE, SHARE_GROUP_HEARTBEAT_RESPONSE, SHARE_GROUP_DESCRIBE_RESPONSE, SHARE_FETCH_RESPONSE, SHARE_ACKNOWLEDGE_RESPONSE, DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE, ALTER_SHARE_GROUP_OFFSETS_RESPONSE, DELETE_SHARE_GROUP_OFFSETS_RESPONSE)}
+BY_NAME = {m.name: m for m in (REQUEST_HEADER, RESPONSE_HEADER, CONSUMER_PROTOCOL_SUBSCRIPTION, CONSUMER_PROTOCOL_ASSIGNMENT, PRODUCE_REQUEST, PRODUCE_RESPONSE, FETCH_REQUEST, FETCH_RESPONSE, LIST_OFFSETS_REQUEST, LIST_OFFSETS_RESPONSE, METADATA_REQUEST, METADATA_RESPONSE, OFFSET_COMMIT_REQUEST, OFFSET_COMMIT_RESPONSE, OFFSET_FETCH_REQUEST, OFFSET_FETCH_RESPONSE, FIND_COORDINATOR_REQUEST, FIND_COORDINATOR_RESPONSE, JOIN_GROUP_REQUEST, JOIN_GROUP_RESPONSE, HEARTBEAT_REQUEST, HEARTBEAT_RESPONSE, LEAVE_GROUP_REQUEST, LEAVE_GROUP_RESPONSE, SYNC_GROUP_REQUEST, SYNC_GROUP_RESPONSE, DESCRIBE_GROUPS_REQUEST, DESCRIBE_GROUPS_RESPONSE, LIST_GROUPS_REQUEST, LIST_GROUPS_RESPONSE, SASL_HANDSHAKE_REQUEST, SASL_HANDSHAKE_RESPONSE, API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE, CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE, DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE, DELETE_RECORDS_REQUEST, DELETE_RECORDS_RESPONSE, INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE, OFFSET_FOR_LEADER_EPOCH_REQUEST, OFFSET_FOR_LEADER_EPOCH_RESPONSE, ADD_PARTITIONS_TO_TXN_REQUEST, ADD_PARTITIONS_TO_TXN_RESPONSE, ADD_OFFSETS_TO_TXN_REQUEST, ADD_OFFSETS_TO_TXN_RESPONSE, END_TXN_REQUEST, END_TXN_RESPONSE, WRITE_TXN_MARKERS_REQUEST, WRITE_TXN_MARKERS_RESPONSE, TXN_OFFSET_COMMIT_REQUEST, TXN_OFFSET_COMMIT_RESPONSE, DESCRIBE_ACLS_REQUEST, DESCRIBE_ACLS_RESPONSE, CREATE_ACLS_REQUEST, CREATE_ACLS_RESPONSE, DELETE_ACLS_REQUEST, DELETE_ACLS_RESPONSE, DESCRIBE_CONFIGS_REQUEST, DESCRIBE_CONFIGS_RESPONSE, ALTER_CONFIGS_REQUEST, ALTER_CONFIGS_RESPONSE, SASL_AUTHENTICATE_REQUEST, SASL_AUTHENTICATE_RESPONSE, CREATE_PARTITIONS_REQUEST, CREATE_PARTITIONS_RESPONSE, DELETE_GROUPS_REQUEST, DELETE_GROUPS_RESPONSE, INCREMENTAL_ALTER_CONFIGS_REQUEST, INCREMENTAL_ALTER_CONFIGS_RESPONSE, OFFSET_DELETE_REQUEST, OFFSET_DELETE_RESPONSE, UPDATE_FEATURES_REQUEST, UPDATE_FEATURES_RESPONSE, DESCRIBE_CLUSTER_REQUEST, DESCRIBE_CLUSTER_RESPONSE, DESCRIBE_PRODUCERS_REQUEST, DESCRIBE_PRODUCERS_RESPONSE, DESCRIBE_TRANSACTIONS_REQUEST, DESCRIBE_TRANSACTIONS_RESPONSE, LIST_TRANSACTIONS_REQUEST, LIST_TRANSACTIONS_RESPONSE, CONSUMER_GROUP_HEARTBEAT_REQUEST, CONSUMER_GROUP_HEARTBEAT_RESPONSE, CONSUMER_GROUP_DESCRIBE_REQUEST, CONSUMER_GROUP_DESCRIBE_RESPONSE, DESCRIBE_TOPIC_PARTITIONS_REQUEST, DESCRIBE_TOPIC_PARTITIONS_RESPONSE, SHARE_GROUP_HEARTBEAT_REQUEST, SHARE_GROUP_HEARTBEAT_RESPONSE, SHARE_GROUP_DESCRIBE_REQUEST, SHARE_GROUP_DESCRIBE_RESPONSE, SHARE_FETCH_REQUEST, SHARE_FETCH_RESPONSE, SHARE_ACKNOWLEDGE_REQUEST, SHARE_ACKNOWLEDGE_RESPONSE, DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST, DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE, ALTER_SHARE_GROUP_OFFSETS_REQUEST, ALTER_SHARE_GROUP_OFFSETS_RESPONSE, DELETE_SHARE_GROUP_OFFSETS_REQUEST, DELETE_SHARE_GROUP_OFFSETS_RESPONSE, LEGACY_OFFSET_COMMIT_KEY, LEGACY_OFFSET_COMMIT_VALUE, OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE, GROUP_METADATA_KEY, GROUP_METADATA_VALUE, CONSUMER_GROUP_METADATA_KEY, CONSUMER_GROUP_METADATA_VALUE, CONSUMER_GROUP_PARTITION_METADATA_KEY, CONSUMER_GROUP_PARTITION_METADATA_VALUE, CONSUMER_GROUP_MEMBER_METADATA_KEY, CONSUMER_GROUP_MEMBER_METADATA_VALUE, CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY, CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE, CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY, CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE, CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY, CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE, CONSUMER_GROUP_REGULAR_EXPRESSION_KEY, CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE, SHARE_GROUP_METADATA_KEY, SHARE_GROUP_METADATA_VALUE, SHARE_GROUP_MEMBER_METADATA_KEY, SHARE_GROUP_MEMBER_METADATA_VALUE, SHARE_GROUP_STATE_PARTITION_METADATA_KEY, SHARE_GROUP_STATE_PARTITION_METADATA_VALUE, SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_KEY, SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE, SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY, SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE, SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY, SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE, SHARE_SNAPSHOT_KEY, SHARE_SNAPSHOT_VALUE, SHARE_UPDATE_KEY, SHARE_UPDATE_VALUE, TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE)}

@@ -12,7 +12,7 @@ from minibroker.protocol.schema import MAX_VERSION, Field, Message
 from tests.conftest import SPEC_DIR, needs_kafka_spec
 
 MESSAGES_DIR = SPEC_DIR / "messages"
-INTERNAL_DIRS = (SPEC_DIR / "internal" / "group-coordinator", SPEC_DIR / "internal" / "transaction-coordinator")
+INTERNAL_DIRS = tuple(SPEC_DIR / "internal" / part for part in ("group-coordinator", "share-coordinator", "transaction-coordinator"))
 INTERNAL_RECORDS = {
     "LegacyOffsetCommitKey", "LegacyOffsetCommitValue", "OffsetCommitKey", "OffsetCommitValue",
     "GroupMetadataKey", "GroupMetadataValue", "TransactionLogKey", "TransactionLogValue",
@@ -20,6 +20,11 @@ INTERNAL_RECORDS = {
         "Metadata", "PartitionMetadata", "MemberMetadata", "TargetAssignmentMetadata", "TargetAssignmentMember",
         "CurrentMemberAssignment", "RegularExpression",
     ) for part in ("Key", "Value")),
+    *(f"ShareGroup{name}{part}" for name in (
+        "Metadata", "MemberMetadata", "StatePartitionMetadata", "TargetAssignmentMetadata", "TargetAssignmentMember",
+        "CurrentMemberAssignment",
+    ) for part in ("Key", "Value")),
+    *(f"Share{name}{part}" for name in ("Snapshot", "Update") for part in ("Key", "Value")),
 }
 
 

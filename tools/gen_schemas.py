@@ -15,7 +15,7 @@ from pathlib import Path
 
 API_KEYS = (
     0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
-    29, 30, 31, 32, 33, 36, 37, 42, 44, 47, 57, 60, 61, 65, 66, 68, 69, 75,
+    29, 30, 31, 32, 33, 36, 37, 42, 44, 47, 57, 60, 61, 65, 66, 68, 69, 75, 76, 77, 78, 79, 90, 91, 92,
 )
 EXTRA = (
     "messages/RequestHeader.json",
@@ -23,7 +23,7 @@ EXTRA = (
     "messages/ConsumerProtocolSubscription.json",
     "messages/ConsumerProtocolAssignment.json",
 )
-# Records of the internal topics (__consumer_offsets, __transaction_state): the JSON "apiKey" is the record type.
+# Records of the internal topics (__consumer_offsets, __share_group_state, __transaction_state): the JSON "apiKey" is the record type.
 INTERNAL = (
     "internal/group-coordinator/LegacyOffsetCommitKey.json",
     "internal/group-coordinator/LegacyOffsetCommitValue.json",
@@ -45,6 +45,22 @@ INTERNAL = (
     "internal/group-coordinator/ConsumerGroupCurrentMemberAssignmentValue.json",
     "internal/group-coordinator/ConsumerGroupRegularExpressionKey.json",
     "internal/group-coordinator/ConsumerGroupRegularExpressionValue.json",
+    "internal/group-coordinator/ShareGroupMetadataKey.json",
+    "internal/group-coordinator/ShareGroupMetadataValue.json",
+    "internal/group-coordinator/ShareGroupMemberMetadataKey.json",
+    "internal/group-coordinator/ShareGroupMemberMetadataValue.json",
+    "internal/group-coordinator/ShareGroupStatePartitionMetadataKey.json",
+    "internal/group-coordinator/ShareGroupStatePartitionMetadataValue.json",
+    "internal/group-coordinator/ShareGroupTargetAssignmentMetadataKey.json",
+    "internal/group-coordinator/ShareGroupTargetAssignmentMetadataValue.json",
+    "internal/group-coordinator/ShareGroupTargetAssignmentMemberKey.json",
+    "internal/group-coordinator/ShareGroupTargetAssignmentMemberValue.json",
+    "internal/group-coordinator/ShareGroupCurrentMemberAssignmentKey.json",
+    "internal/group-coordinator/ShareGroupCurrentMemberAssignmentValue.json",
+    "internal/share-coordinator/ShareSnapshotKey.json",
+    "internal/share-coordinator/ShareSnapshotValue.json",
+    "internal/share-coordinator/ShareUpdateKey.json",
+    "internal/share-coordinator/ShareUpdateValue.json",
     "internal/transaction-coordinator/TransactionLogKey.json",
     "internal/transaction-coordinator/TransactionLogValue.json",
 )
