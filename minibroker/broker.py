@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from minibroker.faults import Fault, Faults
     from minibroker.groups.service import GroupService
     from minibroker.sasl.session import SaslAuthority
+    from minibroker.share.manager import SharePartitionManager
     from minibroker.storage.cleaner import LogCleaner
     from minibroker.transactions.service import TransactionService
     from minibroker.transcript import Transcript
@@ -120,6 +121,7 @@ class Broker:
         self.leader_listeners: list[Callable[[str], None]] = []  # told the topics whose partitions' leaders changed
         self._transactions: TransactionService | None = None
         self._groups: GroupService | None = None
+        self._share_partitions: SharePartitionManager | None = None
         self._control: asyncio.base_events.Server | None = None
         self.control_address: tuple[str, int] | None = None  # (host, port) of the control listener, when on
         self.faults: Faults | None = None  # injected faults, from the first one on
@@ -316,6 +318,9 @@ class Broker:
         answer now, and fetch sessions are forgotten (a client's next incremental fetch starts a new one)."""
         await self._creations_landed()
         self.fetch_sessions.clear()
+        if self._share_partitions is not None:
+            self._share_partitions.clear()
+            self._share_partitions = None
         for service in (self._groups, self._transactions):
             if service is not None:
                 service.ownership.resign_all()
@@ -626,6 +631,19 @@ class Broker:
         self._groups = GroupService(self)
         self._groups.start()
         return self._groups
+
+    @property
+    def share_partitions(self) -> SharePartitionManager:
+        """The share partitions this node leads (KIP-932), kept in ``__share_group_state``; made on first use."""
+        if self._share_partitions is None:
+            from minibroker.share.manager import SharePartitionManager, state_store_of
+
+            self._share_partitions = SharePartitionManager(self, state_store_of(self))
+        return self._share_partitions
+
+    @property
+    def loaded_share_partitions(self) -> SharePartitionManager | None:
+        return self._share_partitions
 
     @property
     def loaded_groups(self) -> GroupService | None:

@@ -82,6 +82,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self.decoder.buffered and not self.closed_by_us:
             log.warning("%s disconnected in the middle of a request (%d bytes dropped)", self.peer, self.decoder.buffered)
         self.broker.connections.discard(self)
+        if self.broker.loaded_share_partitions is not None:
+            self.broker.loaded_share_partitions.connection_closed(self)
         self.queue.clear()
         if not self.closed.done():
             self.closed.set_result(None)

@@ -235,3 +235,10 @@ def _seconds(match: re.Match[str]) -> float:
     sign = -1 if (match.group(5) or "").startswith("-") else 1  # the fraction has the seconds' sign
     total = days * 86400 + hours * 3600 + minutes * 60 + seconds + sign * fraction
     return -total if match.group(1) == "-" else total
+
+
+def reset_duration_ms(value: str) -> int | None:
+    """The look-back of a ``share.auto.offset.reset`` of ``by_duration:<ISO-8601 duration>`` in ms (None: another
+    strategy)."""
+    match = _ISO_DURATION.fullmatch(value[len("by_duration:"):]) if value.startswith("by_duration:") else None
+    return None if match is None else int(_seconds(match) * 1000)

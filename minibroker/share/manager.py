@@ -1,0 +1,363 @@
+"""The share partitions of one broker (Kafka's SharePartitionManager): a SharePartition per (group, topic, partition)
+this node leads, made on the first ShareFetch from its persisted state or, without one, at the group's
+``share.auto.offset.reset``; its locks timed on the broker's clock; every change written to the state store as a
+ShareUpdate (a new or moved start offset as a ShareSnapshot), as Kafka's persister writes them.
+
+Membership tells it when a member is gone (``release_member``), the admin APIs read and move start offsets, and
+ShareFetch waiting for records is woken (through the broker's append wake-ups) when records become available again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from minibroker.clock import VirtualClock
+from minibroker.groups.group_configs import reset_duration_ms
+from minibroker.groups.timer import ClockTimer, LoopTimer
+from minibroker.kafka_settings import GROUP_SETTINGS
+from minibroker.protocol.errors import NO_ERROR, ErrorCode
+from minibroker.protocol.records import BatchHeader, iter_batches
+from minibroker.share.partition import AckBatch, AcquiredRange, FetchedBatch, SharePartition, ShareError, ShareLimits
+from minibroker.share.sessions import ShareSessions
+from minibroker.share.state import PersistedShareState, SharePartitionKey
+from minibroker.storage.config import PARSERS
+from minibroker.storage.errors import OffsetOutOfRangeError
+
+if TYPE_CHECKING:
+    from minibroker.broker import Broker
+    from minibroker.storage.partition_log import PartitionLog
+    from minibroker.storage.transaction_index import AbortedTxn
+
+log = logging.getLogger(__name__)
+
+
+class StateStore(Protocol):
+    """What the manager needs of ``__share_group_state`` (minibroker.share.state_store.ShareStateStore)."""
+
+    async def start(self) -> None: ...
+    def load(self, key: SharePartitionKey) -> PersistedShareState | None: ...
+    def write(self, key: SharePartitionKey, state: PersistedShareState, snapshot: bool) -> None: ...
+    def delete(self, key: SharePartitionKey) -> None: ...
+    async def flush(self) -> None: ...
+    def keys(self, group_id: str | None = None) -> list[SharePartitionKey]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Acquisition:
+    """What a ShareFetch gets from one partition: the acquired ranges and the log batches holding them."""
+
+    acquired: list[AcquiredRange]
+    records: bytes
+
+
+NOTHING = Acquisition([], b"")
+
+
+def state_store_of(broker: Broker) -> StateStore | None:
+    """The broker's ``__share_group_state`` store; None in a build without it (share state then lives in memory)."""
+    try:
+        from minibroker.share.state_store import ShareStateStore
+    except ImportError:
+        return None
+    return ShareStateStore(broker)
+
+
+def group_setting(broker: Broker, group_id: str, name: str) -> Any:
+    """A group config's value for the group: its own, else the broker's setting it follows, else Kafka's default."""
+    configs = broker.group_configs
+    value = configs.value(group_id, name)
+    if value is not None:
+        return value
+    return PARSERS[GROUP_SETTINGS[name][0]](str(configs.default(name)).strip())
+
+
+class SharePartitionManager:
+    def __init__(self, broker: Broker, store: StateStore | None) -> None:
+        self.broker = broker
+        self.store = store
+        self.partitions: dict[SharePartitionKey, SharePartition] = {}
+        max_sessions = int(broker.group_configs.settings.get("group.share.max.share.sessions") or 2000)
+        self.sessions = ShareSessions(max_sessions)
+        self._timer: ClockTimer | LoopTimer | None = None
+        self._started: asyncio.Task[None] | None = None
+
+    async def ready(self) -> None:
+        """The state store loaded (once, on first use)."""
+        if self.store is None:
+            return
+        if self._started is None:
+            self._started = asyncio.get_running_loop().create_task(self.store.start())
+        await asyncio.shield(self._started)
+
+    async def flush(self) -> None:
+        """The changes written so far made durable, before a request that made them is answered."""
+        if self.store is not None:
+            await self.store.flush()
+
+    # ---- the group's settings ----
+
+    def limits(self, group_id: str) -> ShareLimits:
+        return ShareLimits(
+            delivery_count_limit=group_setting(self.broker, group_id, "share.delivery.count.limit"),
+            lock_duration_ms=group_setting(self.broker, group_id, "share.record.lock.duration.ms"),
+            max_in_flight=group_setting(self.broker, group_id, "share.partition.max.record.locks"),
+        )
+
+    def lock_duration_ms(self, group_id: str) -> int:
+        return group_setting(self.broker, group_id, "share.record.lock.duration.ms")
+
+    def read_committed(self, group_id: str) -> bool:
+        return group_setting(self.broker, group_id, "share.isolation.level") == "read_committed"
+
+    # ---- share partitions ----
+
+    def partition(self, key: SharePartitionKey, partition_log: PartitionLog, leader_epoch: int) -> SharePartition:
+        """The key's share partition, made on first use from the stored state or at the group's auto offset reset."""
+        partition = self.partitions.get(key)
+        limits = self.limits(key.group_id)
+        if partition is None:
+            state = self.store.load(key) if self.store is not None else None
+            if state is not None and state.start_offset >= 0:
+                partition = SharePartition.from_persisted(state, limits, self.broker.clock)
+                partition.leader_epoch = leader_epoch
+            else:
+                start = self._reset_offset(key.group_id, partition_log)
+                epoch = state.state_epoch if state is not None else 0
+                partition = SharePartition(start, limits, self.broker.clock, state_epoch=epoch, leader_epoch=leader_epoch)
+                self._write(key, partition.to_persisted(), snapshot=True)
+            self.partitions[key] = partition
+        partition.limits = limits  # group configs may change while the partition lives (Kafka reads them per use)
+        return partition
+
+    def _reset_offset(self, group_id: str, partition_log: PartitionLog) -> int:
+        """Kafka's share.auto.offset.reset: latest (the default), earliest, or the first record not older than a
+        duration (latest when there is none)."""
+        strategy = str(group_setting(self.broker, group_id, "share.auto.offset.reset"))
+        if strategy == "earliest":
+            return partition_log.log_start_offset
+        duration = reset_duration_ms(strategy)
+        if duration is not None:
+            found = partition_log.offset_for_timestamp(self.broker.clock() - duration)
+            if found is not None:
+                return found[0]
+        return partition_log.log_end_offset
+
+    def acquire(
+        self, key: SharePartitionKey, partition_log: PartitionLog, leader_epoch: int, member_id: str, max_records: int,
+        batch_size: int, record_limit: bool, max_bytes: int,
+    ) -> Acquisition:
+        """Read the log where the share partition needs records and acquire them for the member (Kafka's
+        SharePartitionManager.fetchMessages and SharePartition.acquire for one partition)."""
+        partition = self.partition(key, partition_log, leader_epoch)
+        partition.advance_to(partition_log.log_start_offset)
+        read_committed = self.read_committed(key.group_id)
+        upper = partition_log.last_stable_offset if read_committed else partition_log.log_end_offset
+        offset = partition.next_fetch_offset()
+        if max_records <= 0 or offset >= upper or not partition.can_acquire():
+            self._changed(key, partition)
+            return NOTHING
+        try:
+            data = partition_log.read(offset, max(max_bytes, 1), upper_offset=upper)
+        except OffsetOutOfRangeError:
+            self._changed(key, partition)
+            return NOTHING
+        headers = list(iter_batches(data))
+        aborted = partition_log.aborted_entries(offset, upper) if read_committed else []
+        fetched = [FetchedBatch(h.base_offset, h.last_offset, _is_aborted(h, aborted)) for h in headers]
+        acquired = partition.acquire(member_id, fetched, max_records, batch_size, record_limit)
+        self._changed(key, partition)
+        return Acquisition(acquired, _covering(data, headers, acquired))
+
+    def acknowledge(self, key: SharePartitionKey, member_id: str, batches: list[AckBatch]) -> tuple[ErrorCode, str | None]:
+        """Apply a member's acknowledgements to a share partition: (error, message) as Kafka answers them; a share
+        partition this broker does not hold is UNKNOWN_TOPIC_OR_PARTITION, as in Kafka."""
+        partition = self.partitions.get(key)
+        if partition is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+        try:
+            partition.acknowledge(member_id, batches)
+        except ShareError as exc:
+            return exc.error, str(exc)
+        self._changed(key, partition)
+        return NO_ERROR, None
+
+    # ---- members and sessions ----
+
+    def release_member(self, group_id: str, member_id: str) -> None:
+        """A member left, was fenced or timed out: its session ends and its acquired records become available."""
+        self.sessions.remove(group_id, member_id)
+        for key, partition in list(self.partitions.items()):
+            if key.group_id == group_id and partition.release_member(member_id):
+                self._changed(key, partition)
+
+    def release_session(self, group_id: str, member_id: str) -> None:
+        """A share session closed (final epoch): the member's records in its partitions are released."""
+        session = self.sessions.remove(group_id, member_id)
+        if session is None:
+            return
+        for topic_id, index in session.partitions:
+            key = SharePartitionKey(group_id, topic_id, index)
+            partition = self.partitions.get(key)
+            if partition is not None and partition.release_member(member_id):
+                self._changed(key, partition)
+
+    def connection_closed(self, connection: object) -> None:
+        """The sessions a connection opened end with it, their records released (Kafka's ShareSessionCache
+        disconnect listener)."""
+        for session in self.sessions.of_connection(connection):
+            self.release_session(session.group_id, session.member_id)
+
+    # ---- locks, persistence, wake-ups ----
+
+    def _changed(self, key: SharePartitionKey, partition: SharePartition) -> None:
+        """After a change: write it, time the next lock to run out, wake fetches if records are there to take."""
+        update = partition.take_update()
+        if update is not None:
+            self._write(key, update, snapshot=False)
+        self._arm(key, partition)
+        if update is not None and partition.can_acquire():
+            name = self.broker.topic_name(key.topic_id)
+            if name is not None:
+                self.broker.notify_append((name, key.partition))
+
+    def _write(self, key: SharePartitionKey, state: PersistedShareState, snapshot: bool) -> None:
+        if self.store is not None:
+            self.store.write(key, state, snapshot)
+
+    def _timers(self) -> ClockTimer | LoopTimer:
+        if self._timer is None:
+            clock = self.broker.clock
+            self._timer = ClockTimer(clock) if isinstance(clock, VirtualClock) else LoopTimer(asyncio.get_running_loop(), clock)
+        return self._timer
+
+    def _arm(self, key: SharePartitionKey, partition: SharePartition) -> None:
+        timer_key = f"share-lock-{key.coordinator_key()}"
+        deadline = partition.next_deadline()
+        if deadline is None:
+            if self._timer is not None:
+                self._timer.cancel(timer_key)
+            return
+        timers = self._timers()
+        timers.schedule(timer_key, deadline - timers.now_ms(), lambda: self._expire(key))
+
+    def _expire(self, key: SharePartitionKey) -> None:
+        partition = self.partitions.get(key)
+        if partition is None:
+            return
+        partition.expire_locks()
+        self._changed(key, partition)
+
+    # ---- for membership and the admin APIs ----
+
+    def _keys(self, group_id: str) -> list[SharePartitionKey]:
+        stored = self.store.keys(group_id) if self.store is not None else []
+        return list(dict.fromkeys([*stored, *(key for key in self.partitions if key.group_id == group_id)]))
+
+    def _state(self, key: SharePartitionKey) -> tuple[int, int] | None:
+        """(start offset, leader epoch) of an initialized share partition, in memory or stored."""
+        partition = self.partitions.get(key)
+        if partition is not None:
+            return partition.start_offset, partition.leader_epoch
+        state = self.store.load(key) if self.store is not None else None
+        if state is None or state.start_offset < 0:
+            return None
+        return state.start_offset, state.leader_epoch
+
+    def start_offsets(self, group_id: str) -> dict[tuple[bytes, int], tuple[int, int]]:
+        found = {}
+        for key in self._keys(group_id):
+            state = self._state(key)
+            if state is not None:
+                found[(key.topic_id, key.partition)] = state
+        return found
+
+    def lag(self, key: SharePartitionKey) -> int | None:
+        """Records not yet delivered to completion: from the start offset to the end of what the group reads, less
+        those already finished (Kafka's share-partition lag); None when the partition was never initialized."""
+        state = self._state(key)
+        name = self.broker.topic_name(key.topic_id)
+        partition_log = self.broker.partition(name, key.partition) if name is not None else None
+        if state is None or partition_log is None:
+            return None
+        read_committed = self.read_committed(key.group_id)
+        end = partition_log.last_stable_offset if read_committed else partition_log.log_end_offset
+        partition = self.partitions.get(key)
+        finished = partition.finished_count() if partition is not None else 0
+        return max(end - state[0] - finished, 0)
+
+    def alter_start_offset(self, key: SharePartitionKey, offset: int) -> None:
+        """AlterShareGroupOffsets (the group is empty): the share partition starts again at ``offset``."""
+        old = self.partitions.pop(key, None)
+        stored = self.store.load(key) if old is None and self.store is not None else None
+        epoch = (old.state_epoch if old is not None else stored.state_epoch if stored is not None else 0) + 1
+        leader_epoch = old.leader_epoch if old is not None else stored.leader_epoch if stored is not None else 0
+        partition = SharePartition(offset, self.limits(key.group_id), self.broker.clock, state_epoch=epoch, leader_epoch=leader_epoch)
+        self.partitions[key] = partition
+        self._write(key, partition.to_persisted(), snapshot=True)
+        self._arm(key, partition)
+
+    def delete(self, key: SharePartitionKey) -> None:
+        """DeleteShareGroupOffsets or a deleted group: the share partition's state is gone."""
+        self.partitions.pop(key, None)
+        if self._timer is not None:
+            self._timer.cancel(f"share-lock-{key.coordinator_key()}")
+        if self.store is not None:
+            self.store.delete(key)
+
+    def delete_group(self, group_id: str) -> None:
+        for key in self._keys(group_id):
+            self.delete(key)
+        for session in self.sessions.of_group(group_id):
+            self.sessions.remove(group_id, session.member_id)
+
+    def describe(self, group_id: str) -> list[dict[str, Any]]:
+        """Per share partition of the group: start and end offsets, lag and the in-flight records."""
+        described = []
+        for key in self._keys(group_id):
+            partition = self.partitions.get(key)
+            entry: dict[str, Any] = {
+                "topic_id": key.topic_id, "topic": self.broker.topic_name(key.topic_id), "partition": key.partition,
+                "lag": self.lag(key),
+            }
+            if partition is not None:
+                entry.update(partition.describe())
+            else:
+                state = self._state(key)
+                entry.update({"start_offset": state[0] if state else -1, "end_offset": None, "in_flight": []})
+            described.append(entry)
+        return described
+
+    def clear(self) -> None:
+        """Forget everything held in memory (the broker's reset or restore)."""
+        if self._timer is not None:
+            self._timer.close()
+        self.partitions.clear()
+        self.sessions.clear()
+
+
+def _is_aborted(header: BatchHeader, aborted: list[AbortedTxn]) -> bool:
+    """A data batch of a transaction that was aborted (read_committed archives it)."""
+    if not header.is_transactional or header.is_control:
+        return False
+    return any(
+        txn.producer_id == header.producer_id and txn.first_offset <= header.base_offset <= txn.last_offset
+        for txn in aborted
+    )
+
+
+def _covering(data: bytes, headers: list[BatchHeader], acquired: list[AcquiredRange]) -> bytes:
+    """The read batches that hold acquired records (Kafka returns the fetched batches covering the acquired ranges)."""
+    if not acquired:
+        return b""
+    kept = [
+        h for h in headers
+        if any(r.first_offset <= h.last_offset and h.base_offset <= r.last_offset for r in acquired)
+    ]
+    if not kept:
+        return b""
+    if len(kept) == len(headers):
+        return bytes(data)
+    return b"".join(bytes(data[h.position:h.position + h.size]) for h in kept)

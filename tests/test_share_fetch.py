@@ -1,0 +1,366 @@
+"""ShareFetch and ShareAcknowledge over TCP with raw requests: acquiring, acknowledging, releasing, rejecting and
+renewing records, share sessions, the record-limit mode of v2, and lock expiry on the broker's virtual clock."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.frames import decode_response
+from minibroker.protocol.records import RecordInput, build_batch, iter_batches
+
+from minibroker.testing import Broker
+from tests.clientutil import RawConnection
+
+PRODUCE, CREATE_TOPICS, ALTER_CONFIGS_INCREMENTAL, SHARE_FETCH, SHARE_ACKNOWLEDGE = 0, 19, 44, 78, 79
+GROUP_RESOURCE = 32
+ACCEPT, RELEASE, REJECT, RENEW = 1, 2, 3, 4
+LOCK_MS = 30_000  # group.share.record.lock.duration.ms's default
+
+
+@pytest.fixture(scope="module")
+def broker() -> Iterator[Broker]:
+    with Broker(clock="virtual") as running:
+        yield running
+
+
+@pytest.fixture
+def conn(broker: Broker) -> Iterator[RawConnection]:
+    with RawConnection(broker.bootstrap_servers) as connection:
+        yield connection
+
+
+def call(conn: RawConnection, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
+    return decode_response(api_key, version, conn.request(api_key, version, body))[1]
+
+
+def create(conn: RawConnection, name: str, partitions: int = 1) -> bytes:
+    answer = call(conn, CREATE_TOPICS, 7, {"topics": [{
+        "name": name, "num_partitions": partitions, "replication_factor": 1, "assignments": [], "configs": [],
+    }], "timeout_ms": 5000, "validate_only": False})
+    [topic] = answer["topics"]
+    assert topic["error_code"] == ErrorCode.NONE
+    return topic["topic_id"]
+
+
+def produce(conn: RawConnection, topic: str, count: int, partition: int = 0) -> None:
+    records = build_batch([RecordInput(b"k", b"v%d" % i) for i in range(count)])
+    answer = call(conn, PRODUCE, 9, {"transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": partition, "records": records}]}]})
+    assert answer["responses"][0]["partition_responses"][0]["error_code"] == ErrorCode.NONE
+
+
+def set_group_config(conn: RawConnection, group: str, name: str, value: str) -> None:
+    body = {"resources": [{"resource_type": GROUP_RESOURCE, "resource_name": group, "configs": [
+        {"name": name, "config_operation": 0, "value": value}]}], "validate_only": False}
+    [response] = call(conn, ALTER_CONFIGS_INCREMENTAL, 1, body)["responses"]
+    assert response["error_code"] == ErrorCode.NONE, response
+
+
+def acks(*batches: tuple[int, int, int]) -> list[dict[str, Any]]:
+    return [{"first_offset": first, "last_offset": last, "acknowledge_types": [kind]} for first, last, kind in batches]
+
+
+class Member:
+    """One share consumer's requests: its member id and share session epoch."""
+
+    def __init__(self, conn: RawConnection, group: str, topic_id: bytes, version: int = 1) -> None:
+        self.conn, self.group, self.topic_id, self.version = conn, group, topic_id, version
+        self.member_id = str(uuid.uuid4())
+        self.epoch = 0
+
+    def fetch(
+        self, partitions: dict[int, list[dict[str, Any]]] | None = None, *, max_records: int = 500, mode: int = 0,
+        max_wait_ms: int = 0, renew: bool = False, epoch: int | None = None, forgotten: list[int] = (),
+    ) -> dict[str, Any]:
+        partitions = {0: []} if partitions is None else partitions
+        body: dict[str, Any] = {
+            "group_id": self.group, "member_id": self.member_id,
+            "share_session_epoch": self.epoch if epoch is None else epoch,
+            "max_wait_ms": max_wait_ms, "min_bytes": 1, "max_bytes": 1 << 20, "max_records": max_records,
+            "batch_size": 500, "share_acquire_mode": mode, "is_renew_ack": renew,
+            "topics": [{"topic_id": self.topic_id, "partitions": [
+                {"partition_index": index, "acknowledgement_batches": batches} for index, batches in partitions.items()
+            ]}] if partitions else [],
+            "forgotten_topics_data": [{"topic_id": self.topic_id, "partitions": list(forgotten)}] if forgotten else [],
+        }
+        if renew:
+            body.update(max_wait_ms=0, min_bytes=0, max_bytes=0, max_records=0)
+        answer = call(self.conn, SHARE_FETCH, self.version, body)
+        if answer["error_code"] == ErrorCode.NONE and epoch is None:
+            self.epoch = -1 if self.epoch == -1 else self.epoch + 1
+        return answer
+
+    def acknowledge(self, batches: list[dict[str, Any]], *, renew: bool = False, epoch: int | None = None,
+                    partition: int = 0) -> dict[str, Any]:
+        body = {
+            "group_id": self.group, "member_id": self.member_id,
+            "share_session_epoch": self.epoch if epoch is None else epoch, "is_renew_ack": renew,
+            "topics": [{"topic_id": self.topic_id, "partitions": [
+                {"partition_index": partition, "acknowledgement_batches": batches}]}],
+        }
+        answer = call(self.conn, SHARE_ACKNOWLEDGE, self.version, body)
+        if answer["error_code"] == ErrorCode.NONE and epoch is None:
+            self.epoch += 1
+        return answer
+
+    def start(self) -> None:
+        """Open the share session (epoch 0): the share partition is initialized at the end of the log (latest)."""
+        answer = self.fetch()
+        assert answer["error_code"] == ErrorCode.NONE, answer
+
+
+def partition_of(answer: dict[str, Any], index: int = 0) -> dict[str, Any]:
+    assert answer["error_code"] == ErrorCode.NONE, answer
+    found = [p for topic in answer["responses"] for p in topic["partitions"] if p["partition_index"] == index]
+    assert len(found) == 1, answer
+    return found[0]
+
+
+def acquired(answer: dict[str, Any], index: int = 0) -> list[tuple[int, int, int]]:
+    part = partition_of(answer, index)
+    assert part["error_code"] == ErrorCode.NONE, part
+    return [(r["first_offset"], r["last_offset"], r["delivery_count"]) for r in part["acquired_records"]]
+
+
+def nothing_acquired(answer: dict[str, Any]) -> bool:
+    assert answer["error_code"] == ErrorCode.NONE, answer
+    return all(not p.get("acquired_records") for topic in answer["responses"] for p in topic["partitions"])
+
+
+def record_offsets(answer: dict[str, Any], index: int = 0) -> list[tuple[int, int]]:
+    return [(h.base_offset, h.last_offset) for h in iter_batches(partition_of(answer, index)["records"])]
+
+
+@pytest.fixture
+def topic(conn: RawConnection, topic_name: str) -> tuple[str, bytes]:
+    return topic_name, create(conn, topic_name)
+
+
+def test_records_are_acquired_once_and_accepted(conn: RawConnection, topic: tuple[str, bytes]) -> None:
+    name, topic_id = topic
+    first, second = Member(conn, f"g-{name}", topic_id), Member(conn, f"g-{name}", topic_id)
+    first.start()
+    second.start()
+    produce(conn, name, 3)
+    produce(conn, name, 2)
+    answer = first.fetch()
+    assert answer["acquisition_lock_timeout_ms"] == LOCK_MS
+    assert acquired(answer) == [(0, 4, 1)]
+    assert record_offsets(answer) == [(0, 2), (3, 4)]
+    assert nothing_acquired(second.fetch())  # acquired by the first member
+    answer = first.acknowledge(acks((0, 4, ACCEPT)))
+    assert answer["error_code"] == ErrorCode.NONE
+    assert partition_of(answer)["error_code"] == ErrorCode.NONE
+    assert nothing_acquired(second.fetch())  # accepted: never delivered again
+    answer = first.acknowledge(acks((0, 0, ACCEPT)))  # below the start offset now: nothing to do
+    assert partition_of(answer)["error_code"] == ErrorCode.NONE
+
+
+def test_the_share_partition_starts_at_the_end_of_the_log(conn: RawConnection, topic: tuple[str, bytes]) -> None:
+    name, topic_id = topic
+    produce(conn, name, 4)  # before the group's first fetch: not delivered (share.auto.offset.reset=latest)
+    member = Member(conn, f"g-{name}", topic_id)
+    member.start()
+    produce(conn, name, 1)
+    assert acquired(member.fetch()) == [(4, 4, 1)]
+
+
+def test_earliest_reset_delivers_what_is_already_there(conn: RawConnection, topic: tuple[str, bytes]) -> None:
+    name, topic_id = topic
+    produce(conn, name, 4)
+    set_group_config(conn, f"g-{name}", "share.auto.offset.reset", "earliest")
+    member = Member(conn, f"g-{name}", topic_id)
+    assert acquired(member.fetch()) == [(0, 3, 1)]
+
+
+def test_a_released_record_goes_to_the_next_fetch_with_its_count(conn: RawConnection, topic: tuple[str, bytes]) -> None:
+    name, topic_id = topic
+    first, second = Member(conn, f"g-{name}", topic_id), Member(conn, f"g-{name}", topic_id)
+    first.start()
+    second.start()
+    produce(conn, name, 3)
+    assert acquired(first.fetch()) == [(0, 2, 1)]
+    answer = first.fetch({0: acks((0, 0, ACCEPT), (1, 1, RELEASE), (2, 2, REJECT))})  # piggybacked on a fetch
+    assert partition_of(answer)["acknowledge_error_code"] == ErrorCode.NONE
+    assert acquired(answer) == [(1, 1, 2)]  # the released record, to the same member as it asks first
+    first.acknowledge(acks((1, 1, RELEASE)))
+    assert acquired(second.fetch()) == [(1, 1, 3)]
+
+
+def test_acknowledging_what_another_member_holds_is_an_invalid_record_state(
+    conn: RawConnection, topic: tuple[str, bytes],
+) -> None:
+    name, topic_id = topic
+    first, second = Member(conn, f"g-{name}", topic_id), Member(conn, f"g-{name}", topic_id)
+    first.start()
+    second.start()
+    produce(conn, name, 2)
+    first.fetch()
+    answer = second.acknowledge(acks((0, 1, ACCEPT)))
+    assert partition_of(answer)["error_code"] == ErrorCode.INVALID_RECORD_STATE
+    answer = first.acknowledge(acks((0, 5, ACCEPT)))  # past the acquired records
+    assert partition_of(answer)["error_code"] == ErrorCode.INVALID_REQUEST
+    answer = first.acknowledge(acks((1, 1, ACCEPT), (0, 0, ACCEPT)))  # out of order (KafkaApis' validation)
+    assert partition_of(answer)["error_code"] == ErrorCode.INVALID_REQUEST
+    answer = first.acknowledge(acks((0, 1, RENEW)))  # renew needs v2 and IsRenewAck
+    assert partition_of(answer)["error_code"] == ErrorCode.INVALID_REQUEST
+    answer = first.acknowledge(acks((0, 1, ACCEPT)))  # nothing was applied before
+    assert partition_of(answer)["error_code"] == ErrorCode.NONE
+
+
+def test_an_expired_lock_makes_the_records_available_again(
+    broker: Broker, conn: RawConnection, topic: tuple[str, bytes],
+) -> None:
+    name, topic_id = topic
+    first, second = Member(conn, f"g-{name}", topic_id), Member(conn, f"g-{name}", topic_id)
+    first.start()
+    second.start()
+    produce(conn, name, 2)
+    assert acquired(first.fetch()) == [(0, 1, 1)]
+    broker.advance(LOCK_MS - 1)
+    assert nothing_acquired(second.fetch())
+    broker.advance(1)
+    assert acquired(second.fetch()) == [(0, 1, 2)]
+    answer = first.acknowledge(acks((0, 1, ACCEPT)))  # the first member's lock is gone
+    assert partition_of(answer)["error_code"] == ErrorCode.INVALID_RECORD_STATE
+
+
+def test_the_delivery_count_limit_archives(broker: Broker, conn: RawConnection, topic: tuple[str, bytes]) -> None:
+    name, topic_id = topic
+    group = f"g-{name}"
+    set_group_config(conn, group, "share.delivery.count.limit", "2")
+    member = Member(conn, group, topic_id)
+    member.start()
+    produce(conn, name, 1)
+    produce(conn, name, 1)
+    assert acquired(member.fetch()) == [(0, 1, 1)]
+    member.acknowledge(acks((0, 0, RELEASE), (1, 1, ACCEPT)))
+    assert acquired(member.fetch()) == [(0, 0, 2)]
+    broker.advance(LOCK_MS)  # the second delivery's lock runs out at the limit: archived
+    assert nothing_acquired(member.fetch())
+    produce(conn, name, 1)
+    assert acquired(member.fetch()) == [(2, 2, 1)]
+
+
+def test_share_session_errors(conn: RawConnection, topic: tuple[str, bytes]) -> None:
+    name, topic_id = topic
+    member = Member(conn, f"g-{name}", topic_id)
+    assert member.acknowledge([], epoch=1)["error_code"] == ErrorCode.SHARE_SESSION_NOT_FOUND
+    assert member.fetch(epoch=1)["error_code"] == ErrorCode.SHARE_SESSION_NOT_FOUND
+    assert member.fetch(epoch=-1)["error_code"] == ErrorCode.SHARE_SESSION_NOT_FOUND
+    assert member.fetch({0: acks((0, 0, ACCEPT))}, epoch=0)["error_code"] == ErrorCode.INVALID_REQUEST
+    member.start()
+    assert member.fetch(epoch=5)["error_code"] == ErrorCode.INVALID_SHARE_SESSION_EPOCH
+    assert member.acknowledge([], epoch=0)["error_code"] == ErrorCode.INVALID_SHARE_SESSION_EPOCH
+    assert member.fetch()["error_code"] == ErrorCode.NONE  # epoch 1, then 2
+    assert member.acknowledge([])["error_code"] == ErrorCode.NONE
+    assert member.fetch(epoch=2)["error_code"] == ErrorCode.INVALID_SHARE_SESSION_EPOCH  # 3 is next
+
+
+def test_an_incremental_fetch_reads_the_session_partitions(conn: RawConnection, topic_name: str) -> None:
+    topic_id = create(conn, topic_name, 2)
+    member = Member(conn, f"g-{topic_name}", topic_id)
+    answer = member.fetch({0: [], 1: []})
+    assert sorted(p["partition_index"] for p in answer["responses"][0]["partitions"]) == [0, 1]  # a full answer
+    produce(conn, topic_name, 2, partition=1)
+    answer = member.fetch({})  # names no partition: the session's
+    assert acquired(answer, 1) == [(0, 1, 1)]
+    assert [p["partition_index"] for p in answer["responses"][0]["partitions"]] == [1]  # only what changed
+    produce(conn, topic_name, 1, partition=1)
+    assert nothing_acquired(member.fetch({}, forgotten=[1]))
+
+
+def test_closing_the_session_releases_the_members_records(conn: RawConnection, topic: tuple[str, bytes]) -> None:
+    name, topic_id = topic
+    first, second = Member(conn, f"g-{name}", topic_id), Member(conn, f"g-{name}", topic_id)
+    first.start()
+    second.start()
+    produce(conn, name, 3)
+    assert acquired(first.fetch()) == [(0, 2, 1)]
+    answer = first.fetch({0: acks((0, 0, ACCEPT))}, epoch=-1)
+    assert partition_of(answer)["acknowledge_error_code"] == ErrorCode.NONE
+    assert not partition_of(answer).get("acquired_records")
+    assert acquired(second.fetch()) == [(1, 2, 1)]  # the delivery was taken back
+
+
+def test_a_closed_connection_releases_its_sessions_records(broker: Broker, conn: RawConnection, topic: tuple[str, bytes]) -> None:
+    name, topic_id = topic
+    second = Member(conn, f"g-{name}", topic_id)
+    second.start()
+    with RawConnection(broker.bootstrap_servers) as other:
+        first = Member(other, f"g-{name}", topic_id)
+        first.start()
+        produce(conn, name, 2)
+        assert acquired(first.fetch()) == [(0, 1, 1)]
+    for _ in range(50):
+        answer = second.fetch()
+        if not nothing_acquired(answer):
+            break
+    assert acquired(answer) == [(0, 1, 1)]
+
+
+def test_record_limit_mode_acquires_exactly_max_records(conn: RawConnection, topic: tuple[str, bytes]) -> None:
+    name, topic_id = topic
+    member = Member(conn, f"g-{name}", topic_id, version=2)
+    member.start()
+    produce(conn, name, 5)
+    answer = member.fetch(max_records=2, mode=1)
+    assert acquired(answer) == [(0, 1, 1)]
+    assert record_offsets(answer) == [(0, 4)]  # the batch holding them, whole
+    assert acquired(member.fetch(max_records=2, mode=0)) == [(2, 4, 1)]  # batch-optimized: the rest of the batch
+
+
+def test_renew_keeps_the_lock(broker: Broker, conn: RawConnection, topic: tuple[str, bytes]) -> None:
+    name, topic_id = topic
+    first, second = Member(conn, f"g-{name}", topic_id, version=2), Member(conn, f"g-{name}", topic_id, version=2)
+    first.start()
+    second.start()
+    produce(conn, name, 2)
+    assert acquired(first.fetch()) == [(0, 1, 1)]
+    broker.advance(LOCK_MS // 2)
+    answer = first.acknowledge(acks((0, 0, RENEW)), renew=True)
+    assert answer["acquisition_lock_timeout_ms"] == LOCK_MS
+    assert partition_of(answer)["error_code"] == ErrorCode.NONE
+    broker.advance(LOCK_MS // 2)  # the first lock would have run out now; only the unrenewed record is released
+    assert acquired(second.fetch()) == [(1, 1, 2)]
+    answer = first.fetch({0: acks((0, 0, RENEW))}, renew=True)
+    assert partition_of(answer)["acknowledge_error_code"] == ErrorCode.NONE and nothing_acquired(answer)
+    answer = first.fetch({0: acks((0, 0, ACCEPT))})
+    assert partition_of(answer)["acknowledge_error_code"] == ErrorCode.NONE
+
+
+def test_a_renewing_fetch_must_not_fetch(conn: RawConnection, topic: tuple[str, bytes]) -> None:
+    name, topic_id = topic
+    member = Member(conn, f"g-{name}", topic_id, version=2)
+    member.start()
+    body = {
+        "group_id": member.group, "member_id": member.member_id, "share_session_epoch": 1, "max_wait_ms": 0,
+        "min_bytes": 0, "max_bytes": 0, "max_records": 10, "batch_size": 1, "share_acquire_mode": 0,
+        "is_renew_ack": True, "topics": [], "forgotten_topics_data": [],
+    }
+    assert call(conn, SHARE_FETCH, 2, body)["error_code"] == ErrorCode.INVALID_REQUEST
+
+
+def test_unknown_topic_id(conn: RawConnection) -> None:
+    member = Member(conn, "g-unknown-topic", uuid.uuid4().bytes)
+    assert partition_of(member.fetch())["error_code"] == ErrorCode.UNKNOWN_TOPIC_ID
+
+
+def test_a_waiting_fetch_is_answered_when_records_arrive(broker: Broker, conn: RawConnection, topic: tuple[str, bytes]) -> None:
+    name, topic_id = topic
+    answers: list[dict[str, Any]] = []
+    with RawConnection(broker.bootstrap_servers, timeout=30) as other:
+        member = Member(other, f"g-{name}", topic_id)
+        member.start()
+        waiting = threading.Thread(target=lambda: answers.append(member.fetch(max_wait_ms=20_000)))
+        waiting.start()
+        try:
+            produce(conn, name, 1)
+        finally:
+            waiting.join(30)
+    assert acquired(answers[0]) == [(0, 0, 1)]
