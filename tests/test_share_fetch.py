@@ -14,7 +14,7 @@ from minibroker.protocol.frames import decode_response
 from minibroker.protocol.records import RecordInput, build_batch, iter_batches
 
 from minibroker.testing import Broker
-from tests.clientutil import RawConnection
+from tests.clientutil import Deadline, RawConnection
 
 PRODUCE, CREATE_TOPICS, ALTER_CONFIGS_INCREMENTAL, SHARE_FETCH, SHARE_ACKNOWLEDGE = 0, 19, 44, 78, 79
 GROUP_RESOURCE = 32
@@ -364,3 +364,60 @@ def test_a_waiting_fetch_is_answered_when_records_arrive(broker: Broker, conn: R
         finally:
             waiting.join(30)
     assert acquired(answers[0]) == [(0, 0, 1)]
+
+
+# ---- the share group offsets APIs ----
+
+DESCRIBE_OFFSETS, ALTER_OFFSETS, DELETE_OFFSETS, FIND_COORDINATOR = 90, 91, 92, 10
+
+
+def find_coordinator(conn: RawConnection, group: str) -> None:
+    """The group coordinator ready (its partition of __consumer_offsets loaded), as a client finds it first."""
+    deadline = Deadline()
+    while deadline.left():
+        answer = call(conn, FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group]})
+        if answer["coordinators"][0]["error_code"] == ErrorCode.NONE:
+            return
+    raise AssertionError("no group coordinator")
+
+
+def describe_offsets(conn: RawConnection, group: str, topics: list[dict[str, Any]] | None, version: int = 1) -> dict[str, Any]:
+    [answer] = call(conn, DESCRIBE_OFFSETS, version, {"groups": [{"group_id": group, "topics": topics}]})["groups"]
+    return answer
+
+
+def test_describe_share_group_offsets(conn: RawConnection, topic: tuple[str, bytes]) -> None:
+    name, topic_id = topic
+    group = f"g-{name}"
+    find_coordinator(conn, group)
+    answer = describe_offsets(conn, group, None)
+    assert answer["error_code"] == ErrorCode.NONE and answer["topics"] == []  # nothing initialized yet
+    produce(conn, name, 2)
+    member = Member(conn, group, topic_id)
+    member.start()  # initialized at the end of the log: 2
+    produce(conn, name, 3)
+    assert acquired(member.fetch()) == [(2, 4, 1)]
+    member.acknowledge(acks((2, 2, ACCEPT), (4, 4, ACCEPT)))
+    answer = describe_offsets(conn, group, None)
+    assert answer["error_code"] == ErrorCode.NONE
+    [described] = answer["topics"]
+    assert (described["topic_name"], described["topic_id"]) == (name, topic_id)
+    [partition] = described["partitions"]
+    assert (partition["partition_index"], partition["start_offset"], partition["leader_epoch"]) == (0, 3, 0)
+    assert partition["lag"] == 1  # offset 3 is still to be delivered to completion; 4 is done
+    answer = describe_offsets(conn, group, [{"topic_name": name, "partitions": [0, 7]}, {"topic_name": "nope", "partitions": [0]}], 0)
+    assert [(p["partition_index"], p["start_offset"]) for p in answer["topics"][0]["partitions"]] == [(0, 3), (7, -1)]
+    assert answer["topics"][1]["topic_id"] == bytes(16) and answer["topics"][1]["partitions"][0]["start_offset"] == -1
+    assert describe_offsets(conn, group, [])["topics"] == []
+
+
+def test_altering_or_deleting_offsets_needs_a_share_group(conn: RawConnection, topic: tuple[str, bytes]) -> None:
+    name, _ = topic
+    find_coordinator(conn, f"g-{name}")
+    answer = call(conn, ALTER_OFFSETS, 0, {"group_id": f"g-{name}", "topics": [
+        {"topic_name": name, "partitions": [{"partition_index": 0, "start_offset": 0}]}]})
+    assert answer["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND and answer["responses"] == []
+    answer = call(conn, DELETE_OFFSETS, 0, {"group_id": f"g-{name}", "topics": [{"topic_name": name}]})
+    assert answer["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND
+    answer = call(conn, ALTER_OFFSETS, 0, {"group_id": "", "topics": []})
+    assert answer["error_code"] == ErrorCode.INVALID_GROUP_ID

@@ -1,0 +1,213 @@
+"""DescribeShareGroupOffsets (90), AlterShareGroupOffsets (91) and DeleteShareGroupOffsets (92): the start offsets
+of a share group's partitions (KIP-932), as Kafka's KafkaApis and GroupCoordinatorService answer them.
+
+The group coordinator answers them (NOT_COORDINATOR elsewhere); the offsets are those the share partitions hold
+(minibroker/share/manager.py), and altering or deleting them needs the share group to exist and be empty, which
+membership (``broker.share_groups.group_state``) tells.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minibroker.acl_operations import DELETE, DESCRIBE, GROUP, READ, TOPIC
+from minibroker.context import RequestContext
+from minibroker.handlers.registry import api
+from minibroker.protocol.errors import NO_ERROR, ErrorCode
+from minibroker.protocol.primitives import ZERO_UUID
+from minibroker.share.state import SharePartitionKey
+
+UNINITIALIZED = -1  # Kafka's PartitionFactory.UNINITIALIZED_START_OFFSET
+DEFAULT_LEADER_EPOCH = 0
+NO_LAG = -1
+EMPTY = "Empty"
+
+
+def coordinator_error(ctx: RequestContext, group_id: str) -> ErrorCode:
+    """INVALID_GROUP_ID for no id, NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS where this node does not serve the
+    group's partition, else NONE."""
+    if not group_id:
+        return ErrorCode.INVALID_GROUP_ID
+    return ctx.broker.groups.coordinator_of(ctx.node_id).availability(group_id)
+
+
+def group_state(ctx: RequestContext, group_id: str) -> str | None:
+    """The share group's state as membership knows it (None: no share group of that id)."""
+    groups = getattr(ctx.broker, "share_groups", None)
+    return None if groups is None else groups.group_state(group_id)
+
+
+def alterable_error(ctx: RequestContext, group_id: str) -> tuple[ErrorCode, str | None]:
+    """Kafka's ShareGroup.validateOffsetsAlterable / validateDeleteGroup: an empty share group."""
+    state = group_state(ctx, group_id)
+    if state is None:
+        return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+    if state != EMPTY:
+        return ErrorCode.NON_EMPTY_GROUP, None
+    return NO_ERROR, None
+
+
+def allowed(ctx: RequestContext, operation: int, resource_type: int, name: str) -> bool:
+    return ctx.broker.authorizer is None or ctx.allowed(operation, resource_type, name)
+
+
+# ---- DescribeShareGroupOffsets ----
+
+
+@api(90, 0, 1)
+async def describe_share_group_offsets(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    manager = ctx.broker.share_partitions
+    await manager.ready()
+    return {"groups": [describe_group(ctx, group) for group in body["groups"]]}
+
+
+def describe_group(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    group_id = request["group_id"]
+    answer: dict[str, Any] = {"group_id": group_id, "topics": [], "error_code": NO_ERROR, "error_message": None}
+    if not allowed(ctx, DESCRIBE, GROUP, group_id):
+        return {**answer, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
+    error = coordinator_error(ctx, group_id)
+    if error != NO_ERROR:
+        return {**answer, "error_code": error}
+    broker = ctx.broker
+    if request["topics"] is None:  # every initialized share partition of the group, of the topics it may describe
+        by_topic: dict[bytes, list[int]] = {}
+        for topic_id, index in sorted(broker.share_partitions.start_offsets(group_id)):
+            by_topic.setdefault(topic_id, []).append(index)
+        named = [(broker.topic_name(topic_id), topic_id, indexes) for topic_id, indexes in by_topic.items()]
+        answer["topics"] = [
+            described_topic(ctx, group_id, name, topic_id, indexes)
+            for name, topic_id, indexes in named if name is not None and allowed(ctx, DESCRIBE, TOPIC, name)
+        ]
+        return answer
+    refused = []
+    for topic in request["topics"]:
+        name = topic["topic_name"]
+        if not allowed(ctx, DESCRIBE, TOPIC, name):
+            refused.append({"topic_name": name, "topic_id": ZERO_UUID, "partitions": [
+                {**uninitialized(index), "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                 "error_message": "Topic authorization failed."}
+                for index in topic["partitions"]
+            ]})
+            continue
+        info = broker.topic(name)
+        if info is None:  # absence of data, not an error (as OffsetFetch)
+            answer["topics"].append({"topic_name": name, "topic_id": ZERO_UUID, "partitions": [
+                uninitialized(index) for index in topic["partitions"]]})
+            continue
+        answer["topics"].append(described_topic(ctx, group_id, name, info.topic_id, topic["partitions"]))
+    answer["topics"] += refused
+    return answer
+
+
+def uninitialized(index: int) -> dict[str, Any]:
+    return {
+        "partition_index": index, "start_offset": UNINITIALIZED, "leader_epoch": DEFAULT_LEADER_EPOCH, "lag": NO_LAG,
+        "error_code": NO_ERROR, "error_message": None,
+    }
+
+
+def described_topic(ctx: RequestContext, group_id: str, name: str, topic_id: bytes, indexes: list[int]) -> dict[str, Any]:
+    manager = ctx.broker.share_partitions
+    started = manager.start_offsets(group_id)
+    partitions = []
+    for index in indexes:
+        answer = uninitialized(index)
+        state = started.get((topic_id, index))
+        if state is not None:
+            lag = manager.lag(SharePartitionKey(group_id, topic_id, index))
+            answer.update(start_offset=state[0], leader_epoch=state[1], lag=NO_LAG if lag is None else lag)
+        partitions.append(answer)
+    return {"topic_name": name, "topic_id": topic_id, "partitions": partitions}
+
+
+# ---- AlterShareGroupOffsets ----
+
+
+@api(91, 0, 0)
+async def alter_share_group_offsets(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    group_id = body["group_id"]
+    if not allowed(ctx, READ, GROUP, group_id):
+        return offsets_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    error = coordinator_error(ctx, group_id)
+    if error != NO_ERROR:
+        return offsets_error(error)
+    manager = ctx.broker.share_partitions
+    await manager.ready()
+    erroneous, valid = [], []
+    for topic in body["topics"]:
+        name = topic["topic_name"]
+        info = ctx.broker.topic(name)
+        error = (ErrorCode.TOPIC_AUTHORIZATION_FAILED if not allowed(ctx, READ, TOPIC, name)
+                 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if info is None else NO_ERROR)
+        if error != NO_ERROR:
+            erroneous.append({"topic_name": name, "topic_id": info.topic_id if info is not None else ZERO_UUID, "partitions": [
+                {"partition_index": p["partition_index"], "error_code": error, "error_message": None} for p in topic["partitions"]
+            ]})
+        else:
+            valid.append((topic, info))
+    error, message = alterable_error(ctx, group_id)
+    if error != NO_ERROR:
+        return offsets_error(error, message)
+    altered = []
+    for topic, info in valid:
+        partitions = []
+        for partition in topic["partitions"]:
+            index = partition["partition_index"]
+            if index < len(info.partitions):
+                manager.alter_start_offset(SharePartitionKey(group_id, info.topic_id, index), partition["start_offset"])
+                partitions.append({"partition_index": index, "error_code": NO_ERROR, "error_message": None})
+            else:
+                partitions.append({"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                   "error_message": None})
+        altered.append({"topic_name": topic["topic_name"], "topic_id": info.topic_id, "partitions": partitions})
+    await manager.flush()
+    return {"error_code": NO_ERROR, "error_message": None, "responses": erroneous + altered}
+
+
+def offsets_error(error: ErrorCode, message: str | None = None) -> dict[str, Any]:
+    """Kafka's getErrorResponse of Alter/DeleteShareGroupOffsets: the error alone."""
+    return {"error_code": error, "error_message": message, "responses": []}
+
+
+# ---- DeleteShareGroupOffsets ----
+
+
+@api(92, 0, 0)
+async def delete_share_group_offsets(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    group_id = body["group_id"]
+    if not allowed(ctx, DELETE, GROUP, group_id):
+        return offsets_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    error = coordinator_error(ctx, group_id)
+    if error != NO_ERROR:
+        return offsets_error(error)
+    manager = ctx.broker.share_partitions
+    await manager.ready()
+    refused, wanted = [], []
+    for topic in body["topics"]:
+        name = topic["topic_name"]
+        if allowed(ctx, READ, TOPIC, name):
+            wanted.append(name)
+        else:
+            refused.append({"topic_name": name, "topic_id": ZERO_UUID, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                            "error_message": "Topic authorization failed."})
+    error, message = alterable_error(ctx, group_id)
+    if error != NO_ERROR:
+        return offsets_error(error, message)
+    started = manager.start_offsets(group_id)
+    erroneous, deleted = [], []
+    for name in wanted:
+        info = ctx.broker.topic(name)
+        indexes = [] if info is None else [index for topic_id, index in started if topic_id == info.topic_id]
+        if info is None:
+            erroneous.append({"topic_name": name, "topic_id": ZERO_UUID, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                              "error_message": None})
+        elif not indexes:
+            erroneous.append({"topic_name": name, "topic_id": ZERO_UUID, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                              "error_message": "There is no offset information to delete."})
+        else:
+            for index in indexes:
+                manager.delete(SharePartitionKey(group_id, info.topic_id, index))
+            deleted.append({"topic_name": name, "topic_id": info.topic_id, "error_code": NO_ERROR, "error_message": None})
+    await manager.flush()
+    return {"error_code": NO_ERROR, "error_message": None, "responses": refused + erroneous + deleted}
