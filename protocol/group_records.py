@@ -7,19 +7,17 @@ offset commits at OffsetCommitValue v4 (flexible, v1 when an expire timestamp is
 metadata at GroupMetadataValue v3 and the KIP-848 consumer group records (types 3-8 and 16) at v0, their
 only version. Types 0 (legacy) and 1 are both offset commits, as in Kafka's GroupCoordinatorRecordSerde.
 
-Every record type is one ``RecordType`` entry in ``RECORD_TYPES``: its key and value classes, their schemas
-and the conversions between the frozen dataclasses used here and the dicts the generic codec reads and
-writes, so ``encode_key``/``decode_key`` and ``encode_value``/``decode_value`` are the same few lines for all
-types. The dataclasses keep what a coordinator needs: fields Kafka has deprecated (partition racks) are dropped on
+Every record type is one ``RecordType`` entry in ``RECORD_TYPES`` (``coordinator_records``): its key and value
+classes, their schemas and the conversions between the frozen dataclasses used here and the dicts the generic codec
+reads and writes, so ``encode_key``/``decode_key`` and ``encode_value``/``decode_value`` are the same few lines for
+all types. The dataclasses keep what a coordinator needs: fields Kafka has deprecated (partition racks) are dropped on
 read and never written.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
-from typing import Any
 
 from .messages import (
     CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY,
@@ -42,8 +40,10 @@ from .messages import (
     OFFSET_COMMIT_KEY,
     OFFSET_COMMIT_VALUE,
 )
-from .primitives import ProtocolError, Reader, Writer
-from .schema import Message, codec, in_range
+from .coordinator_records import Body, RecordSchema, RecordTable, RecordType, flat
+from .coordinator_records import UnknownRecordTypeError as UnknownRecordTypeError  # the coordinators catch it from here
+
+CONSUMER_OFFSETS = "__consumer_offsets"
 
 LEGACY_OFFSET_COMMIT = 0
 OFFSET_COMMIT = 1
@@ -66,17 +66,6 @@ ZERO_UUID = bytes(16)
 
 TopicPartitions = dict[bytes, frozenset[int]]  # topic id (16-byte uuid) -> partitions
 PartitionEpochs = dict[tuple[bytes, int], int]  # (topic id, partition) -> the member epoch it was assigned at
-Body = dict[str, Any]  # a struct as the generic codec reads and writes it (snake_case keys)
-
-
-class UnknownRecordTypeError(ProtocolError):
-    """A key of a record type this coordinator does not handle (share groups, streams groups...)."""
-
-    def __init__(self, record_type: int) -> None:
-        super().__init__(f"unknown __consumer_offsets record type {record_type}")
-        self.record_type = record_type
-
-
 # ---- classic groups and offsets (types 0-2) ----
 
 
@@ -262,42 +251,6 @@ RecordValue = (
 # ---- the record types: dataclass <-> codec dict ----
 
 
-@dataclass(frozen=True, slots=True)
-class RecordSchema:
-    """A key or value class, its generated schema, and the conversions to and from the dicts the codec works on."""
-
-    cls: type
-    message: Message
-    to_body: Callable[[Any], Body]
-    from_body: Callable[[Body], Any]
-
-
-def _version_zero(value: Any) -> int:
-    """The KIP-848 values have one version, 0."""
-    return 0
-
-
-@dataclass(frozen=True, slots=True)
-class RecordType:
-    """One ``__consumer_offsets`` record type: the number a key starts with, and how its key and value are coded."""
-
-    record_type: int
-    key: RecordSchema
-    value: RecordSchema
-    value_version: Callable[[Any], int] = _version_zero  # the version a value is written at
-
-
-def _flat(cls: type, message: Message, *names: str) -> RecordSchema:
-    """The schema of a dataclass whose fields map one to one, in order, onto the scalar schema fields ``names``."""
-    attrs = [f.name for f in fields(cls)]
-    return RecordSchema(
-        cls,
-        message,
-        lambda obj: {name: getattr(obj, attr) for attr, name in zip(attrs, names)},
-        lambda body: cls(*(body[name] for name in names)),
-    )
-
-
 def _offset_commit_body(value: OffsetCommitValue) -> Body:
     return {
         "offset": value.offset,
@@ -457,30 +410,30 @@ _OFFSET_COMMIT_VALUE = RecordSchema(OffsetCommitValue, OFFSET_COMMIT_VALUE, _off
 _TYPES = (
     RecordType(
         LEGACY_OFFSET_COMMIT,
-        _flat(OffsetCommitKey, LEGACY_OFFSET_COMMIT_KEY, "group", "topic", "partition"),
+        flat(OffsetCommitKey, LEGACY_OFFSET_COMMIT_KEY, "group", "topic", "partition"),
         _OFFSET_COMMIT_VALUE,
         _offset_commit_version,
     ),
     RecordType(
         OFFSET_COMMIT,
-        _flat(OffsetCommitKey, OFFSET_COMMIT_KEY, "group", "topic", "partition"),
+        flat(OffsetCommitKey, OFFSET_COMMIT_KEY, "group", "topic", "partition"),
         _OFFSET_COMMIT_VALUE,
         _offset_commit_version,
     ),
     RecordType(
         GROUP_METADATA,
-        _flat(GroupMetadataKey, GROUP_METADATA_KEY, "group"),
+        flat(GroupMetadataKey, GROUP_METADATA_KEY, "group"),
         RecordSchema(GroupMetadataValue, GROUP_METADATA_VALUE, _group_body, _group_value),
         lambda _: GROUP_METADATA_VALUE_VERSION,
     ),
     RecordType(
         CONSUMER_GROUP_METADATA,
-        _flat(ConsumerGroupMetadataKey, CONSUMER_GROUP_METADATA_KEY, "group_id"),
-        _flat(ConsumerGroupMetadataValue, CONSUMER_GROUP_METADATA_VALUE, "epoch", "metadata_hash"),
+        flat(ConsumerGroupMetadataKey, CONSUMER_GROUP_METADATA_KEY, "group_id"),
+        flat(ConsumerGroupMetadataValue, CONSUMER_GROUP_METADATA_VALUE, "epoch", "metadata_hash"),
     ),
     RecordType(
         CONSUMER_GROUP_PARTITION_METADATA,
-        _flat(ConsumerGroupPartitionMetadataKey, CONSUMER_GROUP_PARTITION_METADATA_KEY, "group_id"),
+        flat(ConsumerGroupPartitionMetadataKey, CONSUMER_GROUP_PARTITION_METADATA_KEY, "group_id"),
         RecordSchema(
             ConsumerGroupPartitionMetadataValue,
             CONSUMER_GROUP_PARTITION_METADATA_VALUE,
@@ -490,7 +443,7 @@ _TYPES = (
     ),
     RecordType(
         CONSUMER_GROUP_MEMBER_METADATA,
-        _flat(ConsumerGroupMemberMetadataKey, CONSUMER_GROUP_MEMBER_METADATA_KEY, "group_id", "member_id"),
+        flat(ConsumerGroupMemberMetadataKey, CONSUMER_GROUP_MEMBER_METADATA_KEY, "group_id", "member_id"),
         RecordSchema(
             ConsumerGroupMemberMetadataValue,
             CONSUMER_GROUP_MEMBER_METADATA_VALUE,
@@ -500,8 +453,8 @@ _TYPES = (
     ),
     RecordType(
         CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
-        _flat(ConsumerGroupTargetAssignmentMetadataKey, CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY, "group_id"),
-        _flat(
+        flat(ConsumerGroupTargetAssignmentMetadataKey, CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY, "group_id"),
+        flat(
             ConsumerGroupTargetAssignmentMetadataValue,
             CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE,
             "assignment_epoch",
@@ -510,7 +463,7 @@ _TYPES = (
     ),
     RecordType(
         CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
-        _flat(
+        flat(
             ConsumerGroupTargetAssignmentMemberKey, CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY, "group_id", "member_id"
         ),
         RecordSchema(
@@ -522,7 +475,7 @@ _TYPES = (
     ),
     RecordType(
         CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT,
-        _flat(
+        flat(
             ConsumerGroupCurrentMemberAssignmentKey,
             CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY,
             "group_id",
@@ -537,7 +490,7 @@ _TYPES = (
     ),
     RecordType(
         CONSUMER_GROUP_REGULAR_EXPRESSION,
-        _flat(
+        flat(
             ConsumerGroupRegularExpressionKey,
             CONSUMER_GROUP_REGULAR_EXPRESSION_KEY,
             "group_id",
@@ -551,80 +504,48 @@ _TYPES = (
         ),
     ),
 )
-RECORD_TYPES: dict[int, RecordType] = {t.record_type: t for t in _TYPES}
-# Classes to the type they are written as: an offset commit is written as type 1, never as the legacy type 0.
-_BY_KEY_CLASS: dict[type, RecordType] = {t.key.cls: t for t in _TYPES if t.record_type != LEGACY_OFFSET_COMMIT}
-_BY_VALUE_CLASS: dict[type, RecordType] = {t.value.cls: t for t in _BY_KEY_CLASS.values()}
+_TABLE = RecordTable(CONSUMER_OFFSETS, _TYPES, read_only=frozenset({LEGACY_OFFSET_COMMIT}))
+RECORD_TYPES: dict[int, RecordType] = _TABLE.types
 
 
 # ---- encoding and decoding ----
 
 
-def _encode(prefix: int, message: Message, version: int, body: Body) -> bytes:
-    """``int16 prefix`` (a key's record type, a value's version) then ``message`` at ``version``."""
-    writer = Writer()
-    writer.int16(prefix)
-    codec(message, version).encode(writer, body)
-    return writer.getvalue()
-
-
 @lru_cache(maxsize=65536)
 def encode_key(key: RecordKey) -> bytes:
     """A record's key; cached, as a group's offsets are committed again and again under the same keys."""
-    kind = _BY_KEY_CLASS[type(key)]
-    return _encode(kind.record_type, kind.key.message, 0, kind.key.to_body(key))
+    return _TABLE.encode_key(key)
 
 
 def decode_key(data: bytes | bytearray | memoryview) -> RecordKey:
     """Raises UnknownRecordTypeError for record types without a ``RECORD_TYPES`` entry, ProtocolError for malformed
     bytes."""
-    reader = Reader(data)
-    record_type = reader.int16()
-    kind = RECORD_TYPES.get(record_type)
-    if kind is None:
-        raise UnknownRecordTypeError(record_type)
-    return kind.key.from_body(codec(kind.key.message, 0).decode(reader))
-
-
-def _encode_value(kind: RecordType, value: Any) -> bytes:
-    version = kind.value_version(value)
-    return _encode(version, kind.value.message, version, kind.value.to_body(value))
-
-
-def _decode_value(kind: RecordType, data: bytes | bytearray | memoryview | None) -> Any:
-    if data is None:
-        return None
-    reader = Reader(data)
-    version = reader.int16()
-    message = kind.value.message
-    if not in_range(version, message.valid):
-        raise ProtocolError(f"{message.name} has no version {version}")
-    return kind.value.from_body(codec(message, version).decode(reader))
+    return _TABLE.decode_key(data)
 
 
 def encode_value(value: RecordValue | None) -> bytes | None:
     """Any record's value, at the version Kafka writes it (None, a tombstone, stays None)."""
-    return None if value is None else _encode_value(_BY_VALUE_CLASS[type(value)], value)
+    return None if value is None else _TABLE.encode_value(value)
 
 
 def decode_value(key: RecordKey, data: bytes | bytearray | memoryview | None) -> RecordValue | None:
     """The value of the record with ``key`` (any version its schema has); None for a tombstone."""
-    return _decode_value(_BY_KEY_CLASS[type(key)], data)
+    return _TABLE.decode_value(_TABLE.kind_of_key(key), data)
 
 
 def encode_offset_value(value: OffsetCommitValue) -> bytes:
-    return _encode_value(RECORD_TYPES[OFFSET_COMMIT], value)
+    return _TABLE.encode_value(value)
 
 
 def decode_offset_value(data: bytes | bytearray | memoryview | None) -> OffsetCommitValue | None:
     """The value of an offset commit record; None for a tombstone."""
-    return _decode_value(RECORD_TYPES[OFFSET_COMMIT], data)
+    return _TABLE.decode_value(RECORD_TYPES[OFFSET_COMMIT], data)
 
 
 def encode_group_value(value: GroupMetadataValue) -> bytes:
-    return _encode_value(RECORD_TYPES[GROUP_METADATA], value)
+    return _TABLE.encode_value(value)
 
 
 def decode_group_value(data: bytes | bytearray | memoryview | None) -> GroupMetadataValue | None:
     """The value of a group metadata record (any version 0-4); None for a tombstone."""
-    return _decode_value(RECORD_TYPES[GROUP_METADATA], data)
+    return _TABLE.decode_value(RECORD_TYPES[GROUP_METADATA], data)
