@@ -4,8 +4,8 @@ A key is ``int16 record type`` then the key struct at version 0; a value is ``in
 value struct at that version, and a missing (``None``) value is a tombstone. The structs are the
 generated schemas in ``protocol.messages``, so the bytes are exactly the ones Kafka writes and reads:
 offset commits at OffsetCommitValue v4 (flexible, v1 when an expire timestamp is given), group
-metadata at GroupMetadataValue v3 and the KIP-848 consumer group records (types 3-8 and 16) at v0, their
-only version. Types 0 (legacy) and 1 are both offset commits, as in Kafka's GroupCoordinatorRecordSerde.
+metadata at GroupMetadataValue v3, the KIP-848 consumer group records (types 3-8 and 16) and the KIP-932
+share group records (types 10-15) at v0, their only version. Types 0 (legacy) and 1 are both offset commits, as in Kafka's GroupCoordinatorRecordSerde.
 
 Every record type is one ``RecordType`` entry in ``RECORD_TYPES`` (``coordinator_records``): its key and value
 classes, their schemas and the conversions between the frozen dataclasses used here and the dicts the generic codec
@@ -39,6 +39,18 @@ from .messages import (
     LEGACY_OFFSET_COMMIT_KEY,
     OFFSET_COMMIT_KEY,
     OFFSET_COMMIT_VALUE,
+    SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY,
+    SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE,
+    SHARE_GROUP_MEMBER_METADATA_KEY,
+    SHARE_GROUP_MEMBER_METADATA_VALUE,
+    SHARE_GROUP_METADATA_KEY,
+    SHARE_GROUP_METADATA_VALUE,
+    SHARE_GROUP_STATE_PARTITION_METADATA_KEY,
+    SHARE_GROUP_STATE_PARTITION_METADATA_VALUE,
+    SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY,
+    SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE,
+    SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_KEY,
+    SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE,
 )
 from .coordinator_records import Body, RecordSchema, RecordTable, RecordType, flat
 from .coordinator_records import UnknownRecordTypeError as UnknownRecordTypeError  # the coordinators catch it from here
@@ -54,6 +66,12 @@ CONSUMER_GROUP_MEMBER_METADATA = 5
 CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
 CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
 CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
+SHARE_GROUP_MEMBER_METADATA = 10
+SHARE_GROUP_METADATA = 11
+SHARE_GROUP_TARGET_ASSIGNMENT_METADATA = 12
+SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER = 13
+SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT = 14
+SHARE_GROUP_STATE_PARTITION_METADATA = 15
 CONSUMER_GROUP_REGULAR_EXPRESSION = 16
 
 OFFSET_COMMIT_VALUE_VERSION = 4
@@ -224,6 +242,109 @@ class ConsumerGroupRegularExpressionValue:
     timestamp: int
 
 
+# ---- KIP-932 share groups (types 10-15) ----
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupMetadataKey:
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupMetadataValue:
+    epoch: int
+    metadata_hash: int = 0  # a plain field here, not tagged as in ConsumerGroupMetadataValue
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupMemberMetadataKey:
+    group: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupMemberMetadataValue:
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupTargetAssignmentMetadataKey:
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupTargetAssignmentMetadataValue:
+    assignment_epoch: int
+    assignment_timestamp: int = 0  # tagged; 0 (Kafka's default) is not written
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupTargetAssignmentMemberKey:
+    group: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupTargetAssignmentMemberValue:
+    partitions: TopicPartitions
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupCurrentMemberAssignmentKey:
+    group: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupCurrentMemberAssignmentValue:
+    member_epoch: int
+    previous_member_epoch: int
+    state: int
+    assigned: TopicPartitions
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupStatePartitionMetadataKey:
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShareTopicPartitions:
+    """A topic's share partitions being initialized, or initialized, in ``__share_group_state``."""
+
+    topic_id: bytes
+    name: str
+    partitions: frozenset[int]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareDeletingTopic:
+    topic_id: bytes
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupStatePartitionMetadataValue:
+    """Which share partitions of the group have their state initialized, are being initialized or deleted."""
+
+    initializing: tuple[ShareTopicPartitions, ...] = ()
+    initialized: tuple[ShareTopicPartitions, ...] = ()
+    deleting: tuple[ShareDeletingTopic, ...] = ()
+
+
+SHARE_GROUP_KEYS = (
+    ShareGroupMetadataKey,
+    ShareGroupMemberMetadataKey,
+    ShareGroupTargetAssignmentMetadataKey,
+    ShareGroupTargetAssignmentMemberKey,
+    ShareGroupCurrentMemberAssignmentKey,
+    ShareGroupStatePartitionMetadataKey,
+)
+
+
 RecordKey = (
     OffsetCommitKey
     | GroupMetadataKey
@@ -234,6 +355,12 @@ RecordKey = (
     | ConsumerGroupTargetAssignmentMemberKey
     | ConsumerGroupCurrentMemberAssignmentKey
     | ConsumerGroupRegularExpressionKey
+    | ShareGroupMetadataKey
+    | ShareGroupMemberMetadataKey
+    | ShareGroupTargetAssignmentMetadataKey
+    | ShareGroupTargetAssignmentMemberKey
+    | ShareGroupCurrentMemberAssignmentKey
+    | ShareGroupStatePartitionMetadataKey
 )
 RecordValue = (
     OffsetCommitValue
@@ -245,6 +372,12 @@ RecordValue = (
     | ConsumerGroupTargetAssignmentMemberValue
     | ConsumerGroupCurrentMemberAssignmentValue
     | ConsumerGroupRegularExpressionValue
+    | ShareGroupMetadataValue
+    | ShareGroupMemberMetadataValue
+    | ShareGroupTargetAssignmentMetadataValue
+    | ShareGroupTargetAssignmentMemberValue
+    | ShareGroupCurrentMemberAssignmentValue
+    | ShareGroupStatePartitionMetadataValue
 )
 
 
@@ -406,6 +539,30 @@ def _current_assignment_value(body: Body) -> ConsumerGroupCurrentMemberAssignmen
     )
 
 
+def _share_topics_body(topics: tuple[ShareTopicPartitions, ...]) -> list[Body]:
+    return [{"topic_id": t.topic_id, "topic_name": t.name, "partitions": sorted(t.partitions)} for t in topics]
+
+
+def _share_topics(body: list[Body]) -> tuple[ShareTopicPartitions, ...]:
+    return tuple(ShareTopicPartitions(t["topic_id"], t["topic_name"], frozenset(t["partitions"])) for t in body)
+
+
+def _state_partition_metadata_body(value: ShareGroupStatePartitionMetadataValue) -> Body:
+    return {
+        "initializing_topics": _share_topics_body(value.initializing),
+        "initialized_topics": _share_topics_body(value.initialized),
+        "deleting_topics": [{"topic_id": t.topic_id, "topic_name": t.name} for t in value.deleting],
+    }
+
+
+def _state_partition_metadata_value(body: Body) -> ShareGroupStatePartitionMetadataValue:
+    return ShareGroupStatePartitionMetadataValue(
+        initializing=_share_topics(body["initializing_topics"]),
+        initialized=_share_topics(body["initialized_topics"]),
+        deleting=tuple(ShareDeletingTopic(t["topic_id"], t["topic_name"]) for t in body["deleting_topics"]),
+    )
+
+
 _OFFSET_COMMIT_VALUE = RecordSchema(OffsetCommitValue, OFFSET_COMMIT_VALUE, _offset_commit_body, _offset_commit_value)
 _TYPES = (
     RecordType(
@@ -501,6 +658,76 @@ _TYPES = (
             CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE,
             lambda value: {"topics": list(value.topics), "version": value.version, "timestamp": value.timestamp},
             lambda body: ConsumerGroupRegularExpressionValue(tuple(body["topics"]), body["version"], body["timestamp"]),
+        ),
+    ),
+    RecordType(
+        SHARE_GROUP_MEMBER_METADATA,
+        flat(ShareGroupMemberMetadataKey, SHARE_GROUP_MEMBER_METADATA_KEY, "group_id", "member_id"),
+        RecordSchema(
+            ShareGroupMemberMetadataValue,
+            SHARE_GROUP_MEMBER_METADATA_VALUE,
+            lambda value: {
+                "rack_id": value.rack_id,
+                "client_id": value.client_id,
+                "client_host": value.client_host,
+                "subscribed_topic_names": list(value.subscribed_topic_names),
+            },
+            lambda body: ShareGroupMemberMetadataValue(
+                body["rack_id"], body["client_id"], body["client_host"], tuple(body["subscribed_topic_names"]),
+            ),
+        ),
+    ),
+    RecordType(
+        SHARE_GROUP_METADATA,
+        flat(ShareGroupMetadataKey, SHARE_GROUP_METADATA_KEY, "group_id"),
+        flat(ShareGroupMetadataValue, SHARE_GROUP_METADATA_VALUE, "epoch", "metadata_hash"),
+    ),
+    RecordType(
+        SHARE_GROUP_TARGET_ASSIGNMENT_METADATA,
+        flat(ShareGroupTargetAssignmentMetadataKey, SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_KEY, "group_id"),
+        flat(
+            ShareGroupTargetAssignmentMetadataValue,
+            SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE,
+            "assignment_epoch",
+            "assignment_timestamp",
+        ),
+    ),
+    RecordType(
+        SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER,
+        flat(ShareGroupTargetAssignmentMemberKey, SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY, "group_id", "member_id"),
+        RecordSchema(
+            ShareGroupTargetAssignmentMemberValue,
+            SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE,
+            lambda value: {"topic_partitions": _topic_partitions_body(value.partitions)},
+            lambda body: ShareGroupTargetAssignmentMemberValue(_topic_partitions(body["topic_partitions"])),
+        ),
+    ),
+    RecordType(
+        SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+        flat(ShareGroupCurrentMemberAssignmentKey, SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY, "group_id", "member_id"),
+        RecordSchema(
+            ShareGroupCurrentMemberAssignmentValue,
+            SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE,
+            lambda value: {
+                "member_epoch": value.member_epoch,
+                "previous_member_epoch": value.previous_member_epoch,
+                "state": value.state,
+                "assigned_partitions": _topic_partitions_body(value.assigned),
+            },
+            lambda body: ShareGroupCurrentMemberAssignmentValue(
+                body["member_epoch"], body["previous_member_epoch"], body["state"],
+                _topic_partitions(body["assigned_partitions"]),
+            ),
+        ),
+    ),
+    RecordType(
+        SHARE_GROUP_STATE_PARTITION_METADATA,
+        flat(ShareGroupStatePartitionMetadataKey, SHARE_GROUP_STATE_PARTITION_METADATA_KEY, "group_id"),
+        RecordSchema(
+            ShareGroupStatePartitionMetadataValue,
+            SHARE_GROUP_STATE_PARTITION_METADATA_VALUE,
+            _state_partition_metadata_body,
+            _state_partition_metadata_value,
         ),
     ),
 )
