@@ -48,7 +48,12 @@ from minibroker.storage.errors import InvalidConfigError, InvalidTopicError, Top
 from minibroker.storage.log_manager import LogManager, NewTopic, TopicInfo, validate_topic_name
 from minibroker.storage.partition_log import PartitionLog
 from minibroker.storage.snapshots import SnapshotInfo, SnapshotStore
-from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, INTERNAL_TOPICS, TRANSACTION_STATE_TOPIC
+from minibroker.storage.topic_names import (
+    CONSUMER_OFFSETS_TOPIC,
+    INTERNAL_TOPICS,
+    SHARE_GROUP_STATE_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+)
 from minibroker.tls import server_context
 
 if TYPE_CHECKING:
@@ -58,6 +63,7 @@ if TYPE_CHECKING:
     from minibroker.groups.service import GroupService
     from minibroker.sasl.session import SaslAuthority
     from minibroker.share.manager import SharePartitionManager
+    from minibroker.share.state_store import ShareStateStore
     from minibroker.storage.cleaner import LogCleaner
     from minibroker.transactions.service import TransactionService
     from minibroker.transcript import Transcript
@@ -122,6 +128,7 @@ class Broker:
         self._transactions: TransactionService | None = None
         self._groups: GroupService | None = None
         self._share_partitions: SharePartitionManager | None = None
+        self._share_state: ShareStateStore | None = None
         self._control: asyncio.base_events.Server | None = None
         self.control_address: tuple[str, int] | None = None  # (host, port) of the control listener, when on
         self.faults: Faults | None = None  # injected faults, from the first one on
@@ -211,6 +218,8 @@ class Broker:
             await self.transactions.flush()
         if CONSUMER_OFFSETS_TOPIC in self.logs.topics:  # groups answer COORDINATOR_LOAD_IN_PROGRESS until loaded
             self._start_groups()
+        if SHARE_GROUP_STATE_TOPIC in self.logs.topics:  # share partitions' state, as Kafka loads its share coordinator
+            await self.share_state.start()
 
     def _start_authorizer(self) -> None:
         """Load the stored ACLs (an unreadable file stops start-up: serving without them would allow too much)."""
@@ -325,7 +334,7 @@ class Broker:
             if service is not None:
                 service.ownership.resign_all()
                 service.stop()
-        self._groups = self._transactions = None
+        self._groups = self._transactions = self._share_state = None
         for waiters in self._waiters.values():
             for waiter in waiters:
                 if not waiter.done():
@@ -636,14 +645,24 @@ class Broker:
     def share_partitions(self) -> SharePartitionManager:
         """The share partitions this node leads (KIP-932), kept in ``__share_group_state``; made on first use."""
         if self._share_partitions is None:
-            from minibroker.share.manager import SharePartitionManager, state_store_of
+            from minibroker.share.manager import SharePartitionManager
 
-            self._share_partitions = SharePartitionManager(self, state_store_of(self))
+            self._share_partitions = SharePartitionManager(self, self.share_state)
         return self._share_partitions
 
     @property
     def loaded_share_partitions(self) -> SharePartitionManager | None:
         return self._share_partitions
+
+    @property
+    def share_state(self) -> ShareStateStore:
+        """The share partitions' persisted state (``__share_group_state``); its user awaits ``start()`` first, which
+        creates the topic when the first share partition is initialized, as in Kafka."""
+        if self._share_state is None:
+            from minibroker.share.state_store import ShareStateStore
+
+            self._share_state = ShareStateStore(self)
+        return self._share_state
 
     @property
     def loaded_groups(self) -> GroupService | None:

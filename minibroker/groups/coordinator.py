@@ -39,6 +39,7 @@ from minibroker.groups.txn_offsets import PendingTxnOffsets, TopicPartition
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.group_records import (
     NO_LEADER_EPOCH,
+    SHARE_GROUP_KEYS,
     GroupMetadataKey,
     GroupMetadataValue,
     MemberMetadata,
@@ -169,6 +170,8 @@ class GroupCoordinator:
             log.warning("group %s: skipping group metadata in a transactional batch at offset %d", decoded.group, offset)
         elif isinstance(decoded, GroupMetadataKey):
             self._load_group(decoded.group, decode_group_value(value))
+        elif isinstance(decoded, SHARE_GROUP_KEYS):  # share groups' records are not consumer groups': skipped here
+            return
         else:
             self.consumer.replay(decoded, decode_value(decoded, value))
 

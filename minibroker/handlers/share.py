@@ -232,8 +232,8 @@ async def fetch_partitions(
             got = acquire_all(ctx, body, readable, record_limit)  # records released while the wait ended
             break
     for (part, _), acquisition in zip(readable, got.values()):
-        if acquisition.acquired or full:
-            answers[part] = fetched(part[1], NO_ERROR, acquisition.records, acquisition.acquired)
+        if acquisition.acquired or acquisition.error != NO_ERROR or full:
+            answers[part] = fetched(part[1], acquisition.error, acquisition.records, acquisition.acquired)
     return answers
 
 

@@ -8,7 +8,7 @@ membership (``broker.share_groups.group_state``) tells.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from minibroker.acl_operations import DELETE, DESCRIBE, GROUP, READ, TOPIC
 from minibroker.context import RequestContext
@@ -16,6 +16,7 @@ from minibroker.handlers.registry import api
 from minibroker.protocol.errors import NO_ERROR, ErrorCode
 from minibroker.protocol.primitives import ZERO_UUID
 from minibroker.share.state import SharePartitionKey
+from minibroker.share.state_store import ShareStateWriteError
 
 UNINITIALIZED = -1  # Kafka's PartitionFactory.UNINITIALIZED_START_OFFSET
 DEFAULT_LEADER_EPOCH = 0
@@ -155,14 +156,23 @@ async def alter_share_group_offsets(ctx: RequestContext, body: dict[str, Any]) -
         for partition in topic["partitions"]:
             index = partition["partition_index"]
             if index < len(info.partitions):
-                manager.alter_start_offset(SharePartitionKey(group_id, info.topic_id, index), partition["start_offset"])
-                partitions.append({"partition_index": index, "error_code": NO_ERROR, "error_message": None})
+                key = SharePartitionKey(group_id, info.topic_id, index)
+                partitions.append({"partition_index": index, **written(manager.alter_start_offset, key, partition["start_offset"])})
             else:
                 partitions.append({"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                    "error_message": None})
         altered.append({"topic_name": topic["topic_name"], "topic_id": info.topic_id, "partitions": partitions})
     await manager.flush()
     return {"error_code": NO_ERROR, "error_message": None, "responses": erroneous + altered}
+
+
+def written(change: Callable[..., None], *args: Any) -> dict[str, Any]:
+    """A change of the stored state: its error code and message (the store's refusal, else none)."""
+    try:
+        change(*args)
+    except ShareStateWriteError as exc:
+        return {"error_code": exc.error, "error_message": str(exc)}
+    return {"error_code": NO_ERROR, "error_message": None}
 
 
 def offsets_error(error: ErrorCode, message: str | None = None) -> dict[str, Any]:
@@ -206,8 +216,8 @@ async def delete_share_group_offsets(ctx: RequestContext, body: dict[str, Any]) 
             erroneous.append({"topic_name": name, "topic_id": ZERO_UUID, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                               "error_message": "There is no offset information to delete."})
         else:
-            for index in indexes:
-                manager.delete(SharePartitionKey(group_id, info.topic_id, index))
-            deleted.append({"topic_name": name, "topic_id": info.topic_id, "error_code": NO_ERROR, "error_message": None})
+            results = [written(manager.delete, SharePartitionKey(group_id, info.topic_id, index)) for index in indexes]
+            failed = [result for result in results if result["error_code"] != NO_ERROR]
+            deleted.append({"topic_name": name, "topic_id": info.topic_id, **(failed[0] if failed else results[0])})
     await manager.flush()
     return {"error_code": NO_ERROR, "error_message": None, "responses": refused + erroneous + deleted}

@@ -23,6 +23,7 @@ from minibroker.protocol.records import BatchHeader, iter_batches
 from minibroker.share.partition import AckBatch, AcquiredRange, FetchedBatch, SharePartition, ShareError, ShareLimits
 from minibroker.share.sessions import ShareSessions
 from minibroker.share.state import PersistedShareState, SharePartitionKey
+from minibroker.share.state_store import ShareStateWriteError
 from minibroker.storage.config import PARSERS
 from minibroker.storage.errors import OffsetOutOfRangeError
 
@@ -35,7 +36,8 @@ log = logging.getLogger(__name__)
 
 
 class StateStore(Protocol):
-    """What the manager needs of ``__share_group_state`` (minibroker.share.state_store.ShareStateStore)."""
+    """What the manager needs of ``__share_group_state`` (minibroker.share.state_store.ShareStateStore); writes raise
+    ShareStateWriteError when refused."""
 
     async def start(self) -> None: ...
     def load(self, key: SharePartitionKey) -> PersistedShareState | None: ...
@@ -51,18 +53,10 @@ class Acquisition:
 
     acquired: list[AcquiredRange]
     records: bytes
+    error: ErrorCode = NO_ERROR  # the share partition's state could not be written
 
 
 NOTHING = Acquisition([], b"")
-
-
-def state_store_of(broker: Broker) -> StateStore | None:
-    """The broker's ``__share_group_state`` store; None in a build without it (share state then lives in memory)."""
-    try:
-        from minibroker.share.state_store import ShareStateStore
-    except ImportError:
-        return None
-    return ShareStateStore(broker)
 
 
 def group_setting(broker: Broker, group_id: str, name: str) -> Any:
@@ -75,27 +69,21 @@ def group_setting(broker: Broker, group_id: str, name: str) -> Any:
 
 
 class SharePartitionManager:
-    def __init__(self, broker: Broker, store: StateStore | None) -> None:
+    def __init__(self, broker: Broker, store: StateStore) -> None:
         self.broker = broker
         self.store = store
         self.partitions: dict[SharePartitionKey, SharePartition] = {}
         max_sessions = int(broker.group_configs.settings.get("group.share.max.share.sessions") or 2000)
         self.sessions = ShareSessions(max_sessions)
         self._timer: ClockTimer | LoopTimer | None = None
-        self._started: asyncio.Task[None] | None = None
 
     async def ready(self) -> None:
-        """The state store loaded (once, on first use)."""
-        if self.store is None:
-            return
-        if self._started is None:
-            self._started = asyncio.get_running_loop().create_task(self.store.start())
-        await asyncio.shield(self._started)
+        """The state store started (the topic made and replayed on first use)."""
+        await self.store.start()
 
     async def flush(self) -> None:
         """The changes written so far made durable, before a request that made them is answered."""
-        if self.store is not None:
-            await self.store.flush()
+        await self.store.flush()
 
     # ---- the group's settings ----
 
@@ -119,7 +107,7 @@ class SharePartitionManager:
         partition = self.partitions.get(key)
         limits = self.limits(key.group_id)
         if partition is None:
-            state = self.store.load(key) if self.store is not None else None
+            state = self.store.load(key)
             if state is not None and state.start_offset >= 0:
                 partition = SharePartition.from_persisted(state, limits, self.broker.clock)
                 partition.leader_epoch = leader_epoch
@@ -151,7 +139,10 @@ class SharePartitionManager:
     ) -> Acquisition:
         """Read the log where the share partition needs records and acquire them for the member (Kafka's
         SharePartitionManager.fetchMessages and SharePartition.acquire for one partition)."""
-        partition = self.partition(key, partition_log, leader_epoch)
+        try:
+            partition = self.partition(key, partition_log, leader_epoch)
+        except ShareStateWriteError as exc:
+            return Acquisition([], b"", exc.error)
         partition.advance_to(partition_log.log_start_offset)
         read_committed = self.read_committed(key.group_id)
         upper = partition_log.last_stable_offset if read_committed else partition_log.log_end_offset
@@ -168,7 +159,9 @@ class SharePartitionManager:
         aborted = partition_log.aborted_entries(offset, upper) if read_committed else []
         fetched = [FetchedBatch(h.base_offset, h.last_offset, _is_aborted(h, aborted)) for h in headers]
         acquired = partition.acquire(member_id, fetched, max_records, batch_size, record_limit)
-        self._changed(key, partition)
+        error = self._changed(key, partition)
+        if error != NO_ERROR:
+            return Acquisition([], b"", error)
         return Acquisition(acquired, _covering(data, headers, acquired))
 
     def acknowledge(self, key: SharePartitionKey, member_id: str, batches: list[AckBatch]) -> tuple[ErrorCode, str | None]:
@@ -181,8 +174,7 @@ class SharePartitionManager:
             partition.acknowledge(member_id, batches)
         except ShareError as exc:
             return exc.error, str(exc)
-        self._changed(key, partition)
-        return NO_ERROR, None
+        return self._changed(key, partition), None
 
     # ---- members and sessions ----
 
@@ -212,20 +204,27 @@ class SharePartitionManager:
 
     # ---- locks, persistence, wake-ups ----
 
-    def _changed(self, key: SharePartitionKey, partition: SharePartition) -> None:
-        """After a change: write it, time the next lock to run out, wake fetches if records are there to take."""
+    def _changed(self, key: SharePartitionKey, partition: SharePartition) -> ErrorCode:
+        """After a change: write it, time the next lock to run out, wake fetches if records are there to take. A
+        write the store refuses undoes the change: the partition is dropped, to be loaded again from what is stored
+        (Kafka rolls the state back and fences the share partition)."""
         update = partition.take_update()
         if update is not None:
-            self._write(key, update, snapshot=False)
+            try:
+                self._write(key, update, snapshot=False)
+            except ShareStateWriteError as exc:
+                log.warning("share partition %s: state not written, reloading it: %s", key.coordinator_key(), exc)
+                self._forget(key)
+                return exc.error
         self._arm(key, partition)
         if update is not None and partition.can_acquire():
             name = self.broker.topic_name(key.topic_id)
             if name is not None:
                 self.broker.notify_append((name, key.partition))
+        return NO_ERROR
 
     def _write(self, key: SharePartitionKey, state: PersistedShareState, snapshot: bool) -> None:
-        if self.store is not None:
-            self.store.write(key, state, snapshot)
+        self.store.write(key, state, snapshot)
 
     def _timers(self) -> ClockTimer | LoopTimer:
         if self._timer is None:
@@ -253,7 +252,7 @@ class SharePartitionManager:
     # ---- for membership and the admin APIs ----
 
     def _keys(self, group_id: str) -> list[SharePartitionKey]:
-        stored = self.store.keys(group_id) if self.store is not None else []
+        stored = self.store.keys(group_id)
         return list(dict.fromkeys([*stored, *(key for key in self.partitions if key.group_id == group_id)]))
 
     def _state(self, key: SharePartitionKey) -> tuple[int, int] | None:
@@ -261,7 +260,7 @@ class SharePartitionManager:
         partition = self.partitions.get(key)
         if partition is not None:
             return partition.start_offset, partition.leader_epoch
-        state = self.store.load(key) if self.store is not None else None
+        state = self.store.load(key)
         if state is None or state.start_offset < 0:
             return None
         return state.start_offset, state.leader_epoch
@@ -291,7 +290,7 @@ class SharePartitionManager:
     def alter_start_offset(self, key: SharePartitionKey, offset: int) -> None:
         """AlterShareGroupOffsets (the group is empty): the share partition starts again at ``offset``."""
         old = self.partitions.pop(key, None)
-        stored = self.store.load(key) if old is None and self.store is not None else None
+        stored = self.store.load(key) if old is None else None
         epoch = (old.state_epoch if old is not None else stored.state_epoch if stored is not None else 0) + 1
         leader_epoch = old.leader_epoch if old is not None else stored.leader_epoch if stored is not None else 0
         partition = SharePartition(offset, self.limits(key.group_id), self.broker.clock, state_epoch=epoch, leader_epoch=leader_epoch)
@@ -301,11 +300,13 @@ class SharePartitionManager:
 
     def delete(self, key: SharePartitionKey) -> None:
         """DeleteShareGroupOffsets or a deleted group: the share partition's state is gone."""
+        self._forget(key)
+        self.store.delete(key)
+
+    def _forget(self, key: SharePartitionKey) -> None:
         self.partitions.pop(key, None)
         if self._timer is not None:
             self._timer.cancel(f"share-lock-{key.coordinator_key()}")
-        if self.store is not None:
-            self.store.delete(key)
 
     def delete_group(self, group_id: str) -> None:
         for key in self._keys(group_id):

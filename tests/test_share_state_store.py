@@ -1,0 +1,242 @@
+"""The share partitions' state store: Kafka's batch-combining rules, snapshots and updates in ``__share_group_state``,
+replay after restarts (in-process and of a real broker process), fencing, deletion, and ``minibroker dump`` of it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from minibroker.internal_topics import replay
+from minibroker.protocol import share_records as sr
+from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.key_partitions import partition_for
+from minibroker.storage.topic_names import SHARE_GROUP_STATE_TOPIC
+
+from minibroker.share.batch_combiner import combine_batches
+from minibroker.share.state import DeliveryState, PersistedShareState, SharePartitionKey, StateBatch
+from minibroker.share.state_store import ShareStateStore, ShareStateWriteError, merge_update
+from minibroker.storage.uuid import uuid_to_str
+from minibroker.testing import Broker
+from tests.brokerproc import BrokerProcess
+
+AVAILABLE, ACKED, ARCHIVED = DeliveryState.AVAILABLE, DeliveryState.ACKNOWLEDGED, DeliveryState.ARCHIVED
+PARTITIONS = 3
+TOPIC_ID = bytes(range(1, 17))
+KEY = SharePartitionKey("queue", TOPIC_ID, 0)
+OTHER = SharePartitionKey("other", TOPIC_ID, 1)
+SETTINGS = {"share.coordinator.state.topic.num.partitions": PARTITIONS, "clock": "virtual"}
+
+
+def b(first: int, last: int, state: DeliveryState, count: int) -> StateBatch:
+    return StateBatch(first, last, state, count)
+
+
+# ---- Kafka's PersisterStateBatchCombiner ----
+
+
+def test_overlaps_take_the_higher_delivery_count_then_the_higher_state() -> None:
+    assert combine_batches([b(0, 9, AVAILABLE, 1)], [b(3, 5, ACKED, 1)]) == (
+        b(0, 2, AVAILABLE, 1), b(3, 5, ACKED, 1), b(6, 9, AVAILABLE, 1),
+    )
+    # the older batch went further (delivered twice): the newer, lower one does not override it
+    assert combine_batches([b(0, 9, AVAILABLE, 2)], [b(3, 5, ACKED, 1)]) == (b(0, 9, AVAILABLE, 2),)
+    assert combine_batches([b(0, 4, ARCHIVED, 1)], [b(2, 8, ACKED, 1)]) == (b(0, 4, ARCHIVED, 1), b(5, 8, ACKED, 1))
+    assert combine_batches([b(0, 4, ACKED, 1)], [b(0, 4, AVAILABLE, 2)]) == (b(0, 4, AVAILABLE, 2),)
+
+
+def test_neighbours_in_the_same_state_are_joined_and_the_list_is_sorted() -> None:
+    assert combine_batches([b(10, 19, ACKED, 1), b(0, 4, ACKED, 1)], [b(5, 9, ACKED, 1)]) == (b(0, 19, ACKED, 1),)
+    assert combine_batches([], [b(5, 9, ACKED, 1), b(0, 4, ACKED, 2)]) == (b(0, 4, ACKED, 2), b(5, 9, ACKED, 1))
+    assert combine_batches([b(0, 3, ACKED, 1)], [b(6, 9, ACKED, 1)]) == (b(0, 3, ACKED, 1), b(6, 9, ACKED, 1))
+
+
+def test_batches_before_the_start_offset_are_dropped_or_cut() -> None:
+    assert combine_batches([b(0, 4, ACKED, 1), b(5, 9, ARCHIVED, 5)], [b(12, 12, AVAILABLE, 1)], 7) == (
+        b(7, 9, ARCHIVED, 5), b(12, 12, AVAILABLE, 1),
+    )
+    assert combine_batches([b(0, 4, ACKED, 1)], [], 5) == ()
+    assert combine_batches([], [], 5) == ()
+
+
+def test_an_update_merges_over_the_state_keeping_what_it_leaves_unset() -> None:
+    state = PersistedShareState(2, 7, 100, (b(100, 109, ACKED, 1), b(110, 119, AVAILABLE, 1)), 10)
+    unchanged = merge_update(state, sr.ShareUpdateValue(0, -1, -1, (b(110, 112, ARCHIVED, 1),)))
+    assert unchanged == PersistedShareState(
+        2, 7, 100, (b(100, 109, ACKED, 1), b(110, 112, ARCHIVED, 1), b(113, 119, AVAILABLE, 1)), 10,
+    )
+    moved = merge_update(state, sr.ShareUpdateValue(0, 8, 110, (), 3))
+    assert moved == PersistedShareState(2, 8, 110, (b(110, 119, AVAILABLE, 1),), 3)
+
+
+# ---- the store in a broker ----
+
+
+def records_of(core, key: SharePartitionKey) -> list[tuple[sr.ShareKey, sr.ShareValue | None]]:
+    partition = partition_for(key.coordinator_key(), PARTITIONS)
+    out = []
+    for _, record in replay(core.partition(SHARE_GROUP_STATE_TOPIC, partition)):
+        record_key = sr.decode_key(record.key)
+        if record_key.key == key:
+            out.append((record_key, sr.decode_value(record_key, record.value)))
+    return out
+
+
+async def test_the_topic_is_made_on_first_use_with_kafkas_configs(tmp_path: Path) -> None:
+    async with Broker(SETTINGS, data_dir=tmp_path) as broker:
+        core = broker.core
+        store = core.share_state
+        assert core.topic(SHARE_GROUP_STATE_TOPIC) is None  # not at start-up: no share partition yet
+        with pytest.raises(RuntimeError):
+            store.load(KEY)
+        await store.start()
+        await store.start()  # once
+        info = core.topic(SHARE_GROUP_STATE_TOPIC)
+        assert info is not None and len(info.partitions) == PARTITIONS
+        assert info.overrides["cleanup.policy"] == "delete"  # KIP-932, not compacted
+        assert store.keys() == [] and store.load(KEY) is None
+
+
+async def test_snapshots_updates_and_the_snapshot_every_n_updates(tmp_path: Path) -> None:
+    settings = {**SETTINGS, "share.coordinator.snapshot.update.records.per.snapshot": 2}
+    async with Broker(settings, data_dir=tmp_path) as broker:
+        core = broker.core
+        store = core.share_state
+        await store.start()
+        store.write(KEY, PersistedShareState(0, 1, 100, (b(100, 104, AVAILABLE, 1),)), snapshot=False)
+        store.write(KEY, PersistedShareState(0, 1, -1, (b(100, 101, ACKED, 1),)), snapshot=False)
+        store.write(KEY, PersistedShareState(0, 1, 102, (b(103, 103, ARCHIVED, 2),), 1), snapshot=False)
+        assert store.load(KEY) == PersistedShareState(
+            0, 1, 102, (b(102, 102, AVAILABLE, 1), b(103, 103, ARCHIVED, 2), b(104, 104, AVAILABLE, 1)), 1,
+        )
+        store.write(KEY, PersistedShareState(0, 1, -1, (b(104, 104, ACKED, 1),)), snapshot=False)  # the 3rd update
+        written = records_of(core, KEY)
+        kinds = [(type(k).__name__, v.snapshot_epoch) for k, v in written]
+        assert kinds == [("ShareSnapshotKey", 0), ("ShareUpdateKey", 0), ("ShareUpdateKey", 0), ("ShareSnapshotKey", 1)]
+        last = written[-1][1]
+        assert last.state() == store.load(KEY) == PersistedShareState(
+            0, 1, 102, (b(102, 102, AVAILABLE, 1), b(103, 103, ARCHIVED, 2), b(104, 104, ACKED, 1)), 1,
+        )
+        assert last.create_timestamp == written[0][1].create_timestamp
+
+        store.write(KEY, PersistedShareState(1, 1, 200, ()), snapshot=True)  # e.g. a start offset altered
+        assert records_of(core, KEY)[-1][1].snapshot_epoch == 2
+        assert store.load(KEY) == PersistedShareState(1, 1, 200, ())
+
+
+async def test_the_state_survives_restarts(tmp_path: Path) -> None:
+    async with Broker(SETTINGS, data_dir=tmp_path) as broker:
+        store = broker.core.share_state
+        await store.start()
+        store.write(KEY, PersistedShareState(0, 3, 10, (b(10, 14, ACKED, 1), b(15, 19, AVAILABLE, 2))), snapshot=False)
+        store.write(KEY, PersistedShareState(0, 3, 15, (b(15, 16, ARCHIVED, 2),)), snapshot=False)
+        store.write(OTHER, PersistedShareState(4, 0, 0, ()), snapshot=False)
+        await store.flush()
+        expected = {KEY: store.load(KEY), OTHER: store.load(OTHER)}
+        assert expected[KEY] == PersistedShareState(0, 3, 15, (b(15, 16, ARCHIVED, 2), b(17, 19, AVAILABLE, 2)))
+
+        await broker.arestart()  # loaded at start-up, as the topic exists
+        store = broker.core.share_state
+        assert store.started
+        assert {key: store.load(key) for key in store.keys()} == expected
+        assert store.keys("queue") == [KEY]
+        store.write(KEY, PersistedShareState(0, 3, -1, (b(17, 17, ACKED, 2),)), snapshot=False)
+        assert records_of(broker.core, KEY)[-1][1].snapshot_epoch == 0  # still the first snapshot's updates
+
+    # a real broker process starts, serves and stops on the same data: the state is still there afterwards
+    process = BrokerProcess(tmp_path, "share.coordinator.state.topic.num.partitions=3")
+    try:
+        process.start()
+    finally:
+        process.stop()
+    async with Broker(SETTINGS, data_dir=tmp_path) as broker:
+        state = broker.core.share_state.load(KEY)
+        assert state == PersistedShareState(
+            0, 3, 15, (b(15, 16, ARCHIVED, 2), b(17, 17, ACKED, 2), b(18, 19, AVAILABLE, 2)),
+        )
+
+
+async def test_writes_with_older_epochs_are_fenced(tmp_path: Path) -> None:
+    async with Broker(SETTINGS, data_dir=tmp_path) as broker:
+        store = broker.core.share_state
+        await store.start()
+        store.write(KEY, PersistedShareState(2, 5, 0, ()), snapshot=True)
+        with pytest.raises(ShareStateWriteError) as fenced:
+            store.write(KEY, PersistedShareState(2, 4, 0, (b(0, 0, ACKED, 1),)), snapshot=False)
+        assert fenced.value.error == ErrorCode.FENCED_LEADER_EPOCH
+        with pytest.raises(ShareStateWriteError) as fenced:
+            store.write(KEY, PersistedShareState(1, 5, 0, ()), snapshot=True)
+        assert fenced.value.error == ErrorCode.FENCED_STATE_EPOCH
+        assert store.load(KEY) == PersistedShareState(2, 5, 0, ()) and len(records_of(broker.core, KEY)) == 1
+        store.write(KEY, PersistedShareState(-1, -1, -1, (b(0, 0, ACKED, 1),)), snapshot=False)  # -1: not given
+        assert store.load(KEY) == PersistedShareState(2, 5, 0, (b(0, 0, ACKED, 1),))
+
+
+async def test_delete_writes_tombstones_for_both_record_types(tmp_path: Path) -> None:
+    async with Broker(SETTINGS, data_dir=tmp_path) as broker:
+        store = broker.core.share_state
+        await store.start()
+        store.write(KEY, PersistedShareState(0, 0, 0, ()), snapshot=False)
+        store.write(OTHER, PersistedShareState(0, 0, 0, ()), snapshot=False)
+        store.delete(KEY)
+        store.delete(KEY)  # nothing stored: nothing written
+        assert store.load(KEY) is None and store.keys() == [OTHER]
+        assert records_of(broker.core, KEY)[1:] == [(sr.ShareSnapshotKey(KEY), None), (sr.ShareUpdateKey(KEY), None)]
+        await broker.arestart()
+        assert broker.core.share_state.keys() == [OTHER]
+
+
+async def test_reset_forgets_the_state(tmp_path: Path) -> None:
+    async with Broker({**SETTINGS, "control.port": 0}, data_dir=tmp_path) as broker:
+        store = broker.core.share_state
+        await store.start()
+        store.write(KEY, PersistedShareState(0, 0, 0, ()), snapshot=False)
+        await broker.areset()
+        fresh = broker.core.share_state
+        assert fresh is not store
+        await fresh.start()
+        assert fresh.keys() == []
+
+
+def test_store_interface_is_the_planned_one() -> None:
+    """The names the data path codes against (SHARE-DESIGN.md)."""
+    for name in ("start", "load", "write", "delete", "flush", "keys"):
+        assert callable(getattr(ShareStateStore, name))
+
+
+async def test_dump_decodes_share_group_state(tmp_path: Path) -> None:
+    async with Broker(SETTINGS, data_dir=tmp_path) as broker:
+        store = broker.core.share_state
+        await store.start()
+        store.write(KEY, PersistedShareState(1, 2, 100, (b(100, 101, ACKED, 1),), 2), snapshot=False)
+        store.write(KEY, PersistedShareState(1, 2, -1, (b(102, 102, ARCHIVED, 5),)), snapshot=False)
+        store.delete(KEY)
+        now = broker.core.clock()
+    partition = partition_for(KEY.coordinator_key(), PARTITIONS)
+    out = subprocess.run(
+        [sys.executable, "-m", "minibroker", "dump", "--json", str(tmp_path / f"{SHARE_GROUP_STATE_TOPIC}-{partition}")],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    decoded = [r["decoded"] for line in out.splitlines() for r in json.loads(line)["records"]]
+    key_data = {"groupId": "queue", "topicId": uuid_to_str(TOPIC_ID), "partition": 0}
+    batch = {"firstOffset": 100, "lastOffset": 101, "deliveryState": 2, "deliveryCount": 1}
+    assert decoded == [
+        {"key": {"type": 0, "data": key_data}, "value": {"version": 0, "data": {
+            "snapshotEpoch": 0, "stateEpoch": 1, "leaderEpoch": 2, "startOffset": 100, "deliveryCompleteCount": 2,
+            "createTimestamp": now, "writeTimestamp": now, "stateBatches": [batch],
+        }}},
+        {"key": {"type": 1, "data": key_data}, "value": {"version": 0, "data": {
+            "snapshotEpoch": 0, "leaderEpoch": 2, "startOffset": -1,
+            "stateBatches": [{"firstOffset": 102, "lastOffset": 102, "deliveryState": 4, "deliveryCount": 5}],
+        }}},
+        {"key": {"type": 0, "data": key_data}, "value": None},
+        {"key": {"type": 1, "data": key_data}, "value": None},
+    ]
+    text = subprocess.run(
+        [sys.executable, "-m", "minibroker", "dump", "--share-group-state-decoder",
+         str(tmp_path / f"{SHARE_GROUP_STATE_TOPIC}-{partition}")],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    assert 'key: {"type":"1","data":{"groupId":"queue"' in text and "payload: <DELETE>" in text
