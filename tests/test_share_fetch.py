@@ -421,3 +421,23 @@ def test_altering_or_deleting_offsets_needs_a_share_group(conn: RawConnection, t
     assert answer["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND
     answer = call(conn, ALTER_OFFSETS, 0, {"group_id": "", "topics": []})
     assert answer["error_code"] == ErrorCode.INVALID_GROUP_ID
+
+
+def test_a_restarted_broker_keeps_the_share_partition_state(tmp_path: Any, topic_name: str) -> None:
+    """Accepted and released records survive a restart in __share_group_state; the locks do not."""
+    with Broker(clock="virtual", data_dir=tmp_path / "data") as broker:
+        with RawConnection(broker.bootstrap_servers) as conn:
+            topic_id = create(conn, topic_name)
+            member = Member(conn, f"g-{topic_name}", topic_id)
+            member.start()
+            produce(conn, topic_name, 5)
+            assert acquired(member.fetch()) == [(0, 4, 1)]
+            member.acknowledge(acks((0, 1, ACCEPT), (2, 2, RELEASE), (3, 3, REJECT)))
+        broker.restart()
+        with RawConnection(broker.bootstrap_servers) as conn:
+            member = Member(conn, f"g-{topic_name}", topic_id)
+            # 2 was released after one delivery; 4's delivery was taken back when its session's connection closed
+            assert acquired(member.fetch()) == [(2, 2, 2), (4, 4, 1)]
+            find_coordinator(conn, f"g-{topic_name}")
+            answer = describe_offsets(conn, f"g-{topic_name}", None)
+            assert answer["topics"][0]["partitions"][0]["start_offset"] == 2

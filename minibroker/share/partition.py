@@ -5,7 +5,7 @@ a lock until a deadline, acknowledged, or archived, with the number of times it 
 that are not tracked hold no record (compacted away) and count as finished. The start offset moves past finished
 records; records at or above ``end_offset`` were never acquired. Kafka's rules kept here:
 
-- acquiring counts a delivery; in batch-optimized mode whole log batches are taken (MaxRecords may be exceeded), in
+- acquiring counts a delivery (not written to the state store: Kafka persists states, not locks); in batch-optimized mode whole log batches are taken (MaxRecords may be exceeded), in
   record-limit mode (ShareFetch v2 ShareAcquireMode 1) exactly MaxRecords at most; new records stop at
   ``max_in_flight`` records in flight (a whole batch may still cross it in batch-optimized mode);
 - acknowledgements are all or nothing per partition: every offset acknowledged must be acquired by the member
@@ -210,9 +210,9 @@ class SharePartition:
                     record = self.records.get(offset)
                     if record is None or record.state != DeliveryState.AVAILABLE:
                         continue
-                self._dirty.add(offset)
                 if batch.aborted:
                     record.state = DeliveryState.ARCHIVED
+                    self._dirty.add(offset)
                     continue
                 record.state = DeliveryState.ACQUIRED
                 record.delivery_count += 1
