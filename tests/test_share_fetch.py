@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -14,10 +15,12 @@ from minibroker.protocol.frames import decode_response
 from minibroker.protocol.records import RecordInput, build_batch, iter_batches
 
 from minibroker.testing import Broker
+from tests.aclutil import ADMIN, GROUP, TOPIC, acl_broker, create_topics, grant, login, unique
 from tests.clientutil import Deadline, RawConnection
 
 PRODUCE, CREATE_TOPICS, ALTER_CONFIGS_INCREMENTAL, SHARE_FETCH, SHARE_ACKNOWLEDGE = 0, 19, 44, 78, 79
-GROUP_RESOURCE = 32
+GROUP_RESOURCE = 32  # a config resource
+READ_OPERATION = 3
 ACCEPT, RELEASE, REJECT, RENEW = 1, 2, 3, 4
 LOCK_MS = 30_000  # group.share.record.lock.duration.ms's default
 
@@ -441,3 +444,39 @@ def test_a_restarted_broker_keeps_the_share_partition_state(tmp_path: Any, topic
             find_coordinator(conn, f"g-{topic_name}")
             answer = describe_offsets(conn, f"g-{topic_name}", None)
             assert answer["topics"][0]["partitions"][0]["start_offset"] == 2
+
+
+def test_a_share_fetch_to_another_node_names_the_leader(topic_name: str) -> None:
+    """A partition this node does not lead answers NOT_LEADER_OR_FOLLOWER with its leader and that node's endpoint,
+    for the fetch and for acknowledgements."""
+    with Broker(nodes=3) as broker:
+        with RawConnection(broker.bootstrap_servers) as conn:
+            topic_id = create(conn, topic_name)
+        leader = broker.core.placements.of(topic_name, 0)
+        other = next(node for node in broker.node_addresses if node != leader.leader)
+        with RawConnection(broker.node_addresses[other]) as conn:
+            member = Member(conn, f"g-{topic_name}", topic_id)
+            part = partition_of(member.fetch())
+            assert part["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+            assert part["current_leader"] == {"leader_id": leader.leader, "leader_epoch": leader.leader_epoch}
+            answer = member.acknowledge(acks((0, 0, ACCEPT)))
+        assert partition_of(answer)["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        host, port = broker.node_addresses[leader.leader].rsplit(":", 1)
+        assert [(e["node_id"], e["host"], e["port"]) for e in answer["node_endpoints"]] == [(leader.leader, host, int(port))]
+
+
+def test_share_fetch_needs_read_on_the_group_and_the_topic(tmp_path: Any) -> None:
+    """KafkaApis: READ on the group (else GROUP_AUTHORIZATION_FAILED for the request), READ on each topic (else
+    TOPIC_AUTHORIZATION_FAILED for its partitions)."""
+    with contextmanager(acl_broker)(tmp_path / "data", ["reader"]) as broker:
+        name, group = unique("t"), unique("g")
+        with login(broker, ADMIN) as admin:
+            [created] = create_topics(admin, name)
+        topic_id = created["topic_id"]
+        with login(broker, "reader") as conn:
+            member = Member(conn, group, topic_id)
+            assert member.fetch(epoch=0)["error_code"] == ErrorCode.GROUP_AUTHORIZATION_FAILED
+            grant(broker, "reader", GROUP, group, READ_OPERATION)
+            assert partition_of(member.fetch(epoch=0))["error_code"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            grant(broker, "reader", TOPIC, name, READ_OPERATION)
+            assert partition_of(member.fetch(epoch=0))["error_code"] == ErrorCode.NONE

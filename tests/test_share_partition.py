@@ -30,7 +30,7 @@ class FakeClock:
         return self.now
 
 
-def make(start: int = 0, **limits: int) -> tuple[SharePartition, FakeClock]:
+def make(start: int = 0, **limits: int | bool) -> tuple[SharePartition, FakeClock]:
     clock = FakeClock()
     return SharePartition(start, ShareLimits(**{"lock_duration_ms": 1000, **limits}), clock), clock
 
@@ -193,6 +193,14 @@ def test_lock_expiry_releases_and_renew_extends() -> None:
     assert not partition.expire_locks()
     with pytest.raises(ShareError):
         partition.acknowledge("m1", [ack(0, 0, ACCEPT)])  # the lock is gone
+
+
+def test_renew_can_be_disabled() -> None:
+    partition, _ = make(renew_enabled=False)
+    partition.acquire("m1", batches((0, 0)), 10, 500)
+    with pytest.raises(ShareError) as caught:
+        partition.acknowledge("m1", [ack(0, 0, RENEW)])
+    assert caught.value.error == ErrorCode.INVALID_RECORD_STATE
 
 
 def test_lock_expiry_at_the_delivery_limit_archives() -> None:

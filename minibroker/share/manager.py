@@ -92,6 +92,7 @@ class SharePartitionManager:
             delivery_count_limit=group_setting(self.broker, group_id, "share.delivery.count.limit"),
             lock_duration_ms=group_setting(self.broker, group_id, "share.record.lock.duration.ms"),
             max_in_flight=group_setting(self.broker, group_id, "share.partition.max.record.locks"),
+            renew_enabled=group_setting(self.broker, group_id, "share.renew.acknowledge.enable"),
         )
 
     def lock_duration_ms(self, group_id: str) -> int:

@@ -53,6 +53,7 @@ class ShareLimits:
     delivery_count_limit: int = 5
     lock_duration_ms: int = 30000
     max_in_flight: int = 2000
+    renew_enabled: bool = True  # share.renew.acknowledge.enable (KIP-1240): false refuses renewals
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,6 +249,8 @@ class SharePartition:
                 ack_type = batch.type_of(offset)
                 if ack_type not in AcknowledgeType.__members__.values():
                     raise ShareError(ErrorCode.INVALID_REQUEST, f"Invalid acknowledge type: {ack_type}")
+                if ack_type == AcknowledgeType.RENEW and not self.limits.renew_enabled:
+                    raise ShareError(ErrorCode.INVALID_RECORD_STATE, "Renew acknowledgements are disabled for the group.")
                 plan.append((offset, ack_type))
         renewed = self.clock() + self.limits.lock_duration_ms
         for offset, ack_type in plan:
