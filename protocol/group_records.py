@@ -4,8 +4,8 @@ A key is ``int16 record type`` then the key struct at version 0; a value is ``in
 value struct at that version, and a missing (``None``) value is a tombstone. The structs are the
 generated schemas in ``protocol.messages``, so the bytes are exactly the ones Kafka writes and reads:
 offset commits at OffsetCommitValue v4 (flexible, v1 when an expire timestamp is given), group
-metadata at GroupMetadataValue v3 and the KIP-848 consumer group records (types 3-8 and 16) at v0, their
-only version. Types 0 (legacy) and 1 are both offset commits, as in Kafka's GroupCoordinatorRecordSerde.
+metadata at GroupMetadataValue v3, the KIP-848 consumer group records (types 3-8 and 16) and the KIP-932 share
+group records (types 10-15) at v0, their only version. Types 0 (legacy) and 1 are both offset commits, as in Kafka's GroupCoordinatorRecordSerde.
 
 Every record type is one ``RecordType`` entry in ``RECORD_TYPES``: its key and value classes, their schemas
 and the conversions between the frozen dataclasses used here and the dicts the generic codec reads and
@@ -41,6 +41,18 @@ from .messages import (
     LEGACY_OFFSET_COMMIT_KEY,
     OFFSET_COMMIT_KEY,
     OFFSET_COMMIT_VALUE,
+    SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY,
+    SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE,
+    SHARE_GROUP_MEMBER_METADATA_KEY,
+    SHARE_GROUP_MEMBER_METADATA_VALUE,
+    SHARE_GROUP_METADATA_KEY,
+    SHARE_GROUP_METADATA_VALUE,
+    SHARE_GROUP_STATE_PARTITION_METADATA_KEY,
+    SHARE_GROUP_STATE_PARTITION_METADATA_VALUE,
+    SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY,
+    SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE,
+    SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_KEY,
+    SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE,
 )
 from .primitives import ProtocolError, Reader, Writer
 from .schema import Message, codec, in_range
@@ -54,6 +66,12 @@ CONSUMER_GROUP_MEMBER_METADATA = 5
 CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
 CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
 CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
+SHARE_GROUP_MEMBER_METADATA = 10
+SHARE_GROUP_METADATA = 11
+SHARE_GROUP_TARGET_ASSIGNMENT_METADATA = 12
+SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER = 13
+SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT = 14
+SHARE_GROUP_STATE_PARTITION_METADATA = 15
 CONSUMER_GROUP_REGULAR_EXPRESSION = 16
 
 OFFSET_COMMIT_VALUE_VERSION = 4
@@ -70,7 +88,7 @@ Body = dict[str, Any]  # a struct as the generic codec reads and writes it (snak
 
 
 class UnknownRecordTypeError(ProtocolError):
-    """A key of a record type this coordinator does not handle (share groups, streams groups...)."""
+    """A key of a record type this coordinator does not handle (streams groups...)."""
 
     def __init__(self, record_type: int) -> None:
         super().__init__(f"unknown __consumer_offsets record type {record_type}")
@@ -235,6 +253,93 @@ class ConsumerGroupRegularExpressionValue:
     timestamp: int
 
 
+# ---- KIP-932 share groups (types 10-15) ----
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupMetadataKey:
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupMetadataValue:
+    epoch: int
+    metadata_hash: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupMemberMetadataKey:
+    group: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupMemberMetadataValue:
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupTargetAssignmentMetadataKey:
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupTargetAssignmentMetadataValue:
+    assignment_epoch: int
+    assignment_timestamp: int = 0  # tagged; 0 (Kafka's default) is not written
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupTargetAssignmentMemberKey:
+    group: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupTargetAssignmentMemberValue:
+    partitions: TopicPartitions
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupCurrentMemberAssignmentKey:
+    group: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupCurrentMemberAssignmentValue:
+    member_epoch: int
+    previous_member_epoch: int
+    state: int
+    assigned: TopicPartitions
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupStatePartitionMetadataKey:
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class StateTopic:
+    """A topic of the share-partition state metadata: its partitions (none for a topic being deleted)."""
+
+    topic_id: bytes
+    name: str
+    partitions: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupStatePartitionMetadataValue:
+    """The share partitions whose state the share coordinator is initializing, has initialized, or is deleting."""
+
+    initializing: tuple[StateTopic, ...] = ()
+    initialized: tuple[StateTopic, ...] = ()
+    deleting: tuple[StateTopic, ...] = ()
+
+
 RecordKey = (
     OffsetCommitKey
     | GroupMetadataKey
@@ -245,6 +350,12 @@ RecordKey = (
     | ConsumerGroupTargetAssignmentMemberKey
     | ConsumerGroupCurrentMemberAssignmentKey
     | ConsumerGroupRegularExpressionKey
+    | ShareGroupMetadataKey
+    | ShareGroupMemberMetadataKey
+    | ShareGroupTargetAssignmentMetadataKey
+    | ShareGroupTargetAssignmentMemberKey
+    | ShareGroupCurrentMemberAssignmentKey
+    | ShareGroupStatePartitionMetadataKey
 )
 RecordValue = (
     OffsetCommitValue
@@ -256,6 +367,12 @@ RecordValue = (
     | ConsumerGroupTargetAssignmentMemberValue
     | ConsumerGroupCurrentMemberAssignmentValue
     | ConsumerGroupRegularExpressionValue
+    | ShareGroupMetadataValue
+    | ShareGroupMemberMetadataValue
+    | ShareGroupTargetAssignmentMetadataValue
+    | ShareGroupTargetAssignmentMemberValue
+    | ShareGroupCurrentMemberAssignmentValue
+    | ShareGroupStatePartitionMetadataValue
 )
 
 
@@ -453,6 +570,48 @@ def _current_assignment_value(body: Body) -> ConsumerGroupCurrentMemberAssignmen
     )
 
 
+def _share_member_body(value: ShareGroupMemberMetadataValue) -> Body:
+    return {
+        "rack_id": value.rack_id, "client_id": value.client_id, "client_host": value.client_host,
+        "subscribed_topic_names": list(value.subscribed_topic_names),
+    }
+
+
+def _share_member_value(body: Body) -> ShareGroupMemberMetadataValue:
+    return ShareGroupMemberMetadataValue(
+        body["rack_id"], body["client_id"], body["client_host"], tuple(body["subscribed_topic_names"]),
+    )
+
+
+def _state_topics_body(topics: tuple[StateTopic, ...], with_partitions: bool = True) -> list[Body]:
+    entries = []
+    for topic in sorted(topics, key=lambda t: t.topic_id):
+        entry: Body = {"topic_id": topic.topic_id, "topic_name": topic.name}
+        if with_partitions:
+            entry["partitions"] = sorted(topic.partitions)
+        entries.append(entry)
+    return entries
+
+
+def _state_topics(body: list[Body]) -> tuple[StateTopic, ...]:
+    return tuple(StateTopic(t["topic_id"], t["topic_name"], frozenset(t.get("partitions") or ())) for t in body)
+
+
+def _state_partitions_body(value: ShareGroupStatePartitionMetadataValue) -> Body:
+    return {
+        "initializing_topics": _state_topics_body(value.initializing),
+        "initialized_topics": _state_topics_body(value.initialized),
+        "deleting_topics": _state_topics_body(value.deleting, with_partitions=False),
+    }
+
+
+def _state_partitions_value(body: Body) -> ShareGroupStatePartitionMetadataValue:
+    return ShareGroupStatePartitionMetadataValue(
+        _state_topics(body["initializing_topics"]), _state_topics(body["initialized_topics"]),
+        _state_topics(body["deleting_topics"]),
+    )
+
+
 _OFFSET_COMMIT_VALUE = RecordSchema(OffsetCommitValue, OFFSET_COMMIT_VALUE, _offset_commit_body, _offset_commit_value)
 _TYPES = (
     RecordType(
@@ -548,6 +707,64 @@ _TYPES = (
             CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE,
             lambda value: {"topics": list(value.topics), "version": value.version, "timestamp": value.timestamp},
             lambda body: ConsumerGroupRegularExpressionValue(tuple(body["topics"]), body["version"], body["timestamp"]),
+        ),
+    ),
+    RecordType(
+        SHARE_GROUP_MEMBER_METADATA,
+        _flat(ShareGroupMemberMetadataKey, SHARE_GROUP_MEMBER_METADATA_KEY, "group_id", "member_id"),
+        RecordSchema(
+            ShareGroupMemberMetadataValue, SHARE_GROUP_MEMBER_METADATA_VALUE, _share_member_body, _share_member_value,
+        ),
+    ),
+    RecordType(
+        SHARE_GROUP_METADATA,
+        _flat(ShareGroupMetadataKey, SHARE_GROUP_METADATA_KEY, "group_id"),
+        _flat(ShareGroupMetadataValue, SHARE_GROUP_METADATA_VALUE, "epoch", "metadata_hash"),
+    ),
+    RecordType(
+        SHARE_GROUP_TARGET_ASSIGNMENT_METADATA,
+        _flat(ShareGroupTargetAssignmentMetadataKey, SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_KEY, "group_id"),
+        _flat(
+            ShareGroupTargetAssignmentMetadataValue,
+            SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE,
+            "assignment_epoch",
+            "assignment_timestamp",
+        ),
+    ),
+    RecordType(
+        SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER,
+        _flat(ShareGroupTargetAssignmentMemberKey, SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY, "group_id", "member_id"),
+        RecordSchema(
+            ShareGroupTargetAssignmentMemberValue,
+            SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE,
+            lambda value: {"topic_partitions": _topic_partitions_body(value.partitions)},
+            lambda body: ShareGroupTargetAssignmentMemberValue(_topic_partitions(body["topic_partitions"])),
+        ),
+    ),
+    RecordType(
+        SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+        _flat(ShareGroupCurrentMemberAssignmentKey, SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY, "group_id", "member_id"),
+        RecordSchema(
+            ShareGroupCurrentMemberAssignmentValue,
+            SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE,
+            lambda value: {
+                "member_epoch": value.member_epoch, "previous_member_epoch": value.previous_member_epoch,
+                "state": value.state, "assigned_partitions": _topic_partitions_body(value.assigned),
+            },
+            lambda body: ShareGroupCurrentMemberAssignmentValue(
+                body["member_epoch"], body["previous_member_epoch"], body["state"],
+                _topic_partitions(body["assigned_partitions"]),
+            ),
+        ),
+    ),
+    RecordType(
+        SHARE_GROUP_STATE_PARTITION_METADATA,
+        _flat(ShareGroupStatePartitionMetadataKey, SHARE_GROUP_STATE_PARTITION_METADATA_KEY, "group_id"),
+        RecordSchema(
+            ShareGroupStatePartitionMetadataValue,
+            SHARE_GROUP_STATE_PARTITION_METADATA_VALUE,
+            _state_partitions_body,
+            _state_partitions_value,
         ),
     ),
 )
