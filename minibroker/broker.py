@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from minibroker.acls.authorizer import Authorizer
     from minibroker.acls.ssl_mapping import PrincipalMapper
     from minibroker.faults import Fault, Faults
-    from minibroker.groups.service import GroupService
+    from minibroker.groups.service import GroupService, ShareGroupDirectory
     from minibroker.sasl.session import SaslAuthority
     from minibroker.storage.cleaner import LogCleaner
     from minibroker.transactions.service import TransactionService
@@ -626,6 +626,11 @@ class Broker:
         self._groups = GroupService(self)
         self._groups.start()
         return self._groups
+
+    @property
+    def share_groups(self) -> ShareGroupDirectory:
+        """Share group membership, as the share data path asks it (``group_state``)."""
+        return self.groups.share_groups
 
     @property
     def loaded_groups(self) -> GroupService | None:

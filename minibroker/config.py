@@ -222,9 +222,11 @@ class BrokerConfig:
         "Which conversions of a group with members between the classic and the consumer protocol are allowed: "
         "bidirectional, upgrade (classic to consumer), downgrade, or disabled (empty groups always convert).",
     )
+    group_share_max_size: int = setting("group.share.max.size", 200, "Most members a share group may have.", 1)
     group_coordinator_rebalance_protocols: str = setting(
         "group.coordinator.rebalance.protocols", "classic,consumer,streams",
-        "Group protocols served: without consumer, ConsumerGroupHeartbeat is refused (streams and share are not served).",
+        "Group protocols served: without consumer, ConsumerGroupHeartbeat is refused (streams is not served; share groups "
+        "follow the share.version feature).",
     )
     transaction_state_log_num_partitions: int = setting(
         "transaction.state.log.num.partitions", 50, "Partitions of __transaction_state.", 1

@@ -1,7 +1,7 @@
 """Request handlers, one module per API family; importing this package fills the handler table."""
 
 from minibroker.handlers import (  # noqa: F401  (registration)
-    acls, admin, describe_topics, features, fetch, groups, metadata, produce, sasl, transactions,
+    acls, admin, describe_topics, features, fetch, groups, metadata, produce, sasl, share_groups, transactions,
 )
 from minibroker.handlers.registry import HANDLERS
 
