@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
@@ -17,7 +18,9 @@ from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import decode_response
 
 from minibroker.testing import Broker
+from tests.aclutil import ADMIN, GROUP, TOPIC, acl_broker, create_topics, grant, login, unique
 from tests.clientutil import TIMEOUT_S, RawConnection
+from tests.test_security import call as security_call
 
 SHARE_GROUP_HEARTBEAT = 76
 SHARE_GROUP_DESCRIBE = 77
@@ -386,3 +389,50 @@ def test_confluent_share_consumer_joins_and_gets_the_partitions(broker: Broker, 
         consumer.close()
     (described,) = describe(broker.bootstrap_servers, group)
     assert described["group_state"] == "Empty" and described["members"] == []
+
+
+def test_acls_as_kafka_checks_them(tmp_path: Path) -> None:
+    """READ on the group to heartbeat, DESCRIBE on the topics subscribed (KAFKA-18813), DESCRIBE on the group (which
+    READ implies) to describe it; authorized operations are the principal's."""
+    read, describe_op = 3, 8
+    for broker in acl_broker(tmp_path / "data", ("alice",)):
+        topic, group = unique("t"), unique("g")
+        with login(broker, ADMIN) as admin:
+            assert create_topics(admin, topic)[0]["error_code"] == ErrorCode.NONE
+            assert security_call(admin, FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group]})[
+                "coordinators"][0]["error_code"] == ErrorCode.NONE
+        body = {"group_id": group, "member_id": str(uuid.uuid4()), "member_epoch": 0, "rack_id": None,
+                "subscribed_topic_names": [topic]}
+        describe_body = {"group_ids": [group], "include_authorized_operations": True}
+        with login(broker, "alice") as alice:
+            assert security_call(alice, SHARE_GROUP_HEARTBEAT, 1, body)["error_code"] == ErrorCode.GROUP_AUTHORIZATION_FAILED
+            (refused,) = security_call(alice, SHARE_GROUP_DESCRIBE, 1, describe_body)["groups"]
+            assert refused["error_code"] == ErrorCode.GROUP_AUTHORIZATION_FAILED
+            grant(broker, "alice", GROUP, group, read)
+            assert security_call(alice, SHARE_GROUP_HEARTBEAT, 1, body)["error_code"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            grant(broker, "alice", TOPIC, topic, describe_op)
+            assert security_call(alice, SHARE_GROUP_HEARTBEAT, 1, body)["error_code"] == ErrorCode.NONE
+            (described,) = security_call(alice, SHARE_GROUP_DESCRIBE, 1, describe_body)["groups"]  # READ implies DESCRIBE
+            assert described["error_code"] == ErrorCode.NONE and len(described["members"]) == 1
+            assert described["authorized_operations"] == (1 << read) | (1 << describe_op)
+
+
+def test_share_groups_follow_their_coordinator_across_nodes(topic_name: str) -> None:
+    """With several nodes only the leader of the group's __consumer_offsets partition serves it (NOT_COORDINATOR
+    elsewhere); moving that leadership loads the share group, members and epochs, on the new node."""
+    with Broker(nodes=3) as broker:
+        broker.create_topic(topic_name, 3)
+        addresses = broker.node_addresses
+        group = f"share-{topic_name}"
+        found = find_coordinator(broker.bootstrap_servers, group)
+        coordinator = addresses[found["node_id"]]
+        other = next(node for node in addresses if node != found["node_id"])
+        refused = heartbeat(addresses[other], group, str(uuid.uuid4()), 0, [topic_name])
+        assert refused["error_code"] == ErrorCode.NOT_COORDINATOR
+        member, _ = join(coordinator, group, [topic_name])
+        before = describe(coordinator, group)
+        broker.move_coordinator(other, group=group)
+        assert find_coordinator(broker.bootstrap_servers, group)["node_id"] == other
+        assert heartbeat(coordinator, group, member, 1)["error_code"] == ErrorCode.NOT_COORDINATOR
+        assert describe(addresses[other], group) == before
+        assert heartbeat(addresses[other], group, member, 1)["error_code"] == ErrorCode.NONE
