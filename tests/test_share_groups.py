@@ -436,3 +436,21 @@ def test_share_groups_follow_their_coordinator_across_nodes(topic_name: str) -> 
         assert heartbeat(coordinator, group, member, 1)["error_code"] == ErrorCode.NOT_COORDINATOR
         assert describe(addresses[other], group) == before
         assert heartbeat(addresses[other], group, member, 1)["error_code"] == ErrorCode.NONE
+
+
+def test_a_groups_own_session_timeout_and_heartbeat_interval(broker: Broker, topic: str, group: str) -> None:
+    """share.session.timeout.ms and share.heartbeat.interval.ms set on the group (IncrementalAlterConfigs) replace
+    the broker's from the next heartbeat."""
+    bootstrap = broker.bootstrap_servers
+    altered = call(bootstrap, 44, 1, {"validate_only": False, "resources": [{
+        "resource_type": 32, "resource_name": group, "configs": [
+            {"name": "share.session.timeout.ms", "config_operation": 0, "value": "60000"},
+            {"name": "share.heartbeat.interval.ms", "config_operation": 0, "value": "7000"},
+        ]}]})
+    assert altered["responses"][0]["error_code"] == ErrorCode.NONE
+    member, answer = join(bootstrap, group, [topic])
+    assert answer["heartbeat_interval_ms"] == 7000
+    broker.advance(SESSION_MS + 5_000)  # past the broker's session timeout, within the group's
+    assert list(described_assignments(bootstrap, group)) == [member]
+    broker.advance(10_000)
+    assert described_assignments(bootstrap, group) == {}
