@@ -27,6 +27,7 @@ SHARE_GROUP_DESCRIBE = 77
 FIND_COORDINATOR = 10
 JOIN_GROUP = 11
 OFFSET_COMMIT = 8
+OFFSET_FETCH = 9
 DESCRIBE_GROUPS = 15
 LIST_GROUPS = 16
 DELETE_GROUPS = 42
@@ -163,7 +164,8 @@ def test_epochs_members_and_requests_are_checked(broker: Broker, topic: str, gro
     assert fenced["error_code"] == ErrorCode.FENCED_MEMBER_EPOCH and "greater member epoch" in fenced["error_message"]
     second, _ = join(bootstrap, group, [topic])
     assert heartbeat(bootstrap, group, member, 1)["member_epoch"] == 2  # the previous epoch is accepted
-    assert heartbeat(bootstrap, group, second, 1)["error_code"] == ErrorCode.FENCED_MEMBER_EPOCH  # never had 1
+    stale = heartbeat(bootstrap, group, second, 1)  # it never had epoch 1
+    assert stale["error_code"] == ErrorCode.FENCED_MEMBER_EPOCH and "previous member epoch (0)" in stale["error_message"]
     assert heartbeat(bootstrap, group, str(uuid.uuid4()), 2)["error_code"] == ErrorCode.UNKNOWN_MEMBER_ID
     missing = heartbeat(bootstrap, f"{group}-missing", str(uuid.uuid4()), 1)
     assert missing["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND
@@ -273,6 +275,9 @@ def test_share_and_other_groups_do_not_mix(broker: Broker, topic: str, group: st
                                                     "committed_leader_epoch": -1, "committed_metadata": None}]}],
     })
     assert committed["topics"][0]["partitions"][0]["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND
+    fetched = call(bootstrap, OFFSET_FETCH, 9, {"groups": [
+        {"group_id": group, "member_id": None, "member_epoch": -1, "topics": None}], "require_stable": False})
+    assert fetched["groups"][0]["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND
 
     simple = f"{group}-simple"  # a classic group made by a plain offset commit
     find_coordinator(bootstrap, simple)

@@ -179,13 +179,16 @@ class ShareGroups:
         if request.member_epoch == 0:  # it lost track of its epoch (fenced): it starts again, owning nothing
             return replace(member, member_epoch=0, previous_member_epoch=0, assigned={})
         received = request.member_epoch
-        if received > member.member_epoch or (
-            received < member.member_epoch and received != member.previous_member_epoch
-        ):
-            relation = "greater" if received > member.member_epoch else "smaller"
+        if received > member.member_epoch:
             raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH, (
-                f"The share group member has a {relation} member epoch ({received}) than the one known by the group "
+                f"The share group member has a greater member epoch ({received}) than the one known by the group "
                 f"coordinator ({member.member_epoch}). The member must abandon all its partitions and rejoin."
+            ))
+        if received < member.member_epoch and received != member.previous_member_epoch:  # else its answer was lost
+            raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH, (
+                f"The share group member has a smaller member epoch ({received}) than the one known by the group "
+                f"coordinator ({member.member_epoch}), and it does not match the previous member epoch "
+                f"({member.previous_member_epoch}). The member must abandon all its partitions and rejoin."
             ))
         return member
 
