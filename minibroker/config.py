@@ -274,6 +274,16 @@ class BrokerConfig:
         "ShareUpdate records written for a share partition before its state is written whole again as a "
         "ShareSnapshot.", 0,
     )
+    share_coordinator_cold_partition_snapshot_interval_ms: int = setting(
+        "share.coordinator.cold.partition.snapshot.interval.ms", 300000,
+        "How often share partitions whose state was not written whole for this long get a fresh ShareSnapshot, so "
+        "pruning can drop the records before it.", 1,
+    )
+    share_coordinator_state_topic_prune_interval_ms: int = setting(
+        "share.coordinator.state.topic.prune.interval.ms", 300000,
+        "How often the records of __share_group_state that no state needs any more (before each partition's oldest "
+        "latest snapshot) are deleted.", 1,
+    )
 
     # Every known setting that was given (by Kafka name, as text): the topic defaults, DescribeConfigs' sources and
     # the start-up notes come from it. Names Kafka does not know are kept apart, for the warning.

@@ -3,6 +3,7 @@ replay after restarts (in-process and of a real broker process), fencing, deleti
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -240,3 +241,74 @@ async def test_dump_decodes_share_group_state(tmp_path: Path) -> None:
         capture_output=True, text=True, check=True,
     ).stdout
     assert 'key: {"type":"1","data":{"groupId":"queue"' in text and "payload: <DELETE>" in text
+
+
+# ---- Kafka's background jobs: deleted topics, cold snapshots, pruning ----
+
+
+async def settle(condition) -> bool:
+    """Let the broker's tasks run (a virtual clock's due jobs wake them) until ``condition`` holds, or give up."""
+    for _ in range(200):
+        if condition():
+            return True
+        await asyncio.sleep(0)
+    return condition()
+
+
+async def test_deleting_a_topic_deletes_its_share_partitions_state(tmp_path: Path) -> None:
+    async with Broker(SETTINGS, data_dir=tmp_path) as broker:
+        core = broker.core
+        await broker.acreate_topic("orders", 2)
+        await broker.acreate_topic("payments", 1)
+        orders, payments = core.topic("orders").topic_id, core.topic("payments").topic_id
+        store = core.share_state
+        await store.start()
+        keys = [SharePartitionKey("g", orders, 0), SharePartitionKey("g", orders, 1), SharePartitionKey("g", payments, 0)]
+        for key in keys:
+            store.write(key, PersistedShareState(0, 0, 0, ()), snapshot=False)
+        await core.delete_topics(["orders"])
+        assert store.keys() == [keys[2]]
+        assert records_of(core, keys[0])[-2:] == [(sr.ShareSnapshotKey(keys[0]), None), (sr.ShareUpdateKey(keys[0]), None)]
+
+
+async def test_cold_snapshots_let_pruning_drop_what_no_state_needs(tmp_path: Path) -> None:
+    settings = {
+        **SETTINGS, "share.coordinator.state.topic.num.partitions": 1,
+        "share.coordinator.cold.partition.snapshot.interval.ms": 10_000,
+        "share.coordinator.state.topic.prune.interval.ms": 25_000,
+    }
+    async with Broker(settings, data_dir=tmp_path) as broker:
+        core = broker.core
+        store = core.share_state
+        await store.start()
+        partition_log = core.partition(SHARE_GROUP_STATE_TOPIC, 0)
+        store.write(KEY, PersistedShareState(0, 0, 0, (b(0, 4, AVAILABLE, 1),)), snapshot=False)  # offset 0
+        store.write(KEY, PersistedShareState(0, 0, -1, (b(0, 1, ACKED, 1),)), snapshot=False)  # 1
+        store.write(KEY, PersistedShareState(0, 0, 2, ()), snapshot=False)  # 2
+        store.write(OTHER, PersistedShareState(0, 0, 7, ()), snapshot=False)  # 3
+        states = {KEY: store.load(KEY), OTHER: store.load(OTHER)}
+
+        now = await broker.aadvance(10_000)  # both states' snapshots are that old: fresh ones, at offsets 4 and 5
+        assert await settle(lambda: partition_log.log_end_offset == 6)
+        cold = [value for _, value in records_of(core, KEY)[-1:] + records_of(core, OTHER)[-1:]]
+        assert [(v.snapshot_epoch, v.write_timestamp, v.state()) for v in cold] == [
+            (1, now, states[KEY]), (1, now, states[OTHER]),
+        ]
+        await broker.aadvance(10_000)  # every state has had its cold snapshot: none again (as Kafka)
+        await settle(lambda: partition_log.log_end_offset > 6)
+        assert partition_log.log_end_offset == 6 and partition_log.log_start_offset == 0
+
+        await broker.aadvance(5_000)  # pruning: nothing before the oldest latest snapshot is needed
+        assert await settle(lambda: partition_log.log_start_offset == 4)
+        store.write(KEY, PersistedShareState(0, 0, -1, (b(3, 3, ARCHIVED, 1),)), snapshot=False)
+        states[KEY] = store.load(KEY)
+        await broker.arestart()  # replayed from the new log start offset
+        store = broker.core.share_state
+        assert {key: store.load(key) for key in store.keys()} == states
+
+        store.delete(KEY)
+        store.delete(OTHER)
+        partition_log = broker.core.partition(SHARE_GROUP_STATE_TOPIC, 0)
+        end = partition_log.log_end_offset
+        await broker.aadvance(25_000)  # no state left: every record goes
+        assert await settle(lambda: partition_log.log_start_offset == end)
