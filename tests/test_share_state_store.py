@@ -10,10 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from minibroker.internal_topics import replay
 from minibroker.protocol import share_records as sr
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.key_partitions import partition_for
+from minibroker.storage.errors import StorageError
 from minibroker.storage.topic_names import SHARE_GROUP_STATE_TOPIC
 
 from minibroker.share.batch_combiner import combine_batches
@@ -60,6 +63,35 @@ def test_batches_before_the_start_offset_are_dropped_or_cut() -> None:
     )
     assert combine_batches([b(0, 4, ACKED, 1)], [], 5) == ()
     assert combine_batches([], [], 5) == ()
+
+
+batch_lists = st.lists(
+    st.builds(
+        lambda first, length, state, count: b(first, first + length, state, count),
+        st.integers(0, 30), st.integers(0, 8), st.sampled_from([AVAILABLE, ACKED, ARCHIVED]), st.integers(1, 3),
+    ),
+    max_size=6,
+)
+
+
+@given(batch_lists, batch_lists, st.integers(-1, 30))
+def test_combining_matches_a_record_by_record_model(so_far: list, new: list, start: int) -> None:
+    """Each offset at or after the start offset takes the furthest (count, then state) of the batches covering it;
+    the result is sorted, without overlaps, and never has two touching batches that could be one."""
+    model: dict[int, tuple[int, int]] = {}
+    for batch in (*so_far, *new):
+        for offset in range(max(batch.first_offset, start), batch.last_offset + 1):
+            model[offset] = max(model.get(offset, (0, -1)), (batch.delivery_count, int(batch.delivery_state)))
+    combined = combine_batches(so_far, new, start)
+    shown = {
+        offset: (batch.delivery_count, int(batch.delivery_state))
+        for batch in combined for offset in range(batch.first_offset, batch.last_offset + 1)
+    }
+    assert shown == model
+    for before, after in zip(combined, combined[1:]):
+        assert before.last_offset < after.first_offset
+        touching = before.last_offset + 1 == after.first_offset
+        assert not (touching and (before.delivery_count, before.delivery_state) == (after.delivery_count, after.delivery_state))
 
 
 def test_an_update_merges_over_the_state_keeping_what_it_leaves_unset() -> None:
@@ -312,3 +344,13 @@ async def test_cold_snapshots_let_pruning_drop_what_no_state_needs(tmp_path: Pat
         end = partition_log.log_end_offset
         await broker.aadvance(25_000)  # no state left: every record goes
         assert await settle(lambda: partition_log.log_start_offset == end)
+
+
+async def test_a_replication_factor_the_brokers_cannot_reach_leaves_it_unstarted(tmp_path: Path) -> None:
+    """As Kafka leaves __share_group_state uncreated (share partitions cannot be initialized); a later start retries."""
+    async with Broker({**SETTINGS, "share.coordinator.state.topic.replication.factor": 2}, data_dir=tmp_path) as broker:
+        store = broker.core.share_state
+        for _ in range(2):
+            with pytest.raises(StorageError):
+                await store.start()
+        assert not store.started and broker.core.topic(SHARE_GROUP_STATE_TOPIC) is None
