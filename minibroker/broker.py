@@ -48,7 +48,12 @@ from minibroker.storage.errors import InvalidConfigError, InvalidTopicError, Top
 from minibroker.storage.log_manager import LogManager, NewTopic, TopicInfo, validate_topic_name
 from minibroker.storage.partition_log import PartitionLog
 from minibroker.storage.snapshots import SnapshotInfo, SnapshotStore
-from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, INTERNAL_TOPICS, TRANSACTION_STATE_TOPIC
+from minibroker.storage.topic_names import (
+    CONSUMER_OFFSETS_TOPIC,
+    INTERNAL_TOPICS,
+    SHARE_GROUP_STATE_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+)
 from minibroker.tls import server_context
 
 if TYPE_CHECKING:
@@ -57,6 +62,7 @@ if TYPE_CHECKING:
     from minibroker.faults import Fault, Faults
     from minibroker.groups.service import GroupService, ShareGroupDirectory
     from minibroker.sasl.session import SaslAuthority
+    from minibroker.share.state_store import ShareStateStore
     from minibroker.storage.cleaner import LogCleaner
     from minibroker.transactions.service import TransactionService
     from minibroker.transcript import Transcript
@@ -120,6 +126,7 @@ class Broker:
         self.leader_listeners: list[Callable[[str], None]] = []  # told the topics whose partitions' leaders changed
         self._transactions: TransactionService | None = None
         self._groups: GroupService | None = None
+        self._share_state: ShareStateStore | None = None
         self._control: asyncio.base_events.Server | None = None
         self.control_address: tuple[str, int] | None = None  # (host, port) of the control listener, when on
         self.faults: Faults | None = None  # injected faults, from the first one on
@@ -209,6 +216,8 @@ class Broker:
             await self.transactions.flush()
         if CONSUMER_OFFSETS_TOPIC in self.logs.topics:  # groups answer COORDINATOR_LOAD_IN_PROGRESS until loaded
             self._start_groups()
+        if SHARE_GROUP_STATE_TOPIC in self.logs.topics:  # share partitions' state, as Kafka loads its share coordinator
+            await self.share_state.start()
 
     def _start_authorizer(self) -> None:
         """Load the stored ACLs (an unreadable file stops start-up: serving without them would allow too much)."""
@@ -320,7 +329,9 @@ class Broker:
             if service is not None:
                 service.ownership.resign_all()
                 service.stop()
-        self._groups = self._transactions = None
+        if self._share_state is not None:
+            self._share_state.stop()
+        self._groups = self._transactions = self._share_state = None
         for waiters in self._waiters.values():
             for waiter in waiters:
                 if not waiter.done():
@@ -573,6 +584,8 @@ class Broker:
             self._groups.stop()
         if self._transactions is not None:
             self._transactions.stop()
+        if self._share_state is not None:
+            self._share_state.stop()
         await self._finish_requests()
         await self._creations_landed()  # partitions being made in a thread land before the logs close
         for server in self._servers:
@@ -631,6 +644,16 @@ class Broker:
     def share_groups(self) -> ShareGroupDirectory:
         """Share group membership, as the share data path asks it (``group_state``)."""
         return self.groups.share_groups
+
+    @property
+    def share_state(self) -> ShareStateStore:
+        """The share partitions' persisted state (``__share_group_state``); its user awaits ``start()`` first, which
+        creates the topic when the first share partition is initialized, as in Kafka."""
+        if self._share_state is None:
+            from minibroker.share.state_store import ShareStateStore
+
+            self._share_state = ShareStateStore(self)
+        return self._share_state
 
     @property
     def loaded_groups(self) -> GroupService | None:
@@ -729,7 +752,9 @@ class Broker:
         return ErrorCode.NONE, None
 
     async def delete_topics(self, names: list[str]) -> None:
-        """DeleteTopics (and the inspector's delete): the topics go, and as in Kafka groups forget their offsets."""
+        """DeleteTopics (and the inspector's delete): the topics go, and as in Kafka groups forget their offsets and
+        the share coordinator the state of their share partitions."""
+        topic_ids = {info.topic_id for name in names if (info := self.logs.topics.get(name)) is not None}
         for name in names:
             self.logs.delete_topic(name)
             self.placements.forget(name)
@@ -738,6 +763,9 @@ class Broker:
         if names and groups is not None:
             groups.delete_topic_offsets(set(names))
             await groups.flush()
+        share_state = self._share_state
+        if topic_ids and share_state is not None and share_state.started and share_state.delete_topics(topic_ids):
+            await share_state.flush()
 
     async def topic_created(self, name: str) -> TopicInfo | None:
         """The topic, once a creation of it that is under way has finished; None if there is no such topic."""

@@ -47,7 +47,7 @@ The line "minibroker ready on HOST:PORT ..." is logged once clients can connect.
 DUMP_EPILOG = """\
 Like Kafka's kafka-dump-log: one line per batch with every header field and whether its CRC is valid;
 with --print-data one line per record too (control records show as endTxnMarker: COMMIT/ABORT).
-Directories of __consumer_offsets and __transaction_state partitions are decoded automatically.
+Directories of __consumer_offsets, __transaction_state and __share_group_state partitions are decoded automatically.
 --json prints one JSON object per batch instead (records included with --print-data); keys, values and
 header values are UTF-8 text when valid, else {"base64": ...}."""
 
@@ -118,6 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
     decoders.add_argument(
         "--transaction-log-decoder", dest="decoder", action="store_const", const="transaction-log",
         help="decode records as __transaction_state entries (implies --print-data)",
+    )
+    decoders.add_argument(
+        "--share-group-state-decoder", dest="decoder", action="store_const", const="share-group-state",
+        help="decode records as __share_group_state snapshots and updates (implies --print-data)",
     )
     dump.add_argument("--json", action="store_true", help="one JSON object per batch, for scripts")
 

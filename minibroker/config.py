@@ -257,6 +257,35 @@ class BrokerConfig:
     producer_id_expiration_check_interval_ms: int = setting(
         "producer.id.expiration.check.interval.ms", 600000, "How often partitions forget expired producers.", 1
     )
+    share_coordinator_state_topic_num_partitions: int = setting(
+        "share.coordinator.state.topic.num.partitions", 50,
+        "Partitions of __share_group_state (made when the first share partition is initialized).", 1,
+    )
+    share_coordinator_state_topic_replication_factor: int = setting(
+        "share.coordinator.state.topic.replication.factor", 1,
+        "Replicas of __share_group_state; not given: Kafka's 3, or the node count if lower (1 on one node). Above the "
+        "live brokers it is not created and share partitions cannot be initialized, as in Kafka.", 1,
+    )
+    share_coordinator_state_topic_segment_bytes: int = setting(
+        "share.coordinator.state.topic.segment.bytes", 104857600,
+        "segment.bytes of __share_group_state when it is created; values below segment.bytes' 1 MiB minimum are "
+        "applied as the test-only internal.segment.bytes.", 1,
+    )
+    share_coordinator_snapshot_update_records_per_snapshot: int = setting(
+        "share.coordinator.snapshot.update.records.per.snapshot", 500,
+        "ShareUpdate records written for a share partition before its state is written whole again as a "
+        "ShareSnapshot.", 0,
+    )
+    share_coordinator_cold_partition_snapshot_interval_ms: int = setting(
+        "share.coordinator.cold.partition.snapshot.interval.ms", 300000,
+        "How often share partitions whose state was not written whole for this long get a fresh ShareSnapshot, so "
+        "pruning can drop the records before it.", 1,
+    )
+    share_coordinator_state_topic_prune_interval_ms: int = setting(
+        "share.coordinator.state.topic.prune.interval.ms", 300000,
+        "How often the records of __share_group_state that no state needs any more (before each partition's oldest "
+        "latest snapshot) are deleted.", 1,
+    )
 
     # Every known setting that was given (by Kafka name, as text): the topic defaults, DescribeConfigs' sources and
     # the start-up notes come from it. Names Kafka does not know are kept apart, for the warning.

@@ -100,7 +100,8 @@ def segment_files(path: Path) -> list[Path]:
 
 
 def auto_decoder_name(path: Path) -> str | None:
-    """``offsets`` for ``__consumer_offsets-N`` and ``transaction-log`` for ``__transaction_state-N``."""
+    """``offsets`` for ``__consumer_offsets-N``, ``transaction-log`` for ``__transaction_state-N`` and
+    ``share-group-state`` for ``__share_group_state-N``."""
     directory = path if path.is_dir() else path.parent
     topic, sep, partition = directory.name.rpartition("-")
     return DECODER_BY_TOPIC.get(topic) if sep and partition.isdigit() else None

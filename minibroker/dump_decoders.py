@@ -1,7 +1,8 @@
 """Internal-topic records for ``minibroker dump``, shown the way Kafka's own tools show them.
 
 ``__consumer_offsets`` records are decoded with the schemas of their record type in ``protocol.group_records``
-(offset commits, classic group metadata and the KIP-848 consumer group records) and ``__transaction_state``
+(offset commits, classic group metadata and the KIP-848 consumer group records), ``__share_group_state`` records
+(ShareSnapshot, ShareUpdate) with those of ``protocol.share_records``, and ``__transaction_state``
 records by the generated TransactionLogKey/TransactionLogValue schemas; both are then rendered as
 Kafka's generated JSON converters write them (CoordinatorRecordMessageFormatter): a key
 ``{"type": T, "data": {...}}`` and a value ``{"version": V, "data": {...}}`` or ``None`` for a tombstone.
@@ -19,11 +20,14 @@ from typing import Any
 
 from minibroker.protocol.records import Record
 from minibroker.protocol.schema import Field, Message, default_value, in_range, snake_case
-from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, SHARE_GROUP_STATE_TOPIC, TRANSACTION_STATE_TOPIC
 
 OFFSETS = "offsets"
 TRANSACTION_LOG = "transaction-log"
-DECODER_BY_TOPIC = {CONSUMER_OFFSETS_TOPIC: OFFSETS, TRANSACTION_STATE_TOPIC: TRANSACTION_LOG}
+SHARE_GROUP_STATE = "share-group-state"
+DECODER_BY_TOPIC = {
+    CONSUMER_OFFSETS_TOPIC: OFFSETS, TRANSACTION_STATE_TOPIC: TRANSACTION_LOG, SHARE_GROUP_STATE_TOPIC: SHARE_GROUP_STATE,
+}
 
 _VERSION = struct.Struct(">h")
 CONSUMER_PROTOCOL_TYPE = "consumer"
@@ -37,40 +41,65 @@ class SkipRecord(Exception):
 
 
 def decoder_named(name: str) -> RecordDecoder:
-    """The decoder named on the command line (``offsets`` or ``transaction-log``)."""
-    return {OFFSETS: decode_offsets_record, TRANSACTION_LOG: decode_transaction_record}[name]
+    """The decoder named on the command line (``offsets``, ``transaction-log`` or ``share-group-state``)."""
+    decoders = {
+        OFFSETS: decode_offsets_record,
+        TRANSACTION_LOG: decode_transaction_record,
+        SHARE_GROUP_STATE: decode_share_state_record,
+    }
+    return decoders[name]
 
 
 def decode_offsets_record(record: Record) -> Decoded:
-    """A ``__consumer_offsets`` record of any type ``protocol.group_records`` knows (offset commits, classic and
-    KIP-848 consumer groups), or a tombstone. The value is shown from its bytes with its type's schema, not through
-    group_records' dataclasses, so that fields those drop (partition racks) or reshape (ClassicMemberMetadata,
+    """A ``__consumer_offsets`` record of any type ``protocol.group_records`` knows (offset commits, classic,
+    KIP-848 consumer and share groups), or a tombstone. The value is shown from its bytes with its type's schema, not
+    through group_records' dataclasses, so that fields those drop (partition racks) or reshape (ClassicMemberMetadata,
     AssignmentEpochs) show as Kafka shows them."""
     from minibroker.protocol import group_records as gr
-    from minibroker.protocol.messages import GROUP_METADATA_VALUE
+
+    decoded = _coordinator_record(gr.RECORD_TYPES, gr.decode_key, record, "offset topic decoder")
+    value = decoded["value"]
+    if (
+        decoded["key"]["type"] == gr.GROUP_METADATA and value is not None
+        and value["data"].get("protocolType") == CONSUMER_PROTOCOL_TYPE
+    ):
+        value["data"]["members"] = [_decode_consumer_protocol(member) for member in value["data"]["members"]]
+    return decoded
+
+
+def decode_share_state_record(record: Record) -> Decoded:
+    """A ``__share_group_state`` record: a ShareSnapshot or ShareUpdate of one share partition, or a tombstone."""
+    from minibroker.protocol import share_records as sr
+
+    return _coordinator_record(sr.RECORD_TYPES, sr.decode_key, record, "share group state decoder")
+
+
+def _coordinator_record(
+    types: Mapping[int, Any], decode_key: Callable[[bytes], Any], record: Record, decoder: str,
+) -> Decoded:
+    """A coordinator topic's record by the record types of its key: ``{"key": {"type", "data"}, "value": {"version",
+    "data"} or None}``."""
+    from minibroker.protocol.coordinator_records import UnknownRecordTypeError
     from minibroker.protocol.primitives import Reader
     from minibroker.protocol.schema import codec
 
     if record.key is None:
         raise SkipRecord(
-            f"Failed to decode message at offset {record.offset} using offset topic decoder (message had a missing key)"
+            f"Failed to decode message at offset {record.offset} using {decoder} (message had a missing key)"
         )
     try:
-        key = gr.decode_key(record.key)
-    except gr.UnknownRecordTypeError as exc:
+        key = decode_key(record.key)
+    except UnknownRecordTypeError as exc:
         raise SkipRecord(f"Unknown record type {exc.record_type} at offset {record.offset}, skipping.") from None
     record_type = _VERSION.unpack_from(record.key)[0]
-    kind = gr.RECORD_TYPES[record_type]
+    kind = types[record_type]
     key_json = kafka_json(kind.key.message, 0, kind.key.to_body(key))
     decoded: Decoded = {"key": {"type": record_type, "data": key_json}, "value": None}
     if record.value is not None:
         reader = Reader(record.value)
         version = reader.int16()
         message = kind.value.message
-        data = kafka_json(message, version, codec(message, version).decode(reader))
-        if message is GROUP_METADATA_VALUE and data.get("protocolType") == CONSUMER_PROTOCOL_TYPE:
-            data["members"] = [_decode_consumer_protocol(member) for member in data["members"]]
-        decoded["value"] = {"version": version, "data": data}
+        decoded["value"] = {"version": version, "data": kafka_json(message, version, codec(message, version).decode(reader))}
     return decoded
 
 

@@ -1,4 +1,5 @@
-"""The broker's own topics (``__consumer_offsets``, ``__transaction_state``): create, append, replay.
+"""The broker's own topics (``__consumer_offsets``, ``__transaction_state``, ``__share_group_state``): create, append,
+replay.
 
 Coordinators keep their state as keyed records in compacted internal topics, as Kafka does; ``InternalTopic`` is
 the one path they use to write such records, ``replay`` the one they use to read them back at start-up.
@@ -23,7 +24,7 @@ from minibroker.storage.errors import StorageError
 from minibroker.storage.log_manager import TopicInfo
 from minibroker.storage.partition_log import AppendInfo, PartitionLog
 from minibroker.storage.producer_state import AppendOrigin
-from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC
+from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, SHARE_GROUP_STATE_TOPIC
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
@@ -150,15 +151,19 @@ def internal_replication_factor(broker: Broker, setting: str, value: int) -> int
 
 
 def internal_topic_configs(broker: Broker, name: str) -> dict[str, str]:
-    """The configs an internal topic is created with; a test-sized offsets.topic.segment.bytes (below the 1 MiB
-    minimum of segment.bytes) goes into internal.segment.bytes, as Kafka's own tests do."""
-    configs = dict(INTERNAL_TOPIC_CONFIGS)
-    if name == CONSUMER_OFFSETS_TOPIC:  # its segment size is offsets.topic.segment.bytes
-        segment_bytes = broker.config.offsets_topic_segment_bytes
-        if segment_bytes < MIN_SEGMENT_BYTES:
-            configs["internal.segment.bytes"] = str(segment_bytes)
-        else:
-            configs["segment.bytes"] = str(segment_bytes)
+    """The configs an internal topic is created with, as Kafka creates it: the coordinators' topics are compacted,
+    except ``__share_group_state`` (KIP-932: cleanup.policy=delete, ShareCoordinatorService.shareGroupStateTopicConfigs).
+    A test-sized segment size setting (below the 1 MiB minimum of segment.bytes) goes into internal.segment.bytes, as
+    Kafka's own tests do."""
+    config = broker.config
+    if name == SHARE_GROUP_STATE_TOPIC:
+        configs = {"cleanup.policy": "delete", "compression.type": "producer"}
+        segment_bytes: int | None = config.share_coordinator_state_topic_segment_bytes
+    else:
+        configs = dict(INTERNAL_TOPIC_CONFIGS)
+        segment_bytes = config.offsets_topic_segment_bytes if name == CONSUMER_OFFSETS_TOPIC else None
+    if segment_bytes is not None:
+        configs["internal.segment.bytes" if segment_bytes < MIN_SEGMENT_BYTES else "segment.bytes"] = str(segment_bytes)
     return configs
 
 

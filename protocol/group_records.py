@@ -4,22 +4,20 @@ A key is ``int16 record type`` then the key struct at version 0; a value is ``in
 value struct at that version, and a missing (``None``) value is a tombstone. The structs are the
 generated schemas in ``protocol.messages``, so the bytes are exactly the ones Kafka writes and reads:
 offset commits at OffsetCommitValue v4 (flexible, v1 when an expire timestamp is given), group
-metadata at GroupMetadataValue v3, the KIP-848 consumer group records (types 3-8 and 16) and the KIP-932 share
-group records (types 10-15) at v0, their only version. Types 0 (legacy) and 1 are both offset commits, as in Kafka's GroupCoordinatorRecordSerde.
+metadata at GroupMetadataValue v3, the KIP-848 consumer group records (types 3-8 and 16) and the KIP-932
+share group records (types 10-15) at v0, their only version. Types 0 (legacy) and 1 are both offset commits, as in Kafka's GroupCoordinatorRecordSerde.
 
-Every record type is one ``RecordType`` entry in ``RECORD_TYPES``: its key and value classes, their schemas
-and the conversions between the frozen dataclasses used here and the dicts the generic codec reads and
-writes, so ``encode_key``/``decode_key`` and ``encode_value``/``decode_value`` are the same few lines for all
-types. The dataclasses keep what a coordinator needs: fields Kafka has deprecated (partition racks) are dropped on
+Every record type is one ``RecordType`` entry in ``RECORD_TYPES`` (``coordinator_records``): its key and value
+classes, their schemas and the conversions between the frozen dataclasses used here and the dicts the generic codec
+reads and writes, so ``encode_key``/``decode_key`` and ``encode_value``/``decode_value`` are the same few lines for
+all types. The dataclasses keep what a coordinator needs: fields Kafka has deprecated (partition racks) are dropped on
 read and never written.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
-from typing import Any
 
 from .messages import (
     CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY,
@@ -54,8 +52,10 @@ from .messages import (
     SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_KEY,
     SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE,
 )
-from .primitives import ProtocolError, Reader, Writer
-from .schema import Message, codec, in_range
+from .coordinator_records import Body, RecordSchema, RecordTable, RecordType, flat
+from .coordinator_records import UnknownRecordTypeError as UnknownRecordTypeError  # the coordinators catch it from here
+
+CONSUMER_OFFSETS = "__consumer_offsets"
 
 LEGACY_OFFSET_COMMIT = 0
 OFFSET_COMMIT = 1
@@ -84,17 +84,6 @@ ZERO_UUID = bytes(16)
 
 TopicPartitions = dict[bytes, frozenset[int]]  # topic id (16-byte uuid) -> partitions
 PartitionEpochs = dict[tuple[bytes, int], int]  # (topic id, partition) -> the member epoch it was assigned at
-Body = dict[str, Any]  # a struct as the generic codec reads and writes it (snake_case keys)
-
-
-class UnknownRecordTypeError(ProtocolError):
-    """A key of a record type this coordinator does not handle (streams groups...)."""
-
-    def __init__(self, record_type: int) -> None:
-        super().__init__(f"unknown __consumer_offsets record type {record_type}")
-        self.record_type = record_type
-
-
 # ---- classic groups and offsets (types 0-2) ----
 
 
@@ -264,7 +253,7 @@ class ShareGroupMetadataKey:
 @dataclass(frozen=True, slots=True)
 class ShareGroupMetadataValue:
     epoch: int
-    metadata_hash: int
+    metadata_hash: int = 0  # a plain field here, not tagged as in ConsumerGroupMetadataValue
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,21 +312,37 @@ class ShareGroupStatePartitionMetadataKey:
 
 
 @dataclass(frozen=True, slots=True)
-class StateTopic:
-    """A topic of the share-partition state metadata: its partitions (none for a topic being deleted)."""
+class ShareTopicPartitions:
+    """A topic's share partitions being initialized, or initialized, in ``__share_group_state``."""
 
     topic_id: bytes
     name: str
-    partitions: frozenset[int] = frozenset()
+    partitions: frozenset[int]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareDeletingTopic:
+    topic_id: bytes
+    name: str
 
 
 @dataclass(frozen=True, slots=True)
 class ShareGroupStatePartitionMetadataValue:
-    """The share partitions whose state the share coordinator is initializing, has initialized, or is deleting."""
+    """Which share partitions of the group have their state initialized, are being initialized or deleted."""
 
-    initializing: tuple[StateTopic, ...] = ()
-    initialized: tuple[StateTopic, ...] = ()
-    deleting: tuple[StateTopic, ...] = ()
+    initializing: tuple[ShareTopicPartitions, ...] = ()
+    initialized: tuple[ShareTopicPartitions, ...] = ()
+    deleting: tuple[ShareDeletingTopic, ...] = ()
+
+
+SHARE_GROUP_KEYS = (
+    ShareGroupMetadataKey,
+    ShareGroupMemberMetadataKey,
+    ShareGroupTargetAssignmentMetadataKey,
+    ShareGroupTargetAssignmentMemberKey,
+    ShareGroupCurrentMemberAssignmentKey,
+    ShareGroupStatePartitionMetadataKey,
+)
 
 
 RecordKey = (
@@ -377,42 +382,6 @@ RecordValue = (
 
 
 # ---- the record types: dataclass <-> codec dict ----
-
-
-@dataclass(frozen=True, slots=True)
-class RecordSchema:
-    """A key or value class, its generated schema, and the conversions to and from the dicts the codec works on."""
-
-    cls: type
-    message: Message
-    to_body: Callable[[Any], Body]
-    from_body: Callable[[Body], Any]
-
-
-def _version_zero(value: Any) -> int:
-    """The KIP-848 values have one version, 0."""
-    return 0
-
-
-@dataclass(frozen=True, slots=True)
-class RecordType:
-    """One ``__consumer_offsets`` record type: the number a key starts with, and how its key and value are coded."""
-
-    record_type: int
-    key: RecordSchema
-    value: RecordSchema
-    value_version: Callable[[Any], int] = _version_zero  # the version a value is written at
-
-
-def _flat(cls: type, message: Message, *names: str) -> RecordSchema:
-    """The schema of a dataclass whose fields map one to one, in order, onto the scalar schema fields ``names``."""
-    attrs = [f.name for f in fields(cls)]
-    return RecordSchema(
-        cls,
-        message,
-        lambda obj: {name: getattr(obj, attr) for attr, name in zip(attrs, names)},
-        lambda body: cls(*(body[name] for name in names)),
-    )
 
 
 def _offset_commit_body(value: OffsetCommitValue) -> Body:
@@ -570,45 +539,27 @@ def _current_assignment_value(body: Body) -> ConsumerGroupCurrentMemberAssignmen
     )
 
 
-def _share_member_body(value: ShareGroupMemberMetadataValue) -> Body:
+def _share_topics_body(topics: tuple[ShareTopicPartitions, ...]) -> list[Body]:
+    return [{"topic_id": t.topic_id, "topic_name": t.name, "partitions": sorted(t.partitions)} for t in topics]
+
+
+def _share_topics(body: list[Body]) -> tuple[ShareTopicPartitions, ...]:
+    return tuple(ShareTopicPartitions(t["topic_id"], t["topic_name"], frozenset(t["partitions"])) for t in body)
+
+
+def _state_partition_metadata_body(value: ShareGroupStatePartitionMetadataValue) -> Body:
     return {
-        "rack_id": value.rack_id, "client_id": value.client_id, "client_host": value.client_host,
-        "subscribed_topic_names": list(value.subscribed_topic_names),
+        "initializing_topics": _share_topics_body(value.initializing),
+        "initialized_topics": _share_topics_body(value.initialized),
+        "deleting_topics": [{"topic_id": t.topic_id, "topic_name": t.name} for t in value.deleting],
     }
 
 
-def _share_member_value(body: Body) -> ShareGroupMemberMetadataValue:
-    return ShareGroupMemberMetadataValue(
-        body["rack_id"], body["client_id"], body["client_host"], tuple(body["subscribed_topic_names"]),
-    )
-
-
-def _state_topics_body(topics: tuple[StateTopic, ...], with_partitions: bool = True) -> list[Body]:
-    entries = []
-    for topic in sorted(topics, key=lambda t: t.topic_id):
-        entry: Body = {"topic_id": topic.topic_id, "topic_name": topic.name}
-        if with_partitions:
-            entry["partitions"] = sorted(topic.partitions)
-        entries.append(entry)
-    return entries
-
-
-def _state_topics(body: list[Body]) -> tuple[StateTopic, ...]:
-    return tuple(StateTopic(t["topic_id"], t["topic_name"], frozenset(t.get("partitions") or ())) for t in body)
-
-
-def _state_partitions_body(value: ShareGroupStatePartitionMetadataValue) -> Body:
-    return {
-        "initializing_topics": _state_topics_body(value.initializing),
-        "initialized_topics": _state_topics_body(value.initialized),
-        "deleting_topics": _state_topics_body(value.deleting, with_partitions=False),
-    }
-
-
-def _state_partitions_value(body: Body) -> ShareGroupStatePartitionMetadataValue:
+def _state_partition_metadata_value(body: Body) -> ShareGroupStatePartitionMetadataValue:
     return ShareGroupStatePartitionMetadataValue(
-        _state_topics(body["initializing_topics"]), _state_topics(body["initialized_topics"]),
-        _state_topics(body["deleting_topics"]),
+        initializing=_share_topics(body["initializing_topics"]),
+        initialized=_share_topics(body["initialized_topics"]),
+        deleting=tuple(ShareDeletingTopic(t["topic_id"], t["topic_name"]) for t in body["deleting_topics"]),
     )
 
 
@@ -616,30 +567,30 @@ _OFFSET_COMMIT_VALUE = RecordSchema(OffsetCommitValue, OFFSET_COMMIT_VALUE, _off
 _TYPES = (
     RecordType(
         LEGACY_OFFSET_COMMIT,
-        _flat(OffsetCommitKey, LEGACY_OFFSET_COMMIT_KEY, "group", "topic", "partition"),
+        flat(OffsetCommitKey, LEGACY_OFFSET_COMMIT_KEY, "group", "topic", "partition"),
         _OFFSET_COMMIT_VALUE,
         _offset_commit_version,
     ),
     RecordType(
         OFFSET_COMMIT,
-        _flat(OffsetCommitKey, OFFSET_COMMIT_KEY, "group", "topic", "partition"),
+        flat(OffsetCommitKey, OFFSET_COMMIT_KEY, "group", "topic", "partition"),
         _OFFSET_COMMIT_VALUE,
         _offset_commit_version,
     ),
     RecordType(
         GROUP_METADATA,
-        _flat(GroupMetadataKey, GROUP_METADATA_KEY, "group"),
+        flat(GroupMetadataKey, GROUP_METADATA_KEY, "group"),
         RecordSchema(GroupMetadataValue, GROUP_METADATA_VALUE, _group_body, _group_value),
         lambda _: GROUP_METADATA_VALUE_VERSION,
     ),
     RecordType(
         CONSUMER_GROUP_METADATA,
-        _flat(ConsumerGroupMetadataKey, CONSUMER_GROUP_METADATA_KEY, "group_id"),
-        _flat(ConsumerGroupMetadataValue, CONSUMER_GROUP_METADATA_VALUE, "epoch", "metadata_hash"),
+        flat(ConsumerGroupMetadataKey, CONSUMER_GROUP_METADATA_KEY, "group_id"),
+        flat(ConsumerGroupMetadataValue, CONSUMER_GROUP_METADATA_VALUE, "epoch", "metadata_hash"),
     ),
     RecordType(
         CONSUMER_GROUP_PARTITION_METADATA,
-        _flat(ConsumerGroupPartitionMetadataKey, CONSUMER_GROUP_PARTITION_METADATA_KEY, "group_id"),
+        flat(ConsumerGroupPartitionMetadataKey, CONSUMER_GROUP_PARTITION_METADATA_KEY, "group_id"),
         RecordSchema(
             ConsumerGroupPartitionMetadataValue,
             CONSUMER_GROUP_PARTITION_METADATA_VALUE,
@@ -649,7 +600,7 @@ _TYPES = (
     ),
     RecordType(
         CONSUMER_GROUP_MEMBER_METADATA,
-        _flat(ConsumerGroupMemberMetadataKey, CONSUMER_GROUP_MEMBER_METADATA_KEY, "group_id", "member_id"),
+        flat(ConsumerGroupMemberMetadataKey, CONSUMER_GROUP_MEMBER_METADATA_KEY, "group_id", "member_id"),
         RecordSchema(
             ConsumerGroupMemberMetadataValue,
             CONSUMER_GROUP_MEMBER_METADATA_VALUE,
@@ -659,8 +610,8 @@ _TYPES = (
     ),
     RecordType(
         CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
-        _flat(ConsumerGroupTargetAssignmentMetadataKey, CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY, "group_id"),
-        _flat(
+        flat(ConsumerGroupTargetAssignmentMetadataKey, CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY, "group_id"),
+        flat(
             ConsumerGroupTargetAssignmentMetadataValue,
             CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE,
             "assignment_epoch",
@@ -669,7 +620,7 @@ _TYPES = (
     ),
     RecordType(
         CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
-        _flat(
+        flat(
             ConsumerGroupTargetAssignmentMemberKey, CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY, "group_id", "member_id"
         ),
         RecordSchema(
@@ -681,7 +632,7 @@ _TYPES = (
     ),
     RecordType(
         CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT,
-        _flat(
+        flat(
             ConsumerGroupCurrentMemberAssignmentKey,
             CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY,
             "group_id",
@@ -696,7 +647,7 @@ _TYPES = (
     ),
     RecordType(
         CONSUMER_GROUP_REGULAR_EXPRESSION,
-        _flat(
+        flat(
             ConsumerGroupRegularExpressionKey,
             CONSUMER_GROUP_REGULAR_EXPRESSION_KEY,
             "group_id",
@@ -711,20 +662,30 @@ _TYPES = (
     ),
     RecordType(
         SHARE_GROUP_MEMBER_METADATA,
-        _flat(ShareGroupMemberMetadataKey, SHARE_GROUP_MEMBER_METADATA_KEY, "group_id", "member_id"),
+        flat(ShareGroupMemberMetadataKey, SHARE_GROUP_MEMBER_METADATA_KEY, "group_id", "member_id"),
         RecordSchema(
-            ShareGroupMemberMetadataValue, SHARE_GROUP_MEMBER_METADATA_VALUE, _share_member_body, _share_member_value,
+            ShareGroupMemberMetadataValue,
+            SHARE_GROUP_MEMBER_METADATA_VALUE,
+            lambda value: {
+                "rack_id": value.rack_id,
+                "client_id": value.client_id,
+                "client_host": value.client_host,
+                "subscribed_topic_names": list(value.subscribed_topic_names),
+            },
+            lambda body: ShareGroupMemberMetadataValue(
+                body["rack_id"], body["client_id"], body["client_host"], tuple(body["subscribed_topic_names"]),
+            ),
         ),
     ),
     RecordType(
         SHARE_GROUP_METADATA,
-        _flat(ShareGroupMetadataKey, SHARE_GROUP_METADATA_KEY, "group_id"),
-        _flat(ShareGroupMetadataValue, SHARE_GROUP_METADATA_VALUE, "epoch", "metadata_hash"),
+        flat(ShareGroupMetadataKey, SHARE_GROUP_METADATA_KEY, "group_id"),
+        flat(ShareGroupMetadataValue, SHARE_GROUP_METADATA_VALUE, "epoch", "metadata_hash"),
     ),
     RecordType(
         SHARE_GROUP_TARGET_ASSIGNMENT_METADATA,
-        _flat(ShareGroupTargetAssignmentMetadataKey, SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_KEY, "group_id"),
-        _flat(
+        flat(ShareGroupTargetAssignmentMetadataKey, SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_KEY, "group_id"),
+        flat(
             ShareGroupTargetAssignmentMetadataValue,
             SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE,
             "assignment_epoch",
@@ -733,7 +694,7 @@ _TYPES = (
     ),
     RecordType(
         SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER,
-        _flat(ShareGroupTargetAssignmentMemberKey, SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY, "group_id", "member_id"),
+        flat(ShareGroupTargetAssignmentMemberKey, SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY, "group_id", "member_id"),
         RecordSchema(
             ShareGroupTargetAssignmentMemberValue,
             SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE,
@@ -743,13 +704,15 @@ _TYPES = (
     ),
     RecordType(
         SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT,
-        _flat(ShareGroupCurrentMemberAssignmentKey, SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY, "group_id", "member_id"),
+        flat(ShareGroupCurrentMemberAssignmentKey, SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY, "group_id", "member_id"),
         RecordSchema(
             ShareGroupCurrentMemberAssignmentValue,
             SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE,
             lambda value: {
-                "member_epoch": value.member_epoch, "previous_member_epoch": value.previous_member_epoch,
-                "state": value.state, "assigned_partitions": _topic_partitions_body(value.assigned),
+                "member_epoch": value.member_epoch,
+                "previous_member_epoch": value.previous_member_epoch,
+                "state": value.state,
+                "assigned_partitions": _topic_partitions_body(value.assigned),
             },
             lambda body: ShareGroupCurrentMemberAssignmentValue(
                 body["member_epoch"], body["previous_member_epoch"], body["state"],
@@ -759,89 +722,57 @@ _TYPES = (
     ),
     RecordType(
         SHARE_GROUP_STATE_PARTITION_METADATA,
-        _flat(ShareGroupStatePartitionMetadataKey, SHARE_GROUP_STATE_PARTITION_METADATA_KEY, "group_id"),
+        flat(ShareGroupStatePartitionMetadataKey, SHARE_GROUP_STATE_PARTITION_METADATA_KEY, "group_id"),
         RecordSchema(
             ShareGroupStatePartitionMetadataValue,
             SHARE_GROUP_STATE_PARTITION_METADATA_VALUE,
-            _state_partitions_body,
-            _state_partitions_value,
+            _state_partition_metadata_body,
+            _state_partition_metadata_value,
         ),
     ),
 )
-RECORD_TYPES: dict[int, RecordType] = {t.record_type: t for t in _TYPES}
-# Classes to the type they are written as: an offset commit is written as type 1, never as the legacy type 0.
-_BY_KEY_CLASS: dict[type, RecordType] = {t.key.cls: t for t in _TYPES if t.record_type != LEGACY_OFFSET_COMMIT}
-_BY_VALUE_CLASS: dict[type, RecordType] = {t.value.cls: t for t in _BY_KEY_CLASS.values()}
+_TABLE = RecordTable(CONSUMER_OFFSETS, _TYPES, read_only=frozenset({LEGACY_OFFSET_COMMIT}))
+RECORD_TYPES: dict[int, RecordType] = _TABLE.types
 
 
 # ---- encoding and decoding ----
 
 
-def _encode(prefix: int, message: Message, version: int, body: Body) -> bytes:
-    """``int16 prefix`` (a key's record type, a value's version) then ``message`` at ``version``."""
-    writer = Writer()
-    writer.int16(prefix)
-    codec(message, version).encode(writer, body)
-    return writer.getvalue()
-
-
 @lru_cache(maxsize=65536)
 def encode_key(key: RecordKey) -> bytes:
     """A record's key; cached, as a group's offsets are committed again and again under the same keys."""
-    kind = _BY_KEY_CLASS[type(key)]
-    return _encode(kind.record_type, kind.key.message, 0, kind.key.to_body(key))
+    return _TABLE.encode_key(key)
 
 
 def decode_key(data: bytes | bytearray | memoryview) -> RecordKey:
     """Raises UnknownRecordTypeError for record types without a ``RECORD_TYPES`` entry, ProtocolError for malformed
     bytes."""
-    reader = Reader(data)
-    record_type = reader.int16()
-    kind = RECORD_TYPES.get(record_type)
-    if kind is None:
-        raise UnknownRecordTypeError(record_type)
-    return kind.key.from_body(codec(kind.key.message, 0).decode(reader))
-
-
-def _encode_value(kind: RecordType, value: Any) -> bytes:
-    version = kind.value_version(value)
-    return _encode(version, kind.value.message, version, kind.value.to_body(value))
-
-
-def _decode_value(kind: RecordType, data: bytes | bytearray | memoryview | None) -> Any:
-    if data is None:
-        return None
-    reader = Reader(data)
-    version = reader.int16()
-    message = kind.value.message
-    if not in_range(version, message.valid):
-        raise ProtocolError(f"{message.name} has no version {version}")
-    return kind.value.from_body(codec(message, version).decode(reader))
+    return _TABLE.decode_key(data)
 
 
 def encode_value(value: RecordValue | None) -> bytes | None:
     """Any record's value, at the version Kafka writes it (None, a tombstone, stays None)."""
-    return None if value is None else _encode_value(_BY_VALUE_CLASS[type(value)], value)
+    return None if value is None else _TABLE.encode_value(value)
 
 
 def decode_value(key: RecordKey, data: bytes | bytearray | memoryview | None) -> RecordValue | None:
     """The value of the record with ``key`` (any version its schema has); None for a tombstone."""
-    return _decode_value(_BY_KEY_CLASS[type(key)], data)
+    return _TABLE.decode_value(_TABLE.kind_of_key(key), data)
 
 
 def encode_offset_value(value: OffsetCommitValue) -> bytes:
-    return _encode_value(RECORD_TYPES[OFFSET_COMMIT], value)
+    return _TABLE.encode_value(value)
 
 
 def decode_offset_value(data: bytes | bytearray | memoryview | None) -> OffsetCommitValue | None:
     """The value of an offset commit record; None for a tombstone."""
-    return _decode_value(RECORD_TYPES[OFFSET_COMMIT], data)
+    return _TABLE.decode_value(RECORD_TYPES[OFFSET_COMMIT], data)
 
 
 def encode_group_value(value: GroupMetadataValue) -> bytes:
-    return _encode_value(RECORD_TYPES[GROUP_METADATA], value)
+    return _TABLE.encode_value(value)
 
 
 def decode_group_value(data: bytes | bytearray | memoryview | None) -> GroupMetadataValue | None:
     """The value of a group metadata record (any version 0-4); None for a tombstone."""
-    return _decode_value(RECORD_TYPES[GROUP_METADATA], data)
+    return _TABLE.decode_value(RECORD_TYPES[GROUP_METADATA], data)

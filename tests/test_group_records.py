@@ -159,7 +159,7 @@ def test_group_metadata_value_v0_defaults() -> None:
     )
 
 
-@pytest.mark.parametrize("record_type", [9, 17, 18, 24, -1])  # gaps, streams groups, future
+@pytest.mark.parametrize("record_type", [9, 17, 18, 24, -1])  # a gap, streams groups, future
 def test_unknown_record_type_is_reported(record_type: int) -> None:
     with pytest.raises(UnknownRecordTypeError) as info:
         decode_key(i16(record_type) + s("g"))
@@ -366,58 +366,3 @@ def test_assignment_epochs_are_kept_and_written_back() -> None:
 def test_bad_consumer_group_values_raise_protocol_error(data: bytes) -> None:
     with pytest.raises(ProtocolError):
         gr.decode_value(gr.ConsumerGroupMetadataKey("g"), data)
-
-
-# ---- KIP-932 share group records (types 10-15) ----
-
-TOPIC_A = bytes(range(16))
-
-
-def cs(text: str) -> bytes:
-    """A compact string: uvarint length + 1, then the bytes."""
-    return bytes([len(text) + 1]) + text.encode()
-
-
-SHARE_RECORDS = [
-    (gr.ShareGroupMetadataKey("g"), gr.ShareGroupMetadataValue(7, -3)),
-    (gr.ShareGroupMemberMetadataKey("g", "m"), gr.ShareGroupMemberMetadataValue(None, "cid", "/127.0.0.1", ("a", "b"))),
-    (gr.ShareGroupTargetAssignmentMetadataKey("g"), gr.ShareGroupTargetAssignmentMetadataValue(7, 1234)),
-    (gr.ShareGroupTargetAssignmentMemberKey("g", "m"), gr.ShareGroupTargetAssignmentMemberValue({TOPIC_A: frozenset({2, 0})})),
-    (
-        gr.ShareGroupCurrentMemberAssignmentKey("g", "m"),
-        gr.ShareGroupCurrentMemberAssignmentValue(7, 6, 0, {TOPIC_A: frozenset({1})}),
-    ),
-    (
-        gr.ShareGroupStatePartitionMetadataKey("g"),
-        gr.ShareGroupStatePartitionMetadataValue(
-            initialized=(gr.StateTopic(TOPIC_A, "t", frozenset({0, 1})),), deleting=(gr.StateTopic(bytes(15) + b"\1", "d"),),
-        ),
-    ),
-]
-
-
-@pytest.mark.parametrize(("key", "value"), SHARE_RECORDS, ids=lambda r: type(r).__name__)
-def test_share_group_records_round_trip(key: gr.RecordKey, value: gr.RecordValue) -> None:
-    key_bytes, value_bytes = encode_key(key), gr.encode_value(value)
-    assert value_bytes is not None and value_bytes[:2] == i16(0)
-    assert decode_key(key_bytes) == key
-    assert gr.decode_value(key, value_bytes) == value
-    assert gr.decode_value(key, None) is None
-
-
-def test_share_group_record_bytes() -> None:
-    """Keys as Kafka writes them (types 10-15, int16-length strings); values flexible at v0."""
-    assert encode_key(gr.ShareGroupMemberMetadataKey("g", "m")) == i16(10) + s("g") + s("m")
-    assert encode_key(gr.ShareGroupMetadataKey("g")) == i16(11) + s("g")
-    assert encode_key(gr.ShareGroupStatePartitionMetadataKey("g")) == i16(15) + s("g")
-    assert gr.encode_value(gr.ShareGroupMetadataValue(7, -3)) == i16(0) + i32(7) + i64(-3) + b"\0"
-    member = gr.ShareGroupMemberMetadataValue(None, "c", "h", ("t",))
-    assert gr.encode_value(member) == i16(0) + b"\0" + cs("c") + cs("h") + b"\x02" + cs("t") + b"\0"
-    current = gr.ShareGroupCurrentMemberAssignmentValue(3, 2, 0, {TOPIC_A: frozenset({1, 0})})
-    assert gr.encode_value(current) == (
-        i16(0) + i32(3) + i32(2) + b"\0" + b"\x02" + TOPIC_A + b"\x03" + i32(0) + i32(1) + b"\0" + b"\0"
-    )
-    state = gr.ShareGroupStatePartitionMetadataValue(initialized=(gr.StateTopic(TOPIC_A, "t", frozenset({4})),))
-    assert gr.encode_value(state) == (
-        i16(0) + b"\x01" + b"\x02" + TOPIC_A + cs("t") + b"\x02" + i32(4) + b"\0" + b"\x01" + b"\0"
-    )

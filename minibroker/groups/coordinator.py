@@ -39,6 +39,7 @@ from minibroker.groups.txn_offsets import PendingTxnOffsets, TopicPartition
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.group_records import (
     NO_LEADER_EPOCH,
+    SHARE_GROUP_KEYS,
     GroupMetadataKey,
     GroupMetadataValue,
     MemberMetadata,
@@ -54,7 +55,7 @@ from minibroker.protocol.group_records import (
 )
 from minibroker.protocol.key_partitions import partition_for
 from minibroker.protocol.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
-from minibroker.share.groups import SHARE_GROUP_KEYS, SHARE_TYPE, MemberGone, ShareGroup, ShareGroups, ShareHeartbeat
+from minibroker.share.groups import SHARE_TYPE, MemberGone, ShareGroup, ShareGroups, ShareHeartbeat
 
 log = logging.getLogger(__name__)
 

@@ -35,7 +35,7 @@ from minibroker.protocol.group_records import (
     ShareGroupTargetAssignmentMemberValue,
     ShareGroupTargetAssignmentMetadataKey,
     ShareGroupTargetAssignmentMetadataValue,
-    StateTopic,
+    ShareTopicPartitions,
 )
 from minibroker.share.assignor import assign
 
@@ -45,11 +45,6 @@ SHARE_TYPE = "share"  # ListGroups' group type and protocol type of these groups
 ASSIGNOR_NAME = "simple"
 LEAVE_GROUP_MEMBER_EPOCH = -1
 STABLE_MEMBER_STATE = 0  # MemberState.STABLE: the only state a share member is in
-
-SHARE_GROUP_KEYS = (
-    ShareGroupMetadataKey, ShareGroupMemberMetadataKey, ShareGroupTargetAssignmentMetadataKey,
-    ShareGroupTargetAssignmentMemberKey, ShareGroupCurrentMemberAssignmentKey, ShareGroupStatePartitionMetadataKey,
-)
 
 Record = tuple[Any, Any]
 Writer = Callable[[str, list[Record]], ErrorCode]
@@ -385,7 +380,7 @@ def assignment_record(group_id: str, member: ShareMember) -> Record:
 
 
 def state_record(group_id: str, initialized: dict[bytes, tuple[str, frozenset[int]]]) -> Record:
-    topics = tuple(StateTopic(topic_id, name, partitions) for topic_id, (name, partitions) in sorted(initialized.items()))
+    topics = tuple(ShareTopicPartitions(topic_id, name, partitions) for topic_id, (name, partitions) in sorted(initialized.items()))
     return ShareGroupStatePartitionMetadataKey(group_id), ShareGroupStatePartitionMetadataValue(initialized=topics)
 
 
