@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from minibroker.acls.authorizer import Authorizer
     from minibroker.acls.ssl_mapping import PrincipalMapper
     from minibroker.faults import Fault, Faults
-    from minibroker.groups.service import GroupService
+    from minibroker.groups.service import GroupService, ShareGroupDirectory
     from minibroker.sasl.session import SaslAuthority
     from minibroker.share.manager import SharePartitionManager
     from minibroker.share.state_store import ShareStateStore
@@ -334,6 +334,8 @@ class Broker:
             if service is not None:
                 service.ownership.resign_all()
                 service.stop()
+        if self._share_state is not None:
+            self._share_state.stop()
         self._groups = self._transactions = self._share_state = None
         for waiters in self._waiters.values():
             for waiter in waiters:
@@ -587,6 +589,8 @@ class Broker:
             self._groups.stop()
         if self._transactions is not None:
             self._transactions.stop()
+        if self._share_state is not None:
+            self._share_state.stop()
         await self._finish_requests()
         await self._creations_landed()  # partitions being made in a thread land before the logs close
         for server in self._servers:
@@ -653,6 +657,11 @@ class Broker:
     @property
     def loaded_share_partitions(self) -> SharePartitionManager | None:
         return self._share_partitions
+
+    @property
+    def share_groups(self) -> ShareGroupDirectory:
+        """Share group membership, as the share data path asks it (``group_state``)."""
+        return self.groups.share_groups
 
     @property
     def share_state(self) -> ShareStateStore:
@@ -761,7 +770,9 @@ class Broker:
         return ErrorCode.NONE, None
 
     async def delete_topics(self, names: list[str]) -> None:
-        """DeleteTopics (and the inspector's delete): the topics go, and as in Kafka groups forget their offsets."""
+        """DeleteTopics (and the inspector's delete): the topics go, and as in Kafka groups forget their offsets and
+        the share coordinator the state of their share partitions."""
+        topic_ids = {info.topic_id for name in names if (info := self.logs.topics.get(name)) is not None}
         for name in names:
             self.logs.delete_topic(name)
             self.placements.forget(name)
@@ -770,6 +781,9 @@ class Broker:
         if names and groups is not None:
             groups.delete_topic_offsets(set(names))
             await groups.flush()
+        share_state = self._share_state
+        if topic_ids and share_state is not None and share_state.started and share_state.delete_topics(topic_ids):
+            await share_state.flush()
 
     async def topic_created(self, name: str) -> TopicInfo | None:
         """The topic, once a creation of it that is under way has finished; None if there is no such topic."""

@@ -222,9 +222,11 @@ class BrokerConfig:
         "Which conversions of a group with members between the classic and the consumer protocol are allowed: "
         "bidirectional, upgrade (classic to consumer), downgrade, or disabled (empty groups always convert).",
     )
+    group_share_max_size: int = setting("group.share.max.size", 200, "Most members a share group may have.", 1)
     group_coordinator_rebalance_protocols: str = setting(
         "group.coordinator.rebalance.protocols", "classic,consumer,streams",
-        "Group protocols served: without consumer, ConsumerGroupHeartbeat is refused (streams and share are not served).",
+        "Group protocols served: without consumer, ConsumerGroupHeartbeat is refused (streams is not served; share groups "
+        "follow the share.version feature).",
     )
     transaction_state_log_num_partitions: int = setting(
         "transaction.state.log.num.partitions", 50, "Partitions of __transaction_state.", 1
@@ -273,6 +275,16 @@ class BrokerConfig:
         "share.coordinator.snapshot.update.records.per.snapshot", 500,
         "ShareUpdate records written for a share partition before its state is written whole again as a "
         "ShareSnapshot.", 0,
+    )
+    share_coordinator_cold_partition_snapshot_interval_ms: int = setting(
+        "share.coordinator.cold.partition.snapshot.interval.ms", 300000,
+        "How often share partitions whose state was not written whole for this long get a fresh ShareSnapshot, so "
+        "pruning can drop the records before it.", 1,
+    )
+    share_coordinator_state_topic_prune_interval_ms: int = setting(
+        "share.coordinator.state.topic.prune.interval.ms", 300000,
+        "How often the records of __share_group_state that no state needs any more (before each partition's oldest "
+        "latest snapshot) are deleted.", 1,
     )
 
     # Every known setting that was given (by Kafka name, as text): the topic defaults, DescribeConfigs' sources and

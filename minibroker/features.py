@@ -26,19 +26,21 @@ METADATA_VERSION = "metadata.version"
 KRAFT_VERSION = "kraft.version"
 TRANSACTION_VERSION = "transaction.version"
 GROUP_VERSION = "group.version"
+SHARE_VERSION = "share.version"  # 1: share groups (KIP-932) are served
 ELR_VERSION = "eligible.leader.replicas.version"
 TV2 = 2  # transaction.version of transactions V2 (KIP-890 part 2): an epoch bump per transaction
 
 # A Kafka 4.3 broker's supported ranges (BrokerFeatures.defaultSupportedFeatures without unstable versions:
 # metadata.version from 3.3-IV3 to 4.3-IV0, each feature from its first level to its latest production one) for the
-# features minibroker honours or that change nothing a client sees here. share.version and streams.version are left
-# out: minibroker serves neither share nor streams groups, so it answers as a broker that does not know them.
+# features minibroker honours or that change nothing a client sees here. streams.version is left out: minibroker
+# serves no streams groups, so it answers as a broker that does not know them.
 SUPPORTED: dict[str, tuple[int, int]] = {
     METADATA_VERSION: (7, 30),
     KRAFT_VERSION: (0, 1),
     TRANSACTION_VERSION: (0, 2),
     GROUP_VERSION: (0, 1),
     ELR_VERSION: (0, 1),
+    SHARE_VERSION: (0, 1),
 }
 # Feature.validateVersion's dependencies: (feature, level) -> the levels it needs (ELRV_1 needs 4.0-IV1).
 DEPENDENCIES: dict[tuple[str, int], dict[str, int]] = {(ELR_VERSION, 1): {METADATA_VERSION: 23}}

@@ -105,7 +105,8 @@ RELEASES: tuple[Release, ...] = (
 # (minibroker.features): none before 3.3 (a ZooKeeper-mode broker finalizes none), metadata.version up to the release's
 # latest production level (MetadataVersion.LATEST_PRODUCTION; from 3.3-IV3 on in 4.x, 3.0-IV1 before),
 # kraft.version from 3.9 (KIP-853), transaction.version and group.version from 4.0 (KIP-890, KIP-848; defined in 3.9
-# but with no production level, so not advertised), eligible.leader.replicas.version from 4.1 (KIP-966).
+# but with no production level, so not advertised), eligible.leader.replicas.version from 4.1 (KIP-966), share.version
+# from 4.2 (KIP-932: 4.1 knew it but finalized it at 0 unless told, so a 4.1 broker served no share groups).
 FEATURE_CHANGES: tuple[tuple[str, dict[str, tuple[int, int]]], ...] = (
     ("3.3", {"metadata.version": (1, 7)}),
     ("3.4", {"metadata.version": (1, 8)}),
@@ -116,7 +117,7 @@ FEATURE_CHANGES: tuple[tuple[str, dict[str, tuple[int, int]]], ...] = (
     ("3.9", {"metadata.version": (1, 21), "kraft.version": (0, 1)}),
     ("4.0", {"metadata.version": (7, 25), "transaction.version": (0, 2), "group.version": (0, 1)}),
     ("4.1", {"metadata.version": (7, 27), "eligible.leader.replicas.version": (0, 1)}),
-    ("4.2", {"metadata.version": (7, 29)}),
+    ("4.2", {"metadata.version": (7, 29), "share.version": (0, 1)}),
     ("4.3", {"metadata.version": (7, 30)}),
 )
 

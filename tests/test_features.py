@@ -18,7 +18,7 @@ API_VERSIONS, UPDATE_FEATURES, CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 KAFKA_4_3 = {
     "metadata.version": 30, "kraft.version": 1, "transaction.version": 2, "group.version": 1,
-    "eligible.leader.replicas.version": 1,
+    "eligible.leader.replicas.version": 1, "share.version": 1,
 }
 
 
@@ -52,7 +52,7 @@ def test_api_versions_reports_kafka_4_3s_features() -> None:
         supported, epoch, finalized = features(broker.bootstrap_servers)
         assert supported == {
             "metadata.version": (7, 30), "kraft.version": (0, 1), "transaction.version": (0, 2), "group.version": (0, 1),
-            "eligible.leader.replicas.version": (0, 1),
+            "eligible.leader.replicas.version": (0, 1), "share.version": (0, 1),
         }
         assert finalized == KAFKA_4_3 and epoch >= 0
         supported_v3, epoch_v3, finalized_v3 = features(broker.bootstrap_servers, 3)
@@ -85,7 +85,8 @@ def test_lowering_transaction_version_is_seen_and_kept_across_restart(tmp_path: 
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    (("share.version", 1, UPGRADE), "Local controller 1 does not support this feature."),
+    (("streams.version", 1, UPGRADE), "Local controller 1 does not support this feature."),
+    (("share.version", 2, UPGRADE), "Local controller 1 only supports versions 0-1"),
     (("transaction.version", 3, UPGRADE), "Local controller 1 only supports versions 0-2"),
     (("transaction.version", -1, SAFE_DOWNGRADE), "A feature version cannot be less than 0."),
     (("transaction.version", 1, UPGRADE),
@@ -138,8 +139,10 @@ def test_group_version_0_refuses_the_consumer_group_protocol() -> None:
     ("3.5", {"metadata.version": (1, 11)}),
     ("3.9", {"metadata.version": (1, 21), "kraft.version": (0, 1)}),
     ("4.0", {"metadata.version": (7, 25), "kraft.version": (0, 1), "transaction.version": (0, 2), "group.version": (0, 1)}),
-    ("4.3", {"metadata.version": (7, 30), "kraft.version": (0, 1), "transaction.version": (0, 2), "group.version": (0, 1),
+    ("4.1", {"metadata.version": (7, 27), "kraft.version": (0, 1), "transaction.version": (0, 2), "group.version": (0, 1),
              "eligible.leader.replicas.version": (0, 1)}),
+    ("4.3", {"metadata.version": (7, 30), "kraft.version": (0, 1), "transaction.version": (0, 2), "group.version": (0, 1),
+             "eligible.leader.replicas.version": (0, 1), "share.version": (0, 1)}),
 ])
 def test_an_emulated_release_reports_only_its_features(release: str, supported: dict[str, tuple[int, int]]) -> None:
     with Broker(kafka_version=release) as broker:

@@ -3,16 +3,20 @@ replay after restarts (in-process and of a real broker process), fencing, deleti
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from minibroker.internal_topics import replay
 from minibroker.protocol import share_records as sr
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.key_partitions import partition_for
+from minibroker.storage.errors import StorageError
 from minibroker.storage.topic_names import SHARE_GROUP_STATE_TOPIC
 
 from minibroker.share.batch_combiner import combine_batches
@@ -59,6 +63,35 @@ def test_batches_before_the_start_offset_are_dropped_or_cut() -> None:
     )
     assert combine_batches([b(0, 4, ACKED, 1)], [], 5) == ()
     assert combine_batches([], [], 5) == ()
+
+
+batch_lists = st.lists(
+    st.builds(
+        lambda first, length, state, count: b(first, first + length, state, count),
+        st.integers(0, 30), st.integers(0, 8), st.sampled_from([AVAILABLE, ACKED, ARCHIVED]), st.integers(1, 3),
+    ),
+    max_size=6,
+)
+
+
+@given(batch_lists, batch_lists, st.integers(-1, 30))
+def test_combining_matches_a_record_by_record_model(so_far: list, new: list, start: int) -> None:
+    """Each offset at or after the start offset takes the furthest (count, then state) of the batches covering it;
+    the result is sorted, without overlaps, and never has two touching batches that could be one."""
+    model: dict[int, tuple[int, int]] = {}
+    for batch in (*so_far, *new):
+        for offset in range(max(batch.first_offset, start), batch.last_offset + 1):
+            model[offset] = max(model.get(offset, (0, -1)), (batch.delivery_count, int(batch.delivery_state)))
+    combined = combine_batches(so_far, new, start)
+    shown = {
+        offset: (batch.delivery_count, int(batch.delivery_state))
+        for batch in combined for offset in range(batch.first_offset, batch.last_offset + 1)
+    }
+    assert shown == model
+    for before, after in zip(combined, combined[1:]):
+        assert before.last_offset < after.first_offset
+        touching = before.last_offset + 1 == after.first_offset
+        assert not (touching and (before.delivery_count, before.delivery_state) == (after.delivery_count, after.delivery_state))
 
 
 def test_an_update_merges_over_the_state_keeping_what_it_leaves_unset() -> None:
@@ -240,3 +273,84 @@ async def test_dump_decodes_share_group_state(tmp_path: Path) -> None:
         capture_output=True, text=True, check=True,
     ).stdout
     assert 'key: {"type":"1","data":{"groupId":"queue"' in text and "payload: <DELETE>" in text
+
+
+# ---- Kafka's background jobs: deleted topics, cold snapshots, pruning ----
+
+
+async def settle(condition) -> bool:
+    """Let the broker's tasks run (a virtual clock's due jobs wake them) until ``condition`` holds, or give up."""
+    for _ in range(200):
+        if condition():
+            return True
+        await asyncio.sleep(0)
+    return condition()
+
+
+async def test_deleting_a_topic_deletes_its_share_partitions_state(tmp_path: Path) -> None:
+    async with Broker(SETTINGS, data_dir=tmp_path) as broker:
+        core = broker.core
+        await broker.acreate_topic("orders", 2)
+        await broker.acreate_topic("payments", 1)
+        orders, payments = core.topic("orders").topic_id, core.topic("payments").topic_id
+        store = core.share_state
+        await store.start()
+        keys = [SharePartitionKey("g", orders, 0), SharePartitionKey("g", orders, 1), SharePartitionKey("g", payments, 0)]
+        for key in keys:
+            store.write(key, PersistedShareState(0, 0, 0, ()), snapshot=False)
+        await core.delete_topics(["orders"])
+        assert store.keys() == [keys[2]]
+        assert records_of(core, keys[0])[-2:] == [(sr.ShareSnapshotKey(keys[0]), None), (sr.ShareUpdateKey(keys[0]), None)]
+
+
+async def test_cold_snapshots_let_pruning_drop_what_no_state_needs(tmp_path: Path) -> None:
+    settings = {
+        **SETTINGS, "share.coordinator.state.topic.num.partitions": 1,
+        "share.coordinator.cold.partition.snapshot.interval.ms": 10_000,
+        "share.coordinator.state.topic.prune.interval.ms": 25_000,
+    }
+    async with Broker(settings, data_dir=tmp_path) as broker:
+        core = broker.core
+        store = core.share_state
+        await store.start()
+        partition_log = core.partition(SHARE_GROUP_STATE_TOPIC, 0)
+        store.write(KEY, PersistedShareState(0, 0, 0, (b(0, 4, AVAILABLE, 1),)), snapshot=False)  # offset 0
+        store.write(KEY, PersistedShareState(0, 0, -1, (b(0, 1, ACKED, 1),)), snapshot=False)  # 1
+        store.write(KEY, PersistedShareState(0, 0, 2, ()), snapshot=False)  # 2
+        store.write(OTHER, PersistedShareState(0, 0, 7, ()), snapshot=False)  # 3
+        states = {KEY: store.load(KEY), OTHER: store.load(OTHER)}
+
+        now = await broker.aadvance(10_000)  # both states' snapshots are that old: fresh ones, at offsets 4 and 5
+        assert await settle(lambda: partition_log.log_end_offset == 6)
+        cold = [value for _, value in records_of(core, KEY)[-1:] + records_of(core, OTHER)[-1:]]
+        assert [(v.snapshot_epoch, v.write_timestamp, v.state()) for v in cold] == [
+            (1, now, states[KEY]), (1, now, states[OTHER]),
+        ]
+        await broker.aadvance(10_000)  # every state has had its cold snapshot: none again (as Kafka)
+        await settle(lambda: partition_log.log_end_offset > 6)
+        assert partition_log.log_end_offset == 6 and partition_log.log_start_offset == 0
+
+        await broker.aadvance(5_000)  # pruning: nothing before the oldest latest snapshot is needed
+        assert await settle(lambda: partition_log.log_start_offset == 4)
+        store.write(KEY, PersistedShareState(0, 0, -1, (b(3, 3, ARCHIVED, 1),)), snapshot=False)
+        states[KEY] = store.load(KEY)
+        await broker.arestart()  # replayed from the new log start offset
+        store = broker.core.share_state
+        assert {key: store.load(key) for key in store.keys()} == states
+
+        store.delete(KEY)
+        store.delete(OTHER)
+        partition_log = broker.core.partition(SHARE_GROUP_STATE_TOPIC, 0)
+        end = partition_log.log_end_offset
+        await broker.aadvance(25_000)  # no state left: every record goes
+        assert await settle(lambda: partition_log.log_start_offset == end)
+
+
+async def test_a_replication_factor_the_brokers_cannot_reach_leaves_it_unstarted(tmp_path: Path) -> None:
+    """As Kafka leaves __share_group_state uncreated (share partitions cannot be initialized); a later start retries."""
+    async with Broker({**SETTINGS, "share.coordinator.state.topic.replication.factor": 2}, data_dir=tmp_path) as broker:
+        store = broker.core.share_state
+        for _ in range(2):
+            with pytest.raises(StorageError):
+                await store.start()
+        assert not store.started and broker.core.topic(SHARE_GROUP_STATE_TOPIC) is None

@@ -34,3 +34,4 @@ class GroupConfig:
     consumer_assignors: tuple[str, ...] = ("uniform", "range")  # the first is the default
     consumer_protocol_enabled: bool = True  # group.coordinator.rebalance.protocols lists "consumer"
     consumer_migration_policy: str = "bidirectional"  # which conversions of groups with members between protocols
+    share_max_size: int = 200

@@ -13,7 +13,7 @@ partition: COMMIT makes them committed offsets, ABORT drops them, at load as whe
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterable, Protocol, Sequence
+from typing import Any, Callable, Iterable, Protocol, Sequence
 
 from minibroker.coordinator_partitions import ServedPartitions
 from minibroker.groups.assignors import TopicSpec
@@ -55,6 +55,7 @@ from minibroker.protocol.group_records import (
 )
 from minibroker.protocol.key_partitions import partition_for
 from minibroker.protocol.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
+from minibroker.share.groups import SHARE_TYPE, MemberGone, ShareGroup, ShareGroups, ShareHeartbeat
 
 log = logging.getLogger(__name__)
 
@@ -121,12 +122,18 @@ class GroupCoordinator:
     def __init__(
         self, config: GroupConfig, timer: Timer, records: RecordLog, topics: TopicCatalog | None = None,
         owned: Iterable[int] | None = None, group_configs: GroupConfigs | None = None,
+        share_member_gone: MemberGone | None = None, share_group_deleted: Callable[[str], None] | None = None,
     ) -> None:
         self.config = config
         self.timer = timer
         self.records = records
         self.groups: dict[str, ClassicGroup] = {}
         self.consumer = ConsumerGroups(config, timer, topics or NoTopics(), self._write, self._downgrade, group_configs)
+        self.share = ShareGroups(
+            timer, topics or NoTopics(), self._write, group_configs or GroupConfigs({}), config.share_max_size,
+            share_member_gone,
+        )
+        self.share_group_deleted = share_group_deleted or (lambda group_id: None)
         self.classic_members = ClassicMembers(self.consumer)
         self.offsets = OffsetStore()
         self.pending = PendingTxnOffsets()
@@ -157,6 +164,8 @@ class GroupCoordinator:
             self.rebalancer.cancel_timers(group)
         for group_id in [g for g in self.consumer.groups if self.partition_of(g) == partition]:
             self.consumer.unload(group_id)
+        for group_id in [g for g in self.share.groups if self.partition_of(g) == partition]:
+            self.share.unload(group_id)
         self.offsets.forget(lambda group_id: self.partition_of(group_id) == partition)
         self.pending.forget(lambda group_id: self.partition_of(group_id) == partition)
 
@@ -170,8 +179,8 @@ class GroupCoordinator:
             log.warning("group %s: skipping group metadata in a transactional batch at offset %d", decoded.group, offset)
         elif isinstance(decoded, GroupMetadataKey):
             self._load_group(decoded.group, decode_group_value(value))
-        elif isinstance(decoded, SHARE_GROUP_KEYS):  # share groups' records are not consumer groups': skipped here
-            return
+        elif isinstance(decoded, SHARE_GROUP_KEYS):
+            self.share.replay(decoded, decode_value(decoded, value))
         else:
             self.consumer.replay(decoded, decode_value(decoded, value))
 
@@ -204,6 +213,9 @@ class GroupCoordinator:
         for consumer_group in self.consumer.groups.values():
             if self.partition_of(consumer_group.group_id) == partition:
                 self.consumer.on_loaded(consumer_group)
+        for share_group in self.share.groups.values():
+            if self.partition_of(share_group.group_id) == partition:
+                self.share.on_loaded(share_group)
         self.partitions.finish_loading(partition)
 
     def _load_group(self, group_id: str, value: GroupMetadataValue | None) -> None:
@@ -244,6 +256,8 @@ class GroupCoordinator:
         state); a transactional offset commit stays pending until its marker."""
         if isinstance(key, CONSUMER_GROUP_KEYS):
             self.consumer.replay(key, value)
+        elif isinstance(key, SHARE_GROUP_KEYS):
+            self.share.replay(key, value)
         elif isinstance(key, OffsetCommitKey):
             if value is None:
                 self.offsets.remove(key.group, key.topic, key.partition)
@@ -307,6 +321,8 @@ class GroupCoordinator:
             respond(join_error(request.member_id, ErrorCode.INVALID_SESSION_TIMEOUT))
         elif (unavailable := self.availability(request.group_id)) != ErrorCode.NONE:
             respond(join_error(request.member_id, unavailable))
+        elif request.group_id in self.share.groups:
+            respond(join_error("", ErrorCode.INCONSISTENT_GROUP_PROTOCOL))  # as Kafka: not a classic group
         else:
             consumer_group = self.consumer.groups.get(request.group_id)
             if consumer_group is not None and not consumer_group.is_empty:
@@ -329,6 +345,8 @@ class GroupCoordinator:
             return error_answer(unavailable)
         try:
             self.consumer.validate(request)
+            if request.group_id in self.share.groups:
+                raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} is not a consumer group")
             prefix, converted = self._join_consumer_protocol(request)
             return self.consumer.heartbeat(request, prefix, converted)
         except HeartbeatError as exc:
@@ -381,9 +399,42 @@ class GroupCoordinator:
             return described_error(group_id, unavailable, None)
         if group_id in self.consumer.groups:
             return self.consumer.describe(group_id)
-        if group_id in self.groups:
+        if group_id in self.groups or group_id in self.share.groups:
             return described_error(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         return described_error(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+
+    # ---- share groups (KIP-932) ----
+
+    def share_heartbeat(self, request: ShareHeartbeat) -> dict[str, Any]:
+        """ShareGroupHeartbeat: validated as Kafka validates it before asking the group's partition, which must be
+        served here; an id that is a classic or consumer-protocol group is not a share group."""
+        try:
+            self.share.validate(request)
+            unavailable = self.availability(request.group_id)
+            if unavailable != ErrorCode.NONE:
+                return error_answer(unavailable)
+            if request.group_id in self.consumer.groups or self._is_classic(request.group_id):
+                raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} is not a share group.")
+            return self.share.heartbeat(request)
+        except HeartbeatError as exc:
+            if exc.error == ErrorCode.INVALID_REQUEST:
+                log.info("ShareGroupHeartbeat of group %s refused: %s", request.group_id, exc)
+            return error_answer(exc.error, str(exc))
+
+    def share_describe(self, group_id: str) -> dict[str, Any]:
+        """One group of ShareGroupDescribe."""
+        unavailable = self.availability(group_id)
+        if unavailable != ErrorCode.NONE:
+            return described_error(group_id, unavailable, None)
+        if group_id in self.share.groups:
+            return self.share.describe(group_id)
+        if group_id in self.consumer.groups or self._is_classic(group_id):
+            return described_error(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+        return described_error(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+
+    def _is_classic(self, group_id: str) -> bool:
+        group = self.groups.get(group_id)
+        return group is not None and not group.is_in(GroupState.DEAD)
 
     def sync_group(
         self, group_id: str, member_id: str, instance_id: str | None, generation_id: int,
@@ -461,6 +512,8 @@ class GroupCoordinator:
         unavailable = self.availability(group_id)
         if unavailable != ErrorCode.NONE:
             return [unavailable] * len(commits)
+        if group_id in self.share.groups:  # as Kafka's ShareGroup.validateOffsetCommit
+            return [ErrorCode.GROUP_ID_NOT_FOUND] * len(commits)
         consumer_group = self.consumer.groups.get(group_id)
         if consumer_group is not None:
             limit = self.config.offset_metadata_max_bytes  # a commit refused for its metadata is not validated
@@ -543,6 +596,8 @@ class GroupCoordinator:
         unavailable = self.availability(group_id)
         if unavailable != ErrorCode.NONE:
             return {"group_id": group_id, "error_code": unavailable, "topics": []}
+        if group_id in self.share.groups:  # as Kafka's ShareGroup.validateOffsetFetch
+            return {"group_id": group_id, "error_code": ErrorCode.GROUP_ID_NOT_FOUND, "topics": []}
         consumer_group = self.consumer.groups.get(group_id)
         if consumer_group is not None:
             error = self.consumer.validate_fetch(consumer_group, member_id, member_epoch)
@@ -572,7 +627,7 @@ class GroupCoordinator:
             return unavailable, []
         group: ClassicGroup | ConsumerGroup | None = self.consumer.groups.get(group_id) or self.groups.get(group_id)
         if group is None or (isinstance(group, ClassicGroup) and group.is_in(GroupState.DEAD)):
-            return ErrorCode.GROUP_ID_NOT_FOUND, []
+            return ErrorCode.GROUP_ID_NOT_FOUND, []  # share groups too (ShareGroup.validateOffsetDelete)
         if isinstance(group, ClassicGroup) and not group.is_empty and not group.uses_consumer_protocol:
             return ErrorCode.NON_EMPTY_GROUP, []
         answers = []
@@ -611,6 +666,8 @@ class GroupCoordinator:
             ]
         if not wanted_types or CONSUMER_TYPE in wanted_types:
             listed += [self.consumer.listed(group) for group in self.consumer.groups.values()]
+        if not wanted_types or SHARE_TYPE in wanted_types:
+            listed += [self.share.listed(group) for group in self.share.groups.values()]
         return ErrorCode.NONE, [
             group for group in listed if not wanted_states or group["group_state"].lower() in wanted_states
         ]
@@ -658,6 +715,9 @@ class GroupCoordinator:
         unavailable = self.availability(group_id)
         if unavailable != ErrorCode.NONE:
             return unavailable
+        share_group = self.share.groups.get(group_id)
+        if share_group is not None:
+            return self._delete_share_group(share_group)
         group: ClassicGroup | ConsumerGroup | None = self.consumer.groups.get(group_id) or self.groups.get(group_id)
         if group is None or (isinstance(group, ClassicGroup) and group.is_in(GroupState.DEAD)):
             return ErrorCode.GROUP_ID_NOT_FOUND
@@ -667,6 +727,16 @@ class GroupCoordinator:
             (OffsetCommitKey(group_id, topic, partition), None) for topic, partition in self._offset_partitions(group_id)
         ]
         return self._write(group_id, records + self._group_tombstones(group))
+
+    def _delete_share_group(self, group: ShareGroup) -> ErrorCode:
+        """An empty share group's records are tombstoned and its share partitions' state deleted (Kafka deletes the
+        share-group state before the group)."""
+        if not group.is_empty:
+            return ErrorCode.NON_EMPTY_GROUP
+        error = self._write(group.group_id, self.share.deletion_records(group))
+        if error == ErrorCode.NONE:
+            self.share_group_deleted(group.group_id)
+        return error
 
     def _group_tombstones(self, group: ClassicGroup | ConsumerGroup) -> list[Record]:
         if isinstance(group, ConsumerGroup):

@@ -69,6 +69,7 @@ def group_config(config: BrokerConfig) -> GroupConfig:
         consumer_assignors=_assignors(config.group_consumer_assignors),
         consumer_protocol_enabled="consumer" in _names(config.group_coordinator_rebalance_protocols),
         consumer_migration_policy=config.group_consumer_migration_policy.strip().lower(),
+        share_max_size=config.group_share_max_size,
     )
 
 
@@ -161,6 +162,21 @@ class BrokerTopics:
         return [name for name in self.broker.logs.topics if name not in INTERNAL_TOPICS]
 
 
+class ShareGroupDirectory:
+    """What the share data path and its admin APIs ask membership (``broker.share_groups``)."""
+
+    def __init__(self, service: GroupService) -> None:
+        self.service = service
+
+    def group_state(self, group_id: str) -> str | None:
+        """Share group ``group_id``'s state ("Empty", "Stable") at its coordinator; None when there is no such share
+        group (or its partition has no leader)."""
+        if CONSUMER_OFFSETS_TOPIC not in self.service.broker.logs.topics:
+            return None
+        coordinator = self.service.ownership.owner(self.service.partition_of(group_id))
+        return None if coordinator is None else coordinator.share.group_state(group_id)
+
+
 class GroupService:
     """One group coordinator per node, each owning the ``__consumer_offsets`` partitions its node leads (Kafka's
     coordinator follows partition leadership): a partition that changes leader is resigned by the old node's
@@ -174,6 +190,7 @@ class GroupService:
         self.ownership: PartitionOwnership[GroupCoordinator] = PartitionOwnership(
             broker, CONSUMER_OFFSETS_TOPIC, self._make_coordinator, self._load,
         )
+        self.share_groups = ShareGroupDirectory(self)
         self._timers: list[LoopTimer | ClockTimer] = []
         self._tasks: list[asyncio.Task] = []
 
@@ -187,7 +204,21 @@ class GroupService:
         self._timers.append(timer)
         return GroupCoordinator(
             self.config, timer, self.topic, self.catalog, owned=(), group_configs=self.broker.group_configs,
+            share_member_gone=self._share_member_gone, share_group_deleted=self._share_group_deleted,
         )
+
+    def _share_member_gone(self, group_id: str, member_id: str) -> None:
+        """A share group member left, was fenced or timed out: the data path releases the records it acquired."""
+        partitions = getattr(self.broker, "share_partitions", None)
+        if partitions is not None:
+            partitions.release_member(group_id, member_id)
+
+    def _share_group_deleted(self, group_id: str) -> None:
+        partitions = getattr(self.broker, "share_partitions", None)
+        if partitions is not None:
+            partitions.delete_group(group_id)
+
+
 
     def start(self) -> None:
         """Create the coordinators, take over the partitions each node leads and start expiry."""
@@ -248,7 +279,10 @@ class GroupService:
                     await asyncio.sleep(0)
         except InvalidRecordError as exc:
             log.error("%s-%d: unreadable batch, loading stopped there: %s", CONSUMER_OFFSETS_TOPIC, partition, exc)
-        groups = sum(coordinator.partition_of(g) == partition for g in [*coordinator.groups, *coordinator.consumer.groups])
+        groups = sum(
+            coordinator.partition_of(g) == partition
+            for g in [*coordinator.groups, *coordinator.consumer.groups, *coordinator.share.groups]
+        )
         log.info("loaded %d group(s) from %d record(s) of %s-%d in %.0f ms", groups, records,
                  CONSUMER_OFFSETS_TOPIC, partition, (time.monotonic() - started) * 1000)
 

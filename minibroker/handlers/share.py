@@ -17,6 +17,7 @@ from minibroker.acl_operations import GROUP, READ, TOPIC
 from minibroker.context import RequestContext
 from minibroker.handlers.metadata import leader_endpoints
 from minibroker.handlers.registry import api
+from minibroker.handlers.share_groups import share_groups_enabled
 from minibroker.protocol.errors import NO_ERROR, ErrorCode
 from minibroker.share.manager import Acquisition
 from minibroker.share.partition import AckBatch, AcknowledgeType, AcquiredRange
@@ -53,7 +54,9 @@ def top_level_error(ctx: RequestContext, error: ErrorCode, message: str | None =
 
 
 def request_refusal(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any] | None:
-    """What both APIs check first: READ on the group, a member id."""
+    """What both APIs check first: share groups on (share.version), READ on the group, a member id."""
+    if not share_groups_enabled(ctx):
+        return top_level_error(ctx, ErrorCode.UNSUPPORTED_VERSION)
     if ctx.broker.authorizer is not None and not ctx.allowed(READ, GROUP, body["group_id"] or ""):
         return top_level_error(ctx, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if not body["member_id"]:

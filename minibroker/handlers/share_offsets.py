@@ -13,6 +13,7 @@ from typing import Any, Callable
 from minibroker.acl_operations import DELETE, DESCRIBE, GROUP, READ, TOPIC
 from minibroker.context import RequestContext
 from minibroker.handlers.registry import api
+from minibroker.handlers.share_groups import share_groups_enabled
 from minibroker.protocol.errors import NO_ERROR, ErrorCode
 from minibroker.protocol.primitives import ZERO_UUID
 from minibroker.share.state import SharePartitionKey
@@ -34,8 +35,7 @@ def coordinator_error(ctx: RequestContext, group_id: str) -> ErrorCode:
 
 def group_state(ctx: RequestContext, group_id: str) -> str | None:
     """The share group's state as membership knows it (None: no share group of that id)."""
-    groups = getattr(ctx.broker, "share_groups", None)
-    return None if groups is None else groups.group_state(group_id)
+    return ctx.broker.share_groups.group_state(group_id)
 
 
 def alterable_error(ctx: RequestContext, group_id: str) -> tuple[ErrorCode, str | None]:
@@ -65,6 +65,8 @@ async def describe_share_group_offsets(ctx: RequestContext, body: dict[str, Any]
 def describe_group(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     group_id = request["group_id"]
     answer: dict[str, Any] = {"group_id": group_id, "topics": [], "error_code": NO_ERROR, "error_message": None}
+    if not share_groups_enabled(ctx):
+        return {**answer, "error_code": ErrorCode.UNSUPPORTED_VERSION}
     if not allowed(ctx, DESCRIBE, GROUP, group_id):
         return {**answer, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
     error = coordinator_error(ctx, group_id)
@@ -128,6 +130,8 @@ def described_topic(ctx: RequestContext, group_id: str, name: str, topic_id: byt
 @api(91, 0, 0)
 async def alter_share_group_offsets(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     group_id = body["group_id"]
+    if not share_groups_enabled(ctx):
+        return offsets_error(ErrorCode.UNSUPPORTED_VERSION)
     if not allowed(ctx, READ, GROUP, group_id):
         return offsets_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     error = coordinator_error(ctx, group_id)
@@ -186,6 +190,8 @@ def offsets_error(error: ErrorCode, message: str | None = None) -> dict[str, Any
 @api(92, 0, 0)
 async def delete_share_group_offsets(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     group_id = body["group_id"]
+    if not share_groups_enabled(ctx):
+        return offsets_error(ErrorCode.UNSUPPORTED_VERSION)
     if not allowed(ctx, DELETE, GROUP, group_id):
         return offsets_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     error = coordinator_error(ctx, group_id)

@@ -39,6 +39,8 @@ class StateStore(Protocol):
     """What the manager needs of ``__share_group_state`` (minibroker.share.state_store.ShareStateStore); writes raise
     ShareStateWriteError when refused."""
 
+    @property
+    def started(self) -> bool: ...
     async def start(self) -> None: ...
     def load(self, key: SharePartitionKey) -> PersistedShareState | None: ...
     def write(self, key: SharePartitionKey, state: PersistedShareState, snapshot: bool) -> None: ...
@@ -253,7 +255,7 @@ class SharePartitionManager:
     # ---- for membership and the admin APIs ----
 
     def _keys(self, group_id: str) -> list[SharePartitionKey]:
-        stored = self.store.keys(group_id)
+        stored = self.store.keys(group_id) if self.store.started else []
         return list(dict.fromkeys([*stored, *(key for key in self.partitions if key.group_id == group_id)]))
 
     def _state(self, key: SharePartitionKey) -> tuple[int, int] | None:
@@ -261,7 +263,7 @@ class SharePartitionManager:
         partition = self.partitions.get(key)
         if partition is not None:
             return partition.start_offset, partition.leader_epoch
-        state = self.store.load(key)
+        state = self.store.load(key) if self.store.started else None
         if state is None or state.start_offset < 0:
             return None
         return state.start_offset, state.leader_epoch
@@ -291,7 +293,7 @@ class SharePartitionManager:
     def alter_start_offset(self, key: SharePartitionKey, offset: int) -> None:
         """AlterShareGroupOffsets (the group is empty): the share partition starts again at ``offset``."""
         old = self.partitions.pop(key, None)
-        stored = self.store.load(key) if old is None else None
+        stored = self.store.load(key) if old is None and self.store.started else None
         epoch = (old.state_epoch if old is not None else stored.state_epoch if stored is not None else 0) + 1
         leader_epoch = old.leader_epoch if old is not None else stored.leader_epoch if stored is not None else 0
         partition = SharePartition(offset, self.limits(key.group_id), self.broker.clock, state_epoch=epoch, leader_epoch=leader_epoch)
@@ -302,7 +304,8 @@ class SharePartitionManager:
     def delete(self, key: SharePartitionKey) -> None:
         """DeleteShareGroupOffsets or a deleted group: the share partition's state is gone."""
         self._forget(key)
-        self.store.delete(key)
+        if self.store.started:
+            self.store.delete(key)
 
     def _forget(self, key: SharePartitionKey) -> None:
         self.partitions.pop(key, None)
@@ -310,8 +313,13 @@ class SharePartitionManager:
             self._timer.cancel(f"share-lock-{key.coordinator_key()}")
 
     def delete_group(self, group_id: str) -> None:
+        """A deleted share group: its share partitions and their stored state go (a state the store cannot delete
+        now is left, with a warning)."""
         for key in self._keys(group_id):
-            self.delete(key)
+            try:
+                self.delete(key)
+            except ShareStateWriteError as exc:
+                log.warning("share partition %s: state not deleted: %s", key.coordinator_key(), exc)
         for session in self.sessions.of_group(group_id):
             self.sessions.remove(group_id, session.member_id)
 

@@ -10,15 +10,21 @@ FENCED_STATE_EPOCH when they carry an epoch below the one recorded.
 The topic is made when the first share partition is initialized, as in Kafka (where the persister's first
 FindCoordinator for a share key creates it), not at start-up: the data path awaits ``start()`` before it first reads
 or writes, and the broker replays an existing topic at start-up. As in Kafka it is created with
-cleanup.policy=delete.
+cleanup.policy=delete, not compacted: what keeps it small is Kafka's pruning, on the broker's clock, of the records
+before each partition's oldest latest snapshot (``share.coordinator.state.topic.prune.interval.ms``), with a fresh
+snapshot of states left unwritten for ``share.coordinator.cold.partition.snapshot.interval.ms`` so idle keys do not
+hold it back; the state of a deleted topic's share partitions is deleted with the topic.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from minibroker.clock import every
 
 from minibroker.internal_topics import InternalTopic, PendingFlushes, internal_replication_factor, replay
 from minibroker.protocol import share_records as records
@@ -52,12 +58,14 @@ class ShareStateWriteError(Exception):
 
 @dataclass(slots=True)
 class _Stored:
-    """One key's state as replayed, with what the next write needs: its snapshot's epoch and creation time, and how
-    many updates followed that snapshot."""
+    """One key's state as replayed, with its latest snapshot's epoch, times and offset (what the next write, the cold
+    snapshots and pruning need), and how many updates followed that snapshot."""
 
     state: PersistedShareState
     snapshot_epoch: int
     create_timestamp: int
+    write_timestamp: int
+    snapshot_offset: int
     updates: int = 0
 
 
@@ -95,6 +103,7 @@ class ShareStateStore:
         self._stored: dict[SharePartitionKey, _Stored] = {}
         self._started = False
         self._starting: asyncio.Lock | None = None
+        self._tasks: list[asyncio.Task] = []
 
     @property
     def started(self) -> bool:
@@ -114,6 +123,20 @@ class ShareStateStore:
             for partition, partition_log in enumerate(info.partitions):
                 await self._replay_partition(partition, partition_log)
             self._started = True
+            config, clock, loop = self.broker.config, self.broker.clock, asyncio.get_running_loop()
+            self._tasks = [
+                loop.create_task(every(
+                    clock, config.share_coordinator_cold_partition_snapshot_interval_ms, self.snapshot_cold_partitions,
+                )),
+                loop.create_task(every(clock, config.share_coordinator_state_topic_prune_interval_ms, self.prune)),
+            ]
+            await asyncio.sleep(0)  # the jobs take their first due time from now, not from whenever they first run
+
+    def stop(self) -> None:
+        """Stop the periodic jobs (the broker stops, or forgets its state)."""
+        for task in self._tasks:
+            task.cancel()
+        self._tasks.clear()
 
     def partition_of(self, key: SharePartitionKey) -> int:
         """Kafka's ShareCoordinatorService.partitionFor: the coordinator key hashed as a group id."""
@@ -157,8 +180,8 @@ class ShareStateStore:
         record_key: records.ShareKey = (
             records.ShareSnapshotKey(key) if isinstance(value, records.ShareSnapshotValue) else records.ShareUpdateKey(key)
         )
-        self._append(key, [(records.encode_key(record_key), records.encode_value(value))])
-        self.apply(record_key, value)
+        offset = self._append(key, [(records.encode_key(record_key), records.encode_value(value))])
+        self._apply(record_key, value, offset)
 
     def delete(self, key: SharePartitionKey) -> None:
         """Tombstones for both record types of ``key`` (Kafka's deleteState); the state is forgotten. Raises
@@ -167,23 +190,82 @@ class ShareStateStore:
         if key not in self._stored:
             return
         keys = (records.ShareSnapshotKey(key), records.ShareUpdateKey(key))
-        self._append(key, [(records.encode_key(record_key), None) for record_key in keys])
+        offset = self._append(key, [(records.encode_key(record_key), None) for record_key in keys])
         for record_key in keys:
-            self.apply(record_key, None)
+            self._apply(record_key, None, offset)
+
+    def delete_topics(self, topic_ids: set[bytes]) -> int:
+        """The state of every share partition of deleted topics, deleted (Kafka's maybeCleanupShareState); returns how
+        many; a key whose tombstones cannot be written is left, with a warning."""
+        deleted = 0
+        for key in [key for key in self._stored if key.topic_id in topic_ids]:
+            try:
+                self.delete(key)
+            except ShareStateWriteError as exc:
+                log.warning("share state of %s not deleted with its topic: %s", key.coordinator_key(), exc)
+                continue
+            deleted += 1
+        return deleted
+
+    def snapshot_cold_partitions(self) -> Awaitable[None] | None:
+        """Kafka's snapshotColdPartitions: in each partition of the topic where some state has not been snapshotted
+        since it was created, a fresh snapshot of every state whose latest one is older than the interval."""
+        interval = self.broker.config.share_coordinator_cold_partition_snapshot_interval_ms
+        now = self.broker.clock()
+        written = 0
+        for keys in self._by_partition().values():
+            if all(self._stored[key].create_timestamp != self._stored[key].write_timestamp for key in keys):
+                continue
+            for key in keys:
+                stored = self._stored[key]
+                if now - stored.write_timestamp < interval:
+                    continue
+                value = records.snapshot_of(stored.state, stored.snapshot_epoch + 1, stored.create_timestamp, now)
+                record_key = records.ShareSnapshotKey(key)
+                try:
+                    offset = self._append(key, [(records.encode_key(record_key), records.encode_value(value))])
+                except ShareStateWriteError as exc:
+                    log.warning("cold snapshot of %s not written: %s", key.coordinator_key(), exc)
+                    continue
+                self._apply(record_key, value, offset)
+                written += 1
+        return self.flush() if written else None
+
+    def prune(self) -> None:
+        """Kafka's performRecordPruning: each partition's records before the oldest offset a state still needs (the
+        latest snapshot of each of its keys; with no keys, all of them) are deleted."""
+        by_partition = self._by_partition()
+        for partition in range(self.topic.num_partitions):
+            partition_log = self.broker.partition(SHARE_GROUP_STATE_TOPIC, partition)
+            if partition_log is None:
+                continue
+            keys = by_partition.get(partition, ())
+            needed = min((self._stored[key].snapshot_offset for key in keys), default=partition_log.log_end_offset)
+            if needed > partition_log.log_start_offset:
+                partition_log.delete_records_before(needed)
+
+    def _by_partition(self) -> dict[int, list[SharePartitionKey]]:
+        partitions: dict[int, list[SharePartitionKey]] = {}
+        for key in self._stored:
+            partitions.setdefault(self.partition_of(key), []).append(key)
+        return partitions
 
     async def flush(self) -> None:
         """fsync what the flush policy (flush.messages, flush.ms) says must be durable before a client hears of it."""
         await self.topic.flushes.flush()
 
-    def apply(self, record_key: records.ShareKey, value: records.ShareValue | None) -> None:
-        """Replay one record into memory: what a write does after appending it, and what loading does for each."""
+    def _apply(self, record_key: records.ShareKey, value: records.ShareValue | None, offset: int) -> None:
+        """Replay one record (at ``offset``) into memory: what a write does after appending it, and what loading does
+        for each."""
         key = record_key.key
         if isinstance(record_key, records.ShareSnapshotKey):
             if value is None:
                 self._stored.pop(key, None)
             else:
                 assert isinstance(value, records.ShareSnapshotValue)
-                self._stored[key] = _Stored(value.state(), value.snapshot_epoch, value.create_timestamp)
+                self._stored[key] = _Stored(
+                    value.state(), value.snapshot_epoch, value.create_timestamp, value.write_timestamp, offset,
+                )
             return
         if value is None:  # the snapshot's tombstone, next to it, forgets the state
             return
@@ -191,7 +273,7 @@ class ShareStateStore:
         stored = self._stored.get(key)
         if stored is None:  # updates without their snapshot: they are the state (ShareGroupOffset.fromRecord)
             empty = PersistedShareState(DEFAULT_STATE_EPOCH, NOT_GIVEN, NOT_GIVEN)
-            self._stored[key] = _Stored(merge_update(empty, value), value.snapshot_epoch, NOT_GIVEN)
+            self._stored[key] = _Stored(merge_update(empty, value), value.snapshot_epoch, NOT_GIVEN, NOT_GIVEN, offset)
             return
         stored.state = merge_update(stored.state, value)
         stored.updates += 1
@@ -216,9 +298,10 @@ class ShareStateStore:
                 f"{key.coordinator_key()}: state epoch {state.state_epoch} below {stored.state.state_epoch}",
             )
 
-    def _append(self, key: SharePartitionKey, batch: list[tuple[bytes, bytes | None]]) -> None:
+    def _append(self, key: SharePartitionKey, batch: list[tuple[bytes, bytes | None]]) -> int:
+        """Append the records of ``key`` as one batch; returns the offset of the first."""
         try:
-            self.topic.append(self.partition_of(key), batch, base_timestamp=self.broker.clock())
+            return self.topic.append(self.partition_of(key), batch, base_timestamp=self.broker.clock()).base_offset
         except LookupError as exc:
             raise ShareStateWriteError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, str(exc)) from exc
         except (OSError, StorageError) as exc:
@@ -234,7 +317,7 @@ class ShareStateStore:
                     continue
                 try:
                     record_key = records.decode_key(record.key)
-                    self.apply(record_key, records.decode_value(record_key, record.value))
+                    self._apply(record_key, records.decode_value(record_key, record.value), record.offset)
                 except ProtocolError as exc:
                     log.warning("%s-%d offset %d: skipping unreadable record: %s", SHARE_GROUP_STATE_TOPIC, partition,
                                 record.offset, exc)
