@@ -17,6 +17,7 @@ from minibroker.protocol.records import RecordInput, build_batch, iter_batches
 from minibroker.testing import Broker
 from tests.aclutil import ADMIN, GROUP, TOPIC, acl_broker, create_topics, grant, login, unique
 from tests.clientutil import Deadline, RawConnection
+from tests.txnutil import producer
 
 PRODUCE, CREATE_TOPICS, ALTER_CONFIGS_INCREMENTAL, SHARE_FETCH, SHARE_ACKNOWLEDGE = 0, 19, 44, 78, 79
 GROUP_RESOURCE = 32  # a config resource
@@ -480,3 +481,35 @@ def test_share_fetch_needs_read_on_the_group_and_the_topic(tmp_path: Any) -> Non
             assert partition_of(member.fetch(epoch=0))["error_code"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
             grant(broker, "reader", TOPIC, name, READ_OPERATION)
             assert partition_of(member.fetch(epoch=0))["error_code"] == ErrorCode.NONE
+
+
+def test_read_committed_archives_aborted_records_and_stops_at_the_lso(
+    broker: Broker, conn: RawConnection, topic: tuple[str, bytes],
+) -> None:
+    """share.isolation.level=read_committed: records of an aborted transaction are archived, never delivered; an open
+    transaction's records wait below the last stable offset; control records are acquired (the client skips them)."""
+    name, topic_id = topic
+    group = f"g-{name}"
+    set_group_config(conn, group, "share.isolation.level", "read_committed")
+    set_group_config(conn, group, "share.auto.offset.reset", "earliest")
+    with producer("confluent", broker.bootstrap_servers, f"txn-{name}") as txn:
+        txn.begin()
+        txn.send(name, 0, b"aborted-1")
+        txn.send(name, 0, b"aborted-2")
+        txn.flush()
+        txn.abort()  # 0-1 aborted, 2 the ABORT marker
+        txn.begin()
+        txn.send(name, 0, b"committed")
+        txn.flush()
+        txn.commit()  # 3, and 4 the COMMIT marker
+        txn.begin()
+        txn.send(name, 0, b"open")  # 5: not stable yet
+        txn.flush()
+        member = Member(conn, group, topic_id)
+        answer = member.fetch()
+        assert acquired(answer) == [(2, 4, 1)]
+        assert [first for first, _ in record_offsets(answer)] == [2, 3, 4]
+        member.acknowledge(acks((2, 2, 0), (3, 3, ACCEPT), (4, 4, 0)))  # the markers acknowledged as gaps
+        assert nothing_acquired(member.fetch())
+        txn.commit()
+    assert acquired(member.fetch()) == [(5, 6, 1)]

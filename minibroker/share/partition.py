@@ -211,12 +211,12 @@ class SharePartition:
                     record = self.records.get(offset)
                     if record is None or record.state != DeliveryState.AVAILABLE:
                         continue
-                if batch.aborted:
+                record.delivery_count += 1
+                if batch.aborted:  # acquired, then archived at once (Kafka's filterAbortedTransactionalAcquiredRecords)
                     record.state = DeliveryState.ARCHIVED
                     self._dirty.add(offset)
                     continue
                 record.state = DeliveryState.ACQUIRED
-                record.delivery_count += 1
                 record.member = member
                 record.deadline = deadline
                 taken.append((offset, record.delivery_count, offset == batch.first_offset))
