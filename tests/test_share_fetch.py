@@ -17,6 +17,7 @@ from minibroker.protocol.records import RecordInput, build_batch, iter_batches
 from minibroker.testing import Broker
 from tests.aclutil import ADMIN, GROUP, TOPIC, acl_broker, create_topics, grant, login, unique
 from tests.clientutil import Deadline, RawConnection
+from tests.test_share_groups import heartbeat, join
 from tests.txnutil import producer
 
 PRODUCE, CREATE_TOPICS, ALTER_CONFIGS_INCREMENTAL, SHARE_FETCH, SHARE_ACKNOWLEDGE = 0, 19, 44, 78, 79
@@ -513,3 +514,70 @@ def test_read_committed_archives_aborted_records_and_stops_at_the_lso(
         assert nothing_acquired(member.fetch())
         txn.commit()
     assert acquired(member.fetch()) == [(5, 6, 1)]
+
+
+def test_alter_and_delete_offsets_of_an_empty_share_group(broker: Broker, conn: RawConnection, topic: tuple[str, bytes]) -> None:
+    """The group must be an empty share group (NON_EMPTY_GROUP while a member is in it); altering moves the start
+    offset the next fetch reads from, deleting forgets the share partition."""
+    name, topic_id = topic
+    bootstrap = broker.bootstrap_servers
+    produce(conn, name, 6)
+    find_coordinator(conn, f"g-{name}")
+    member_id, _ = join(bootstrap, f"g-{name}", [name])
+    member = Member(conn, f"g-{name}", topic_id)
+    member.member_id = member_id
+    member.start()  # initialized at the end: 6
+    alter = {"group_id": f"g-{name}", "topics": [
+        {"topic_name": name, "partitions": [{"partition_index": 0, "start_offset": 2}, {"partition_index": 5, "start_offset": 0}]},
+        {"topic_name": "no-such-topic", "partitions": [{"partition_index": 0, "start_offset": 0}]},
+    ]}
+    assert call(conn, ALTER_OFFSETS, 0, alter)["error_code"] == ErrorCode.NON_EMPTY_GROUP
+    assert heartbeat(bootstrap, f"g-{name}", member_id, -1)["error_code"] == ErrorCode.NONE  # leaves: the group is empty
+    answer = call(conn, ALTER_OFFSETS, 0, alter)
+    assert answer["error_code"] == ErrorCode.NONE
+    assert [(t["topic_name"], [(p["partition_index"], p["error_code"]) for p in t["partitions"]]) for t in answer["responses"]] == [
+        ("no-such-topic", [(0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]),
+        (name, [(0, ErrorCode.NONE), (5, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]),
+    ]
+    [described] = describe_offsets(conn, f"g-{name}", None)["topics"]
+    assert [(p["partition_index"], p["start_offset"], p["lag"]) for p in described["partitions"]] == [(0, 2, 4)]
+    again = Member(conn, f"g-{name}", topic_id)
+    assert acquired(again.fetch()) == [(2, 5, 1)]
+    again.fetch(epoch=-1)
+    answer = call(conn, DELETE_OFFSETS, 0, {"group_id": f"g-{name}", "topics": [{"topic_name": name}, {"topic_name": "nope"}]})
+    assert answer["error_code"] == ErrorCode.NONE
+    assert [(t["topic_name"], t["error_code"]) for t in answer["responses"]] == [
+        ("nope", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), (name, ErrorCode.NONE)]
+    assert describe_offsets(conn, f"g-{name}", None)["topics"] == []
+    answer = call(conn, DELETE_OFFSETS, 0, {"group_id": f"g-{name}", "topics": [{"topic_name": name}]})
+    assert answer["responses"][0]["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # nothing left to delete
+
+
+def test_a_member_leaving_the_group_gives_its_records_back(broker: Broker, conn: RawConnection, topic: tuple[str, bytes]) -> None:
+    name, topic_id = topic
+    bootstrap = broker.bootstrap_servers
+    find_coordinator(conn, f"g-{name}")
+    member_id, _ = join(bootstrap, f"g-{name}", [name])
+    leaving, staying = Member(conn, f"g-{name}", topic_id), Member(conn, f"g-{name}", topic_id)
+    leaving.member_id = member_id
+    leaving.start()
+    staying.start()
+    produce(conn, name, 3)
+    assert acquired(leaving.fetch()) == [(0, 2, 1)]
+    assert heartbeat(bootstrap, f"g-{name}", member_id, -1)["error_code"] == ErrorCode.NONE
+    assert acquired(staying.fetch()) == [(0, 2, 1)]  # the delivery was taken back
+    assert leaving.fetch()["error_code"] == ErrorCode.SHARE_SESSION_NOT_FOUND  # its session ended with it
+
+
+def test_the_share_session_limit(topic_name: str) -> None:
+    """group.share.max.share.sessions: one session more is refused with SHARE_SESSION_LIMIT_REACHED; a closed one
+    makes room."""
+    with Broker({"group.share.max.share.sessions": "1"}) as broker:
+        with RawConnection(broker.bootstrap_servers) as conn:
+            topic_id = create(conn, topic_name)
+            first, second = Member(conn, f"g-{topic_name}", topic_id), Member(conn, f"g-{topic_name}", topic_id)
+            first.start()
+            assert second.fetch(epoch=0)["error_code"] == ErrorCode.SHARE_SESSION_LIMIT_REACHED
+            assert first.fetch(epoch=0)["error_code"] == ErrorCode.NONE  # its own session, replaced
+            assert first.fetch(epoch=-1)["error_code"] == ErrorCode.NONE
+            assert second.fetch(epoch=0)["error_code"] == ErrorCode.NONE

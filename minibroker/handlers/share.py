@@ -10,6 +10,7 @@ group coordinator whether the member is in the group.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any, Iterable
 
@@ -171,6 +172,8 @@ async def share_fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, An
             group_id, member_id, epoch, wanted, forgotten, bool(acknowledging), ctx.connection,
         )
     except SessionError as exc:
+        if exc.error == ErrorCode.SHARE_SESSION_LIMIT_REACHED:  # Kafka answers after MaxWaitMs, not in a busy loop
+            await asyncio.sleep(max(body["max_wait_ms"], 0) / 1000)
         return top_level_error(ctx, exc.error)
     names, denied = readable_topics(ctx, wanted + fetching)
     acknowledged: dict[Partition, dict[str, Any]] = {}
