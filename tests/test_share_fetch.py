@@ -43,9 +43,9 @@ def call(conn: RawConnection, api_key: int, version: int, body: dict[str, Any]) 
     return decode_response(api_key, version, conn.request(api_key, version, body))[1]
 
 
-def create(conn: RawConnection, name: str, partitions: int = 1) -> bytes:
+def create(conn: RawConnection, name: str, partitions: int = 1, replicas: int = 1) -> bytes:
     answer = call(conn, CREATE_TOPICS, 7, {"topics": [{
-        "name": name, "num_partitions": partitions, "replication_factor": 1, "assignments": [], "configs": [],
+        "name": name, "num_partitions": partitions, "replication_factor": replicas, "assignments": [], "configs": [],
     }], "timeout_ms": 5000, "validate_only": False})
     [topic] = answer["topics"]
     assert topic["error_code"] == ErrorCode.NONE
@@ -581,3 +581,23 @@ def test_the_share_session_limit(topic_name: str) -> None:
             assert first.fetch(epoch=0)["error_code"] == ErrorCode.NONE  # its own session, replaced
             assert first.fetch(epoch=-1)["error_code"] == ErrorCode.NONE
             assert second.fetch(epoch=0)["error_code"] == ErrorCode.NONE
+
+
+def test_a_new_leader_loads_the_share_partition_from_its_stored_state(topic_name: str) -> None:
+    """When the partition's leader moves, its share partition is loaded again from __share_group_state: what was
+    acknowledged stays acknowledged, what was acquired is available again (locks do not move)."""
+    with Broker(nodes=2) as broker:
+        with RawConnection(broker.bootstrap_servers) as conn:
+            topic_id = create(conn, topic_name, replicas=2)
+        leader = broker.core.placements.of(topic_name, 0).leader
+        with RawConnection(broker.node_addresses[leader]) as conn:
+            member = Member(conn, f"g-{topic_name}", topic_id)
+            member.start()
+            produce(conn, topic_name, 4)
+            assert acquired(member.fetch()) == [(0, 3, 1)]
+            member.acknowledge(acks((0, 1, ACCEPT)))
+            other = next(node for node in broker.node_addresses if node != leader)
+            broker.move_leader(topic_name, 0, other)
+            assert partition_of(member.fetch())["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+            with RawConnection(broker.node_addresses[other]) as moved:  # the first session still open
+                assert acquired(Member(moved, f"g-{topic_name}", topic_id).fetch()) == [(2, 3, 1)]

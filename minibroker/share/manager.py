@@ -78,6 +78,7 @@ class SharePartitionManager:
         max_sessions = int(broker.group_configs.settings.get("group.share.max.share.sessions") or 2000)
         self.sessions = ShareSessions(max_sessions)
         self._timer: ClockTimer | LoopTimer | None = None
+        broker.leader_listeners.append(self.leaders_changed)
 
     async def ready(self) -> None:
         """The state store started (the topic made and replayed on first use)."""
@@ -340,8 +341,20 @@ class SharePartitionManager:
             described.append(entry)
         return described
 
+    def leaders_changed(self, topic: str) -> None:
+        """A partition's leader moved: its share partitions are dropped (their locks lost, as Kafka fences them), to
+        be loaded again from the stored state by the new leader's first fetch."""
+        info = self.broker.topic(topic)
+        if info is None:
+            return
+        for key, partition in list(self.partitions.items()):
+            if key.topic_id == info.topic_id and partition.leader_epoch != self.broker.placements.of(topic, key.partition).leader_epoch:
+                self._forget(key)
+
     def clear(self) -> None:
         """Forget everything held in memory (the broker's reset or restore)."""
+        if self.leaders_changed in self.broker.leader_listeners:
+            self.broker.leader_listeners.remove(self.leaders_changed)
         if self._timer is not None:
             self._timer.close()
         self.partitions.clear()
