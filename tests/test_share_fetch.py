@@ -601,3 +601,33 @@ def test_a_new_leader_loads_the_share_partition_from_its_stored_state(topic_name
             assert partition_of(member.fetch())["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
             with RawConnection(broker.node_addresses[other]) as moved:  # the first session still open
                 assert acquired(Member(moved, f"g-{topic_name}", topic_id).fetch()) == [(2, 3, 1)]
+
+
+def test_by_duration_reset_starts_at_the_first_record_that_recent(broker: Broker, conn: RawConnection, topic: tuple[str, bytes]) -> None:
+    name, topic_id = topic
+    now = broker.core.clock()
+    for age_ms in (7_200_000, 3_000_000, 60_000):  # two hours, fifty minutes, one minute old
+        records = build_batch([RecordInput(b"k", b"%d" % age_ms)], base_timestamp=now - age_ms)
+        answer = call(conn, PRODUCE, 9, {"transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [
+            {"name": name, "partition_data": [{"index": 0, "records": records}]}]})
+        assert answer["responses"][0]["partition_responses"][0]["error_code"] == ErrorCode.NONE
+    set_group_config(conn, f"g-{name}", "share.auto.offset.reset", "by_duration:PT1H")
+    assert acquired(Member(conn, f"g-{name}", topic_id).fetch()) == [(1, 2, 1)]
+
+
+def test_describe_shows_the_in_flight_records(broker: Broker, conn: RawConnection, topic: tuple[str, bytes]) -> None:
+    """What the control API and the inspector read: ranges of one state, delivery count, owner and lock deadline."""
+    name, topic_id = topic
+    member = Member(conn, f"g-{name}", topic_id)
+    member.start()
+    produce(conn, name, 3)
+    acquired(member.fetch())
+    member.acknowledge(acks((1, 1, RELEASE)))
+    [described] = broker.core.share_partitions.describe(f"g-{name}")
+    deadline = broker.core.clock() + LOCK_MS
+    assert (described["topic"], described["partition"], described["start_offset"], described["end_offset"]) == (name, 0, 0, 3)
+    assert [(b["first_offset"], b["last_offset"], b["state"], b["delivery_count"], b["member_id"], b["lock_deadline_ms"])
+            for b in described["in_flight"]] == [
+        (0, 0, "acquired", 1, member.member_id, deadline), (1, 1, "available", 1, None, None),
+        (2, 2, "acquired", 1, member.member_id, deadline),
+    ]
