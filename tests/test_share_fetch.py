@@ -4,6 +4,7 @@ renewing records, share sessions, the record-limit mode of v2, and lock expiry o
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -357,12 +358,13 @@ def test_unknown_topic_id(conn: RawConnection) -> None:
 
 
 def test_a_waiting_fetch_is_answered_when_records_arrive(broker: Broker, conn: RawConnection, topic: tuple[str, bytes]) -> None:
+    """The fetch waits far longer than its connection's read timeout: only a wake-up answers it in time."""
     name, topic_id = topic
     answers: list[dict[str, Any]] = []
     with RawConnection(broker.bootstrap_servers, timeout=30) as other:
         member = Member(other, f"g-{name}", topic_id)
         member.start()
-        waiting = threading.Thread(target=lambda: answers.append(member.fetch(max_wait_ms=20_000)))
+        waiting = threading.Thread(target=lambda: answers.append(member.fetch(max_wait_ms=120_000)))
         waiting.start()
         try:
             produce(conn, name, 1)
@@ -631,3 +633,26 @@ def test_describe_shows_the_in_flight_records(broker: Broker, conn: RawConnectio
         (0, 0, "acquired", 1, member.member_id, deadline), (1, 1, "available", 1, None, None),
         (2, 2, "acquired", 1, member.member_id, deadline),
     ]
+
+
+def test_a_waiting_fetch_is_answered_when_records_are_released(
+    broker: Broker, conn: RawConnection, topic: tuple[str, bytes],
+) -> None:
+    """As above: released records wake the waiting fetch."""
+    name, topic_id = topic
+    holder = Member(conn, f"g-{name}", topic_id)
+    holder.start()
+    produce(conn, name, 2)
+    assert acquired(holder.fetch()) == [(0, 1, 1)]
+    answers: list[dict[str, Any]] = []
+    with RawConnection(broker.bootstrap_servers, timeout=30) as other:
+        waiter = Member(other, f"g-{name}", topic_id)
+        waiter.start()
+        waiting = threading.Thread(target=lambda: answers.append(waiter.fetch(max_wait_ms=120_000)))
+        waiting.start()
+        try:
+            time.sleep(0.2)  # the waiter is waiting (or, if not yet, finds the released records at once)
+            holder.acknowledge(acks((0, 1, RELEASE)))
+        finally:
+            waiting.join(30)
+    assert acquired(answers[0]) == [(0, 1, 2)]
