@@ -38,6 +38,9 @@ class AcknowledgeType(IntEnum):
     RENEW = 4
 
 
+KNOWN_TYPES = frozenset(AcknowledgeType)
+
+
 class ShareError(Exception):
     """An acknowledgement Kafka refuses, with the partition error it answers."""
 
@@ -247,7 +250,7 @@ class SharePartition:
                 if record.member != member:
                     raise ShareError(ErrorCode.INVALID_RECORD_STATE, "Member is not the owner of batch record")
                 ack_type = batch.type_of(offset)
-                if ack_type not in AcknowledgeType.__members__.values():
+                if ack_type not in KNOWN_TYPES:
                     raise ShareError(ErrorCode.INVALID_REQUEST, f"Invalid acknowledge type: {ack_type}")
                 if ack_type == AcknowledgeType.RENEW and not self.limits.renew_enabled:
                     raise ShareError(ErrorCode.INVALID_RECORD_STATE, "Renew acknowledgements are disabled for the group.")
