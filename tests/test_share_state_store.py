@@ -132,6 +132,15 @@ async def test_the_topic_is_made_on_first_use_with_kafkas_configs(tmp_path: Path
         assert store.keys() == [] and store.load(KEY) is None
 
 
+@pytest.mark.parametrize("segment_bytes,config", [(2_000_000, "segment.bytes"), (4096, "internal.segment.bytes")])
+async def test_the_topic_takes_its_segment_size_setting(tmp_path: Path, segment_bytes: int, config: str) -> None:
+    """share.coordinator.state.topic.segment.bytes, test-sized values as internal.segment.bytes (as for offsets)."""
+    settings = {**SETTINGS, "share.coordinator.state.topic.segment.bytes": segment_bytes}
+    async with Broker(settings, data_dir=tmp_path) as broker:
+        await broker.core.share_state.start()
+        assert broker.core.topic(SHARE_GROUP_STATE_TOPIC).overrides[config] == str(segment_bytes)
+
+
 async def test_snapshots_updates_and_the_snapshot_every_n_updates(tmp_path: Path) -> None:
     settings = {**SETTINGS, "share.coordinator.snapshot.update.records.per.snapshot": 2}
     async with Broker(settings, data_dir=tmp_path) as broker:
