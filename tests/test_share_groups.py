@@ -80,6 +80,11 @@ def described_assignments(bootstrap: str, group: str) -> dict[str, set[int]]:
     }
 
 
+def stand_in_for_the_data_path(broker: Broker, monkeypatch: pytest.MonkeyPatch, recorder: object) -> None:
+    """``broker.share_partitions`` (the data path's SharePartitionManager) replaced by ``recorder`` for one test."""
+    monkeypatch.setattr(type(broker.core), "share_partitions", property(lambda _: recorder), raising=False)
+
+
 @pytest.fixture(scope="module")
 def broker() -> Iterator[Broker]:
     with Broker({"group.share.max.size": MAX_SIZE}, clock="virtual") as running:
@@ -199,7 +204,7 @@ def test_a_silent_member_is_removed_when_the_clock_passes_its_session_timeout(
         def release_member(self, group_id: str, member_id: str) -> None:
             released.append((group_id, member_id))
 
-    monkeypatch.setattr(broker.core, "share_partitions", Recorder(), raising=False)
+    stand_in_for_the_data_path(broker, monkeypatch, Recorder())
     bootstrap = broker.bootstrap_servers
     silent, _ = join(bootstrap, group, [topic])
     alive, _ = join(bootstrap, group, [topic])
@@ -224,7 +229,7 @@ def test_list_find_and_delete_share_groups(broker: Broker, topic: str, group: st
         def delete_group(self, group_id: str) -> None:
             deleted.append(group_id)
 
-    monkeypatch.setattr(broker.core, "share_partitions", Recorder(), raising=False)
+    stand_in_for_the_data_path(broker, monkeypatch, Recorder())
     bootstrap = broker.bootstrap_servers
     member, _ = join(bootstrap, group, [topic])
     coordinator = find_coordinator(bootstrap, group)
