@@ -460,3 +460,15 @@ def test_a_groups_own_session_timeout_and_heartbeat_interval(broker: Broker, top
     assert list(described_assignments(bootstrap, group)) == [member]
     broker.advance(10_000)
     assert described_assignments(bootstrap, group) == {}
+
+
+def test_a_topic_created_after_the_subscription_is_assigned(broker: Broker, topic_name: str, group: str) -> None:
+    """A member subscribed to a topic that does not exist yet has nothing; once it exists, the subscribed topics'
+    metadata changed, so the next heartbeat bumps the group epoch and assigns its partitions."""
+    bootstrap = broker.bootstrap_servers
+    member, answer = join(bootstrap, group, [topic_name])
+    assert (answer["member_epoch"], answer["assignment"]) == (1, {"topic_partitions": []})
+    assert heartbeat(bootstrap, group, member, 1)["assignment"] is None
+    broker.create_topic(topic_name, 2)
+    answer = heartbeat(bootstrap, group, member, 1)
+    assert answer["member_epoch"] == 2 and partitions(answer) == {0, 1}
