@@ -473,9 +473,9 @@ def test_share_fetch_needs_read_on_the_group_and_the_topic(tmp_path: Any) -> Non
     """KafkaApis: READ on the group (else GROUP_AUTHORIZATION_FAILED for the request), READ on each topic (else
     TOPIC_AUTHORIZATION_FAILED for its partitions)."""
     with contextmanager(acl_broker)(tmp_path / "data", ["reader"]) as broker:
-        name, group = unique("t"), unique("g")
+        name, group, secret = unique("t"), unique("g"), unique("t")
         with login(broker, ADMIN) as admin:
-            [created] = create_topics(admin, name)
+            [created, _] = create_topics(admin, name, secret)
         topic_id = created["topic_id"]
         with login(broker, "reader") as conn:
             member = Member(conn, group, topic_id)
@@ -484,6 +484,14 @@ def test_share_fetch_needs_read_on_the_group_and_the_topic(tmp_path: Any) -> Non
             assert partition_of(member.fetch(epoch=0))["error_code"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
             grant(broker, "reader", TOPIC, name, READ_OPERATION)
             assert partition_of(member.fetch(epoch=0))["error_code"] == ErrorCode.NONE
+            # DescribeShareGroupOffsets: DESCRIBE (implied by READ) on the group and on each topic named
+            find_coordinator(conn, group)
+            answer = describe_offsets(conn, group, [{"topic_name": name, "partitions": [0]}, {"topic_name": secret, "partitions": [0]}])
+            assert [(t["topic_name"], t["partitions"][0]["error_code"]) for t in answer["topics"]] == [
+                (name, ErrorCode.NONE), (secret, ErrorCode.TOPIC_AUTHORIZATION_FAILED)]
+            assert describe_offsets(conn, unique("g"), None)["error_code"] == ErrorCode.GROUP_AUTHORIZATION_FAILED
+            answer = call(conn, DELETE_OFFSETS, 0, {"group_id": group, "topics": [{"topic_name": name}]})
+            assert answer["error_code"] == ErrorCode.GROUP_AUTHORIZATION_FAILED  # DELETE on the group
 
 
 def test_read_committed_archives_aborted_records_and_stops_at_the_lso(
