@@ -781,6 +781,8 @@ class Broker:
         if names and groups is not None:
             groups.delete_topic_offsets(set(names))
             await groups.flush()
+        if topic_ids and self._share_partitions is not None:
+            self._share_partitions.topics_deleted(topic_ids)
         share_state = self._share_state
         if topic_ids and share_state is not None and share_state.started and share_state.delete_topics(topic_ids):
             await share_state.flush()

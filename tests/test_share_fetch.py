@@ -21,7 +21,7 @@ from tests.clientutil import Deadline, RawConnection
 from tests.test_share_groups import heartbeat, join
 from tests.txnutil import producer
 
-PRODUCE, CREATE_TOPICS, ALTER_CONFIGS_INCREMENTAL, SHARE_FETCH, SHARE_ACKNOWLEDGE = 0, 19, 44, 78, 79
+PRODUCE, CREATE_TOPICS, DELETE_TOPICS, ALTER_CONFIGS_INCREMENTAL, SHARE_FETCH, SHARE_ACKNOWLEDGE = 0, 19, 20, 44, 78, 79
 GROUP_RESOURCE = 32  # a config resource
 READ_OPERATION = 3
 ACCEPT, RELEASE, REJECT, RENEW = 1, 2, 3, 4
@@ -664,3 +664,15 @@ def test_a_waiting_fetch_is_answered_when_records_are_released(
         finally:
             waiting.join(30)
     assert acquired(answers[0]) == [(0, 1, 2)]
+
+
+def test_a_deleted_topic_takes_its_share_partitions_with_it(broker: Broker, conn: RawConnection, topic: tuple[str, bytes]) -> None:
+    name, topic_id = topic
+    member = Member(conn, f"g-{name}", topic_id)
+    member.start()
+    produce(conn, name, 1)
+    assert acquired(member.fetch()) == [(0, 0, 1)]
+    answer = call(conn, DELETE_TOPICS, 6, {"topics": [{"name": name, "topic_id": bytes(16)}], "timeout_ms": 5000})
+    assert answer["responses"][0]["error_code"] == ErrorCode.NONE
+    assert broker.core.share_partitions.describe(f"g-{name}") == []
+    assert partition_of(member.fetch())["error_code"] == ErrorCode.UNKNOWN_TOPIC_ID

@@ -351,6 +351,11 @@ class SharePartitionManager:
             if key.topic_id == info.topic_id and partition.leader_epoch != self.broker.placements.of(topic, key.partition).leader_epoch:
                 self._forget(key)
 
+    def topics_deleted(self, topic_ids: set[bytes]) -> None:
+        """Deleted topics' share partitions are forgotten (the store deletes their state)."""
+        for key in [key for key in self.partitions if key.topic_id in topic_ids]:
+            self._forget(key)
+
     def clear(self) -> None:
         """Forget everything held in memory (the broker's reset or restore)."""
         if self.leaders_changed in self.broker.leader_listeners:
