@@ -120,3 +120,27 @@ def test_records_held_too_long_are_delivered_again(broker: Broker, topic_name: s
     finally:
         other.close()
         holding.close()
+
+
+def test_two_consumers_share_one_partition_without_duplicates(broker: Broker, topic_name: str) -> None:
+    """Both consumers are assigned the one partition; each record goes to exactly one of them (no lock runs out:
+    the virtual clock stands still)."""
+    create(broker, topic_name)
+    group = f"sc-{topic_name}"
+    earliest(broker, group)
+    values = [b"s%d" % i for i in range(2000)]
+    first = share_consumer(broker, group, topic_name, **{"max.poll.records": 100})
+    second = share_consumer(broker, group, topic_name, **{"max.poll.records": 100})
+    try:
+        produce(broker, topic_name, values)
+        received: dict[str, list[Any]] = {"first": [], "second": []}
+        deadline = time.monotonic() + TIMEOUT_S
+        while sum(map(len, received.values())) < len(values) and time.monotonic() < deadline:
+            for name, consumer in (("first", first), ("second", second)):
+                received[name] += [m for m in consumer.poll(0.1) if m.error() is None]
+        got = [m.value() for messages in received.values() for m in messages]
+        assert sorted(got) == sorted(values)  # every record once, none twice
+        assert {m.delivery_count() for messages in received.values() for m in messages} == {1}
+    finally:
+        first.close()
+        second.close()
