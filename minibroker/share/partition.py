@@ -293,9 +293,6 @@ class SharePartition:
             self._advance_start()
         return bool(expired)
 
-    def members(self) -> set[str]:
-        return {r.member for r in self.records.values() if r.state == DeliveryState.ACQUIRED}
-
     # ---- the start offset ----
 
     def advance_to(self, log_start_offset: int) -> bool:
