@@ -180,6 +180,9 @@ def groups_view(broker: Broker) -> dict[str, Any]:
         for group_id, group in coordinator.consumer.groups.items():
             listed.append({"group_id": group_id, "protocol": "consumer", "protocol_type": "consumer",
                            "state": group.state().value, "members": len(group.members), "coordinator": node})
+        for group_id, share_group in coordinator.share.groups.items():
+            listed.append({"group_id": group_id, "protocol": "share", "protocol_type": "share",
+                           "state": share_group.state(), "members": len(share_group.members), "coordinator": node})
     return {"groups": sorted(listed, key=lambda g: g["group_id"])}
 
 

@@ -14,6 +14,7 @@ from minibroker.dump import batch_fields, json_ready, record_fields
 from minibroker.internal_topics import read_batches, replay
 from minibroker.protocol.records import BatchHeader, Record, iter_records
 from minibroker.storage.topic_names import TRANSACTION_STATE_TOPIC
+from minibroker.storage.uuid import uuid_to_str
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
@@ -108,6 +109,8 @@ def group_view(broker: Broker, group_id: str) -> dict[str, Any]:
     (``group``), and its committed offsets as OffsetFetch answers them (``offsets``); with the same for either
     protocol: its state, members and their assignments, and the lag of each committed partition."""
     node, coordinator = group_coordinator(broker, group_id)
+    if group_id in coordinator.share.groups:
+        return share_group_view(broker, node, coordinator, group_id)
     consumer = coordinator.consumer_describe(group_id)
     is_consumer = consumer["error_code"] == 0
     described = consumer if is_consumer else coordinator.describe_group(group_id)
@@ -119,6 +122,28 @@ def group_view(broker: Broker, group_id: str) -> dict[str, Any]:
         "state": described["group_state"], "members": members, "lag": lag(broker, offsets),
         "group": described, "offsets": offsets,
     })
+
+
+def share_group_view(broker: Broker, node: int, coordinator: GroupCoordinator, group_id: str) -> dict[str, Any]:
+    """A share group as ShareGroupDescribe answers it (``group``) and its share partitions as their leaders hold them
+    (``partitions``: start and end offsets, lag, and the in-flight records as ranges of one state, delivery count,
+    owning member and lock deadline on the broker's clock); ``lag`` has the same rows as the other protocols', with
+    the share-partition start offset where they have the committed offset."""
+    described = coordinator.share.describe(group_id)
+    partitions = [{**p, "topic_id": uuid_to_str(p["topic_id"])} for p in broker.share_partitions.describe(group_id)]
+    return json_ready({
+        "group_id": group_id, "coordinator": node, "protocol": "share", "state": described["group_state"],
+        "members": [consumer_member({**m, "instance_id": None}) for m in described["members"]],
+        "lag": [share_lag(broker, p) for p in partitions], "group": described, "partitions": partitions,
+    })
+
+
+def share_lag(broker: Broker, described: dict[str, Any]) -> dict[str, Any]:
+    found = broker.partition(described["topic"], described["partition"]) if described["topic"] else None
+    return {
+        "topic": described["topic"], "partition": described["partition"], "committed": described["start_offset"],
+        "high_watermark": found.log_end_offset if found is not None else None, "lag": described["lag"],
+    }
 
 
 def consumer_member(member: dict[str, Any]) -> dict[str, Any]:

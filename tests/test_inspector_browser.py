@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, ShareConsumer, TopicPartition
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
 from minibroker.testing import Broker
 from tests.clientutil import TIMEOUT_S
@@ -326,6 +327,39 @@ def test_group_view_shows_members_assignments_and_lag(browser: Session, filled: 
     assert "consumer" in texts(browser, ".facts")[0]
     [shipping] = row_cells(browser, "table.members")
     assert shipping[2] == "shipping-app" and shipping[4] == f"{TOPIC}: 0, 1, 2"
+
+
+def test_share_group_view_shows_each_records_state(browser: Session, filled: Filled) -> None:
+    """A share group's page: its member, its start offsets, and the records it holds, released and acknowledged."""
+    bootstrap, group = filled.broker.bootstrap_servers, "invoicing"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    earliest = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
+    for future in admin.incremental_alter_configs([ConfigResource(ResourceType.GROUP, group,
+                                                                  incremental_configs=[earliest])]).values():
+        future.result(TIMEOUT_S)
+    consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": "invoicing-app",
+                              "share.acknowledgement.mode": "explicit"})
+    try:
+        consumer.subscribe([TOPIC])
+        held: list[Any] = []
+        deadline = time.monotonic() + TIMEOUT_S
+        while not any(m.partition() == 2 for m in held) and time.monotonic() < deadline:
+            held += [m for m in consumer.poll(0.5) if m.error() is None]
+        [first] = [m for m in held if m.partition() == 2]  # partition 2 has one record
+        open_view(browser, f"{filled.url}/groups/{group}", "table.in-flight tbody tr", "the in-flight records")
+        assert "share" in texts(browser, ".facts")[0]
+        [member] = row_cells(browser, "table.members")
+        assert member[2] == "invoicing-app" and member[4] == f"{TOPIC}: 0, 1, 2"
+        rows = browser.wait(lambda: [r for r in row_cells(browser, "table.in-flight") if r[1:2] == ["2"]], what="partition 2")
+        assert [r[:6] for r in rows] == [[TOPIC, "2", str(first.offset()), "acquired", "1", member[0]]]
+        shot(browser, "share-group")
+        for message in held:
+            consumer.acknowledge(message)
+        consumer.commit_sync(TIMEOUT_S)
+        browser.wait(lambda: [r[3] for r in row_cells(browser, "table.in-flight") if r[1:2] == ["2"]] == [],
+                     what="the acknowledged record gone from the in-flight records, live")  # the start moved past it
+    finally:
+        consumer.close()
 
 
 def test_transaction_view_shows_state_producer_and_timeline(browser: Session, filled: Filled) -> None:

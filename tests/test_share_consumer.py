@@ -21,6 +21,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 
 from minibroker.testing import Broker
 from tests.clientutil import TIMEOUT_S
+from tests.test_control import call
 
 LOCK_DURATION_MS = 30_000  # group.share.record.lock.duration.ms's default
 
@@ -235,3 +236,37 @@ def test_records_released_by_one_member_go_to_another(broker: Broker, topic_name
         received = poll_until(accepting, 20)
         assert sorted(m.offset() for m in received) == list(range(20))
         assert {m.offset(): m.delivery_count() for m in received if m.offset() in released} == dict.fromkeys(released, 2)
+
+
+def test_a_test_sees_the_share_group_its_members_and_the_state_of_each_record(topic_name: str) -> None:
+    """``Broker.group`` and the control API describe a share group: members with their assignment, and each share
+    partition's start offset, lag and in-flight records (state, delivery count, holder, lock deadline)."""
+    with Broker(clock="virtual", control=True) as broker:
+        broker.create_topic(topic_name, 1)
+        set_group_configs(broker, "seen", share_auto_offset_reset="earliest")
+        produce(broker, topic_name, 6)
+        with share_consumer(broker, "seen", topic_name, share_acknowledgement_mode="explicit") as consumer:
+            records = poll_until(consumer, 6)
+            kinds = [AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT, AcknowledgeType.ACCEPT]
+            for message, kind in zip(records, kinds):
+                consumer.acknowledge(message, kind)
+            consumer.commit_sync(TIMEOUT_S)
+            view = broker.group("seen")
+            [member] = view["members"]
+            assert (view["protocol"], view["state"], member["assignment"]) == (
+                "share", "Stable", [{"topic": topic_name, "partitions": [0]}])
+            [partition] = view["partitions"]
+            holder, deadline = member["member_id"], broker.core.clock() + LOCK_DURATION_MS
+            assert (partition["topic"], partition["start_offset"], partition["end_offset"]) == (topic_name, 1, 6)
+            assert [(b["first_offset"], b["last_offset"], b["state"], b["delivery_count"], b["member_id"],
+                     b["lock_deadline_ms"]) for b in partition["in_flight"]] == [
+                (1, 1, "available", 1, None, None), (2, 2, "archived", 1, None, None),
+                (3, 3, "acknowledged", 1, None, None), (4, 5, "acquired", 1, holder, deadline),
+            ]
+            assert partition["lag"] == 3  # offsets 1, 4 and 5 are not finished
+            status, listed = call(f"{broker.control_url}/v1/groups")
+            assert status == 200
+            assert {"group_id": "seen", "protocol": "share", "protocol_type": "share", "state": "Stable", "members": 1,
+                    "coordinator": 1} in listed["groups"]
+            for message in records[4:]:
+                consumer.acknowledge(message)

@@ -55,7 +55,7 @@ from minibroker.protocol.group_records import (
 )
 from minibroker.protocol.key_partitions import partition_for
 from minibroker.protocol.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
-from minibroker.share.groups import SHARE_TYPE, MemberGone, ShareGroup, ShareGroups, ShareHeartbeat
+from minibroker.share.groups import SHARE_TYPE, ShareGroup, ShareGroups, ShareHeartbeat
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ class GroupCoordinator:
     def __init__(
         self, config: GroupConfig, timer: Timer, records: RecordLog, topics: TopicCatalog | None = None,
         owned: Iterable[int] | None = None, group_configs: GroupConfigs | None = None,
-        share_member_gone: MemberGone | None = None, share_group_deleted: Callable[[str], None] | None = None,
+        share_group_deleted: Callable[[str], None] | None = None,
     ) -> None:
         self.config = config
         self.timer = timer
@@ -131,7 +131,6 @@ class GroupCoordinator:
         self.consumer = ConsumerGroups(config, timer, topics or NoTopics(), self._write, self._downgrade, group_configs)
         self.share = ShareGroups(
             timer, topics or NoTopics(), self._write, group_configs or GroupConfigs({}), config.share_max_size,
-            share_member_gone,
         )
         self.share_group_deleted = share_group_deleted or (lambda group_id: None)
         self.classic_members = ClassicMembers(self.consumer)

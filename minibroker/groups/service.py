@@ -204,19 +204,11 @@ class GroupService:
         self._timers.append(timer)
         return GroupCoordinator(
             self.config, timer, self.topic, self.catalog, owned=(), group_configs=self.broker.group_configs,
-            share_member_gone=self._share_member_gone, share_group_deleted=self._share_group_deleted,
+            share_group_deleted=self._share_group_deleted,
         )
 
-    def _share_member_gone(self, group_id: str, member_id: str) -> None:
-        """A share group member left, was fenced or timed out: the data path releases the records it acquired."""
-        partitions = getattr(self.broker, "share_partitions", None)
-        if partitions is not None:
-            partitions.release_member(group_id, member_id)
-
     def _share_group_deleted(self, group_id: str) -> None:
-        partitions = getattr(self.broker, "share_partitions", None)
-        if partitions is not None:
-            partitions.delete_group(group_id)
+        self.broker.share_partitions.delete_group(group_id)
 
 
 

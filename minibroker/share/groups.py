@@ -7,8 +7,10 @@ nothing exclusively, so there is nothing to revoke: a member gets its target at 
 
 Each step produces ``__consumer_offsets`` records (ShareGroup* types 10-15); they are appended and then replayed onto
 the groups, exactly as at start-up, so memory never runs ahead of the log. A member that leaves, is fenced or lets
-its session expire is removed (tombstones, group epoch + 1) and the data path is told (``on_member_gone``) so its
-acquired records go back to the others. Sessions run on the coordinator's ``Timer`` (the broker's clock).
+its session expire is removed (tombstones, group epoch + 1). Its acquired records are not the coordinator's to
+release (in Kafka they live on the partitions' leaders, which hear nothing from the coordinator): they go back when
+the member's share session closes (a final-epoch request, or its connection dropping) or their locks run out.
+Sessions run on the coordinator's ``Timer`` (the broker's clock).
 """
 
 from __future__ import annotations
@@ -48,7 +50,6 @@ STABLE_MEMBER_STATE = 0  # MemberState.STABLE: the only state a share member is 
 
 Record = tuple[Any, Any]
 Writer = Callable[[str, list[Record]], ErrorCode]
-MemberGone = Callable[[str, str], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,14 +103,12 @@ class ShareGroups:
 
     def __init__(
         self, timer: Timer, topics: TopicCatalog, write: Writer, group_configs: GroupConfigs, max_size: int,
-        on_member_gone: MemberGone | None = None,
     ) -> None:
         self.timer = timer
         self.topics = topics
         self.write = write
         self.group_configs = group_configs
         self.max_size = max_size
-        self.on_member_gone = on_member_gone or (lambda group_id, member_id: None)
         self.groups: dict[str, ShareGroup] = {}
 
     # ---- heartbeat ----
@@ -256,16 +255,12 @@ class ShareGroups:
         }
 
     def fence(self, group: ShareGroup, member_id: str) -> ErrorCode:
-        """Remove a member and bump the group epoch so the others get its partitions (Kafka's shareGroupFenceMember);
-        the data path then releases the records it had acquired."""
+        """Remove a member and bump the group epoch so the others get its partitions (Kafka's shareGroupFenceMember)."""
         self.timer.cancel(_session_key(group.group_id, member_id))
         members = {m_id: m for m_id, m in group.members.items() if m_id != member_id}
         records = member_tombstones(group.group_id, member_id)
         records.append(epoch_record(group.group_id, group.group_epoch + 1, metadata_hash(self._subscribed(members).values())))
-        error = self.write(group.group_id, records)
-        if error == ErrorCode.NONE:
-            self.on_member_gone(group.group_id, member_id)
-        return error
+        return self.write(group.group_id, records)
 
     def heartbeat_interval_ms(self, group_id: str) -> int:
         return self._group_setting(group_id, "share.heartbeat.interval.ms")

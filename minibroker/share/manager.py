@@ -3,7 +3,8 @@ this node leads, made on the first ShareFetch from its persisted state or, witho
 ``share.auto.offset.reset``; its locks timed on the broker's clock; every change written to the state store as a
 ShareUpdate (a new or moved start offset as a ShareSnapshot), as Kafka's persister writes them.
 
-Membership tells it when a member is gone (``release_member``), the admin APIs read and move start offsets, and
+A member's acquired records go back when its share session closes (the final epoch, or its connection dropping,
+as Kafka's ShareSessionCache disconnect listener) or their locks run out; the admin APIs read and move start offsets;
 ShareFetch waiting for records is woken (through the broker's append wake-ups) when records become available again.
 """
 
@@ -181,13 +182,6 @@ class SharePartitionManager:
         return self._changed(key, partition), None
 
     # ---- members and sessions ----
-
-    def release_member(self, group_id: str, member_id: str) -> None:
-        """A member left, was fenced or timed out: its session ends and its acquired records become available."""
-        self.sessions.remove(group_id, member_id)
-        for key, partition in list(self.partitions.items()):
-            if key.group_id == group_id and partition.release_member(member_id):
-                self._changed(key, partition)
 
     def release_session(self, group_id: str, member_id: str) -> None:
         """A share session closed (final epoch): the member's records in its partitions are released."""
