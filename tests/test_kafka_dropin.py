@@ -56,8 +56,7 @@ log.retention.check.interval.ms=300000
 STOCK_IGNORED = [
     "controller.quorum.bootstrap.servers", "inter.broker.listener.name", "num.io.threads", "num.network.threads",
     "num.recovery.threads.per.data.dir", "process.roles", "share.coordinator.state.topic.min.isr",
-    "share.coordinator.state.topic.replication.factor", "socket.receive.buffer.bytes", "socket.send.buffer.bytes",
-    "transaction.state.log.min.isr",
+    "socket.receive.buffer.bytes", "socket.send.buffer.bytes", "transaction.state.log.min.isr",
 ]
 
 # The apache/kafka image's documented single-node environment, with free ports (0) instead of 9092 and 9093.
