@@ -447,3 +447,13 @@ def test_loaded_ranges_cover_the_gaps_as_available() -> None:
     assert partition.acquire("m1", batches((0, 9)), 100, 500) == [
         AcquiredRange(0, 1, 1), AcquiredRange(4, 5, 1), AcquiredRange(6, 9, 3),
     ]
+
+
+def test_acquire_takes_no_log_batch_after_the_last_it_needs() -> None:
+    partition, _ = make(max_in_flight=6)
+    fetched = iter(batches((0, 4), (5, 9), (10, 14)))
+    assert partition.acquire("m1", fetched, max_records=3, batch_size=500) == [AcquiredRange(0, 4, 1)]
+    assert next(fetched) == FetchedBatch(5, 9)  # MaxRecords reached: the next batch was not read
+    fetched = iter(batches((5, 9), (10, 14)))
+    assert partition.acquire("m1", fetched, max_records=100, batch_size=500) == [AcquiredRange(5, 9, 1)]
+    assert next(fetched) == FetchedBatch(10, 14)  # no room left after the batch that crossed the limit

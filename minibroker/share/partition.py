@@ -231,18 +231,16 @@ class SharePartition:
     def acquire(
         self, member: str, batches: Sequence[FetchedBatch], max_records: int, batch_size: int, record_limit: bool = False,
     ) -> list[AcquiredRange]:
-        """Acquire for ``member`` the available records of ``batches`` (read from the log at next_fetch_offset) and
-        new ones after the end, within the limits; returns the ranges acquired with their delivery counts."""
+        """Acquire for ``member`` the available records of ``batches`` (log batches in offset order, read from
+        next_fetch_offset) and new ones after the end, within the limits; returns the ranges acquired with their
+        delivery counts. ``batches`` may be lazy: none is taken from it after the last one acquisition needs."""
         if max_records <= 0:
             return []
         deadline = self.clock() + self.limits.lock_duration_ms
         taken: list[tuple[int, int, int, bool]] = []  # (first, last, delivery count, first of its log batch)
         count = 0  # records in taken
         new_room = self.limits.max_in_flight - self.in_flight()
-        full = False
-        for fetched in sorted(batches, key=lambda b: b.first_offset):
-            if full or count >= max_records:
-                break
+        for fetched in batches:
             low = max(fetched.first_offset, self.start_offset)
             # Records in flight: the available ones, in record-limit mode no more than MaxRecords.
             index = self._split_at(low)
@@ -265,25 +263,25 @@ class SharePartition:
                 index += 1
             # New records after the end: in batch-optimized mode the whole log batch if it starts with room left.
             first_new = max(low, self.end_offset)
-            if first_new > fetched.last_offset or (record_limit and count >= max_records):
-                continue
-            if new_room <= 0:
-                full = True
-                break
-            last = fetched.last_offset
-            if record_limit:
-                last = min(last, first_new + new_room - 1)
+            took_new = first_new <= fetched.last_offset and not (record_limit and count >= max_records)
+            if took_new:
+                if new_room <= 0:
+                    break
+                last = fetched.last_offset
+                if record_limit:
+                    last = min(last, first_new + new_room - 1)
+                    if not fetched.aborted:
+                        last = min(last, first_new + max_records - count - 1)
+                batch = InFlightBatch(first_new, last, DeliveryState.AVAILABLE, 0)
+                self.batches.append(batch)
+                self.end_offset = last + 1
+                new_room -= last - first_new + 1
+                self._deliver(batch, member, deadline, fetched.aborted)
                 if not fetched.aborted:
-                    last = min(last, first_new + max_records - count - 1)
-                full = last < fetched.last_offset and last == first_new + new_room - 1
-            batch = InFlightBatch(first_new, last, DeliveryState.AVAILABLE, 0)
-            self.batches.append(batch)
-            self.end_offset = last + 1
-            new_room -= last - first_new + 1
-            self._deliver(batch, member, deadline, fetched.aborted)
-            if not fetched.aborted:
-                taken.append((first_new, last, 1, first_new == fetched.first_offset))
-                count += last - first_new + 1
+                    taken.append((first_new, last, 1, first_new == fetched.first_offset))
+                    count += last - first_new + 1
+            if count >= max_records or (took_new and new_room <= 0):
+                break  # enough, or no room for the new records after this batch
         self._coalesce(0, len(self.batches))
         self._advance_start()
         return _ranges(taken, batch_size)
