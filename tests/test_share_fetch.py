@@ -686,7 +686,7 @@ def test_a_deleted_topic_takes_its_share_partitions_with_it(broker: Broker, conn
 
 
 def test_a_fetch_reads_the_log_in_steps_up_to_max_bytes(conn: RawConnection, topic: tuple[str, bytes]) -> None:
-    """The log is read in steps (256 KiB, then twice as much each) until MaxRecords are acquired or MaxBytes read."""
+    """The log is read in steps (16 KiB, then twice as much each) until MaxRecords are acquired or MaxBytes read."""
     name, topic_id = topic
     set_group_config(conn, f"g-{name}", "share.auto.offset.reset", "earliest")
     for batch in range(100):  # 100 batches of 10 records of 2 KB: about 2 MB
@@ -696,7 +696,7 @@ def test_a_fetch_reads_the_log_in_steps_up_to_max_bytes(conn: RawConnection, top
         assert answer["responses"][0]["partition_responses"][0]["error_code"] == ErrorCode.NONE
     set_group_config(conn, f"g-{name}", "share.partition.max.record.locks", "4000")
     member = Member(conn, f"g-{name}", topic_id)
-    answer = member.fetch(max_records=400)  # 40 batches, about 800 KB: more than the first two steps
+    answer = member.fetch(max_records=400)  # 40 batches, about 800 KB: six steps
     assert acquired(answer) == [(0, 399, 1)]
     assert record_offsets(answer) == [(first, first + 9) for first in range(0, 400, 10)]
     answer = member.fetch(max_records=10_000)  # MaxBytes (1 MiB) stops it: whole batches within it
