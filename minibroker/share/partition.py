@@ -21,6 +21,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass
 from enum import IntEnum
+from itertools import islice
 from typing import Callable, Iterable, Sequence
 
 from minibroker.protocol.errors import ErrorCode
@@ -186,7 +187,7 @@ class SharePartition:
         """The state of the tracked offsets within ``ranges`` (in order, disjoint), alike neighbours joined."""
         batches: list[StateBatch] = []
         for first, last in ranges:
-            for batch in self.batches[self._index_of(first):]:
+            for batch in islice(self.batches, self._index_of(first), None):
                 if batch.first_offset > last:
                     break
                 low, high = max(first, batch.first_offset), min(last, batch.last_offset)
@@ -313,7 +314,7 @@ class SharePartition:
             if ack.last_offset >= self.end_offset:
                 raise ShareError(ErrorCode.INVALID_REQUEST, "Batch record not found. The last offset in request is past acquired records.")
             low = max(ack.first_offset, self.start_offset)
-            for batch in self.batches[self._index_of(low):]:
+            for batch in islice(self.batches, self._index_of(low), None):
                 if batch.first_offset > ack.last_offset:
                     break
                 first, last = max(low, batch.first_offset), min(ack.last_offset, batch.last_offset)
