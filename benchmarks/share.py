@@ -50,7 +50,7 @@ TOPIC = "share-bench"
 # broker lets a partition have 2000 records in flight (group.share.partition.max.record.locks), so two members can
 # hold records at once only if each asks for half. (fetch.queue.backoff.ms, the classic consumer's pause that
 # throughput.py sets, is refused by the share consumer: it reads nothing ahead of poll().)
-SHARE_CONSUMER = {"max.poll.records": 1000}
+MAX_POLL_RECORDS = 1000
 # Records per log batch. A ShareFetch takes whole log batches (batch-optimized acquisition), so the producer's usual
 # batches of up to 10,000 records would put one member over the lock limit and starve the other.
 BATCH_RECORDS = 500
@@ -80,13 +80,16 @@ def set_earliest(bootstrap: str, group: str) -> None:
         future.result(TIMEOUT_S)
 
 
-def share_read(bootstrap: str, group: str, count: int, members: int, broker_pid: int) -> Read:
+def share_read(
+    bootstrap: str, group: str, count: int, members: int, broker_pid: int, max_poll_records: int = MAX_POLL_RECORDS,
+) -> Read:
     """``members`` ShareConsumers of ``group`` (one thread each) read until ``count`` records came between them;
     timed from the first record any of them got (the group join before it is not throughput) to the last. Raises
     if a record came twice or one is missing."""
     set_earliest(bootstrap, group)
     consumers = [
-        ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, **SHARE_CONSUMER}) for _ in range(members)
+        ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, "max.poll.records": max_poll_records})
+        for _ in range(members)
     ]
     offsets: list[list[int]] = [[] for _ in consumers]
     lock = threading.Lock()
@@ -178,10 +181,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--messages", type=int, default=200_000, help="records to produce and read (default 200,000)")
     parser.add_argument("--size", type=int, default=100, help="payload bytes per record (default 100)")
     parser.add_argument("--runs", type=int, default=1, help="reads of each kind, medians reported (default 1)")
+    parser.add_argument("--max-poll-records", type=int, default=MAX_POLL_RECORDS,
+                        help=f"the share consumers' max.poll.records (default {MAX_POLL_RECORDS})")
     parser.add_argument("-c", dest="settings", action="append", default=[], metavar="KEY=VALUE", help="broker setting")
     args = parser.parse_args(argv)
-    if args.messages < 1 or args.size < 1 or args.runs < 1:
-        parser.error("need --messages, --size and --runs >= 1")
+    if min(args.messages, args.size, args.runs, args.max_poll_records) < 1:
+        parser.error("need --messages, --size, --runs and --max-poll-records >= 1")
     return args
 
 
@@ -204,8 +209,8 @@ def main(argv: list[str] | None = None) -> int:
             for run in range(args.runs):
                 for read in (
                     classic_read(broker.bootstrap, args.messages, pid),
-                    share_read(broker.bootstrap, f"one-{run}", args.messages, 1, pid),
-                    share_read(broker.bootstrap, f"two-{run}", args.messages, 2, pid),
+                    share_read(broker.bootstrap, f"one-{run}", args.messages, 1, pid, args.max_poll_records),
+                    share_read(broker.bootstrap, f"two-{run}", args.messages, 2, pid, args.max_poll_records),
                 ):
                     print(f"  run {run + 1}: {read.name:<28} {read.per_s:>12,.0f} records/s "
                           f"(broker CPU {read.broker_cpu_s:.2f} s)", flush=True)
