@@ -3,7 +3,8 @@
 Offsets ``start_offset`` .. ``end_offset - 1`` are in flight: each tracked one is available, acquired by a member under
 a lock until a deadline, acknowledged, or archived, with the number of times it was delivered. Offsets in that range
 that are not tracked hold no record (compacted away) and count as finished. The start offset moves past finished
-records; records at or above ``end_offset`` were never acquired. Kafka's rules kept here:
+records; records at or above ``end_offset`` were never acquired. Tracked offsets are kept as ranges of offsets alike
+(InFlightBatch), so the cost of a request follows the ranges it touches, not the records. Kafka's rules kept here:
 
 - acquiring counts a delivery (not written to the state store: Kafka persists states, not locks); in batch-optimized mode whole log batches are taken (MaxRecords may be exceeded), in
   record-limit mode (ShareFetch v2 ShareAcquireMode 1) exactly MaxRecords at most; new records stop at
