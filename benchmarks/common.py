@@ -81,10 +81,12 @@ def new_consumer(bootstrap: str, **config: object) -> Consumer:
 
 
 def produce_all(
-    bootstrap: str | None, topic: str, count: int, size: int, *, acks: str = "all", phase: str = "produce"
+    bootstrap: str | None, topic: str, count: int, size: int, *, acks: str = "all", phase: str = "produce",
+    **config: object,
 ) -> Throughput:
-    """``count`` records of ``size`` bytes to partition 0, timed from the first produce() to the end of flush()."""
-    producer = Producer(client_config(bootstrap, **PRODUCER_SETTINGS, acks=acks))
+    """``count`` records of ``size`` bytes to partition 0, timed from the first produce() to the end of flush();
+    ``config`` overrides producer settings."""
+    producer = Producer(client_config(bootstrap, **{**PRODUCER_SETTINGS, "acks": acks, **config}))
     errors: list[str] = []
 
     def report(err, _msg) -> None:

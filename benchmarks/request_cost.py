@@ -48,6 +48,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -70,6 +71,8 @@ from benchmarks.common import (  # noqa: E402  (needs the repository root on the
 )
 
 TOPIC, GROUP, TRANSACTIONAL_ID = "bench", "bench-group", "bench-txn"
+SHARE_TOPIC, SHARE_GROUP = "bench-share", "bench-share-group"
+SHARE_BATCH = 10  # records per log batch of the share topic, and per ShareFetch (its MaxRecords)
 RAW_TRANSACTIONAL_ID = "bench-txn-raw"  # the raw client's whole transactions (table)
 TRANSACTION_TIMEOUT_S = 120.0  # under valgrind a commit takes tens of milliseconds
 BROKER_SETTINGS = ("group.initial.rebalance.delay.ms=0", "num.partitions=1")
@@ -126,6 +129,14 @@ class Step:
     before: Callable[[], None] | None = None
     before_each: bool = True  # the preparation is needed before every request, not only the first
     with_before: str = ""  # the step's name when counted together with its preparation (--instructions)
+    per_request: bool = False  # the body changes with every request (a share session's epoch): encoded before each
+
+    def exchange(self) -> Exchange:
+        """The frame of each request: encoded once, or (``per_request``) anew before each, untimed either way."""
+        if self.per_request:
+            return lambda: (encode_request(self.api_key, self.version, 1, "bench", self.body()),)
+        frame = encode_request(self.api_key, self.version, 1, "bench", self.body())
+        return lambda: (frame,)
 
 
 def produce_body() -> dict[str, Any]:
@@ -134,8 +145,9 @@ def produce_body() -> dict[str, Any]:
             "topic_data": [{"name": TOPIC, "partition_data": [{"index": 0, "records": batch}]}]}
 
 
-def prepare(client: Client) -> list[Step]:
-    """Make the topic, a group member and a transactional producer; the steps that use them."""
+def prepare(client: Client, requests: int) -> list[Step]:
+    """Make the topics, a group member, a transactional producer and a share session; the steps that use them (the
+    share steps' records for ``requests`` requests of each)."""
     created = client.call(19, 4, {"topics": [{"name": TOPIC, "num_partitions": 1, "replication_factor": 1,
                                               "assignments": [], "configs": []}], "timeout_ms": 30_000,
                                   "validate_only": False})
@@ -180,6 +192,82 @@ def prepare(client: Client) -> list[Step]:
         Step("EndTxn v3 (commit, after AddPartitionsToTxn)", 26, 3,
              lambda: {**producer, "committed": True}, before=add,
              with_before="AddPartitionsToTxn v3 + EndTxn v3 (commit)"),
+        *share_steps(client, requests),
+    ]
+
+
+class ShareMember:
+    """A share consumer's requests (KIP-932) as the raw client sends them: one share session, its epoch one higher
+    at each request. The share topic holds log batches of SHARE_BATCH records from offset 0, so each ShareFetch
+    acquires the next one; the timed answers are not read, so what each acquires is predicted, and acknowledged
+    (accepted) by the next request, as librdkafka's implicit acknowledgement does."""
+
+    def __init__(self, topic_id: bytes) -> None:
+        self.topic_id = topic_id
+        self.member_id = str(uuid.uuid4())
+        self.epoch = 0
+        self.acquired = 0  # offsets below it were acquired
+        self.acknowledged = 0  # offsets below it were acknowledged
+
+    def fetch(self, max_records: int = SHARE_BATCH) -> dict[str, Any]:
+        """A ShareFetch v1 acquiring the next batch and accepting what the previous request acquired."""
+        body = {"group_id": SHARE_GROUP, "member_id": self.member_id, "share_session_epoch": self._next_epoch(),
+                "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20, "max_records": max_records,
+                "batch_size": SHARE_BATCH, "share_acquire_mode": 0, "is_renew_ack": False,
+                "topics": [{"topic_id": self.topic_id, "partitions": [
+                    {"partition_index": 0, "acknowledgement_batches": self._accept()}]}],
+                "forgotten_topics_data": []}
+        self.acquired += max_records
+        return body
+
+    def acknowledge(self) -> dict[str, Any]:
+        """A ShareAcknowledge v1 accepting what the previous request acquired."""
+        return {"group_id": SHARE_GROUP, "member_id": self.member_id, "share_session_epoch": self._next_epoch(),
+                "is_renew_ack": False, "topics": [{"topic_id": self.topic_id, "partitions": [
+                    {"partition_index": 0, "acknowledgement_batches": self._accept()}]}]}
+
+    def acquire(self, client: Client) -> None:
+        """A ShareFetch, answered and checked: it acquired the batch predicted (so every prediction before held)."""
+        first = self.acquired
+        answer = client.call(78, 1, self.fetch())
+        assert not any(error_codes(answer)), answer
+        ranges = [(r["first_offset"], r["last_offset"]) for t in answer["responses"] for p in t["partitions"]
+                  for r in p["acquired_records"]]
+        assert ranges == [(first, first + SHARE_BATCH - 1)], (ranges, first)
+
+    def _accept(self) -> list[dict[str, Any]]:
+        if self.acknowledged == self.acquired:
+            return []
+        batches = [{"first_offset": self.acknowledged, "last_offset": self.acquired - 1, "acknowledge_types": [1]}]
+        self.acknowledged = self.acquired
+        return batches
+
+    def _next_epoch(self) -> int:
+        self.epoch += 1
+        return self.epoch - 1
+
+
+def share_steps(client: Client, requests: int) -> list[Step]:
+    """A share session on its own topic (made empty, opened, then filled, so the share partition starts at 0) with
+    records for every ShareFetch of the run: each step's requests one at a time and back to back, and as many
+    ShareFetches before the ShareAcknowledges."""
+    created = client.call(19, 7, {"topics": [{"name": SHARE_TOPIC, "num_partitions": 1, "replication_factor": 1,
+                                              "assignments": [], "configs": []}], "timeout_ms": 30_000,
+                                  "validate_only": False})
+    assert created["topics"][0]["error_code"] == 0, created
+    member = ShareMember(created["topics"][0]["topic_id"])
+    opened = client.call(78, 1, member.fetch())  # the share partition starts at the end: 0
+    assert not any(error_codes(opened)) and not opened["responses"][0]["partitions"][0]["acquired_records"], opened
+    member.acquired = 0
+    produce = encode_request(0, 9, 1, "bench", {"transactional_id": None, "acks": 1, "timeout_ms": 30_000, "topic_data": [
+        {"name": SHARE_TOPIC, "partition_data": [{"index": 0, "records": build_batch(
+            [RecordInput(None, bytes(100))] * SHARE_BATCH)}]}]})
+    for _ in range(3 * requests + 10):  # more log batches than the ShareFetches of a run (one each)
+        assert not any(error_codes(decode_response(0, 9, client.exchange(produce))[1]))
+    return [
+        Step(f"ShareFetch v1 ({SHARE_BATCH} records, accepting {SHARE_BATCH})", 78, 1, member.fetch, per_request=True),
+        Step(f"ShareAcknowledge v1 (accepting {SHARE_BATCH})", 79, 1, member.acknowledge, per_request=True,
+             before=lambda: member.acquire(client), with_before=f"ShareFetch v1 + ShareAcknowledge v1 ({SHARE_BATCH})"),
     ]
 
 
@@ -206,11 +294,11 @@ def join_group(client: Client) -> tuple[str, int]:
 
 def measure(client: Client, step: Step, requests: int, broker_pid: int | None) -> tuple[float, float, float]:
     """(round trip p50 us, p99 us, broker CPU us per request; NaN without a pid)."""
-    frame = encode_request(step.api_key, step.version, 1, "bench", step.body())  # encoded once: only the broker works
+    exchange = step.exchange()  # frames made before the clock starts: only the broker works
     if step.before is not None:
         step.before()
-    error_free(step, client.exchange(frame))
-    return round_trips(client, lambda: (frame,), requests, broker_pid, step.before if step.before_each else None)
+    error_free(step, client.exchange(exchange()[0]))
+    return round_trips(client, exchange, requests, broker_pid, step.before if step.before_each else None)
 
 
 Exchange = Callable[[], Sequence[bytes]]  # the request frames of one exchange, sent one after the other
@@ -282,20 +370,20 @@ def instructions(requests: int) -> None:
     dumps = Path(tempfile.mkdtemp(prefix="request-cost-callgrind-"))
     callgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={dumps}/callgrind.%p"]
     try:
-        with broker_process(callgrind) as (broker, client, steps):
+        with broker_process(requests, callgrind) as (broker, client, steps):
             print(f"\ninstructions the broker process executes per request (callgrind, {requests:,} requests of each)")
             for step in steps:
-                frame = encode_request(step.api_key, step.version, 1, "bench", step.body())
+                exchange = step.exchange()
                 if step.before is not None:
                     step.before()
-                error_free(step, client.exchange(frame))  # codecs built, caches warm: every counted request alike
+                error_free(step, client.exchange(exchange()[0]))  # codecs built, caches warm: every request alike
                 each = step.before if step.before is not None and step.before_each else None
 
-                def send_some(frame: bytes = frame, each: Callable[[], None] | None = each) -> None:
+                def send_some(exchange: Exchange = exchange, each: Callable[[], None] | None = each) -> None:
                     for _ in range(requests // COUNTED_PARTS):
                         if each is not None:
                             each()
-                        client.exchange(frame)
+                        client.exchange(exchange()[0])
 
                 counts = [counted_instructions(broker.pid, dumps, send_some) for _ in range(COUNTED_PARTS)]
                 name = step.name if each is None else step.with_before
@@ -352,14 +440,13 @@ def counted_instructions(pid: int, dumps: Path, work: Callable[[], Any]) -> int:
 
 def table(requests: int, server_cpus: set[int] | None) -> None:
     header = f"{'request':<46} {'round trip p50':>15} {'p99':>9} {'broker CPU':>12} {f'{IN_FLIGHT} in flight':>13}"
-    with broker_process(server_cpus=server_cpus) as (broker, client, steps):
+    with broker_process(requests, server_cpus=server_cpus) as (broker, client, steps):
         print(f"{requests:,} requests of each to a broker process, one at a time on one connection (round trip, CPU)")
         print(f"and {IN_FLIGHT} at a time (the CPU of the same requests arriving back to back)")
         print(header)
         for step in steps:
             p50, p99, cpu = measure(client, step, requests, broker.pid)
-            frame = encode_request(step.api_key, step.version, 1, "bench", step.body())
-            back_to_back = f"{pipelined_cpu(client, lambda: (frame,), requests, broker.pid):>10.0f} us" if not (
+            back_to_back = f"{pipelined_cpu(client, step.exchange(), requests, broker.pid):>10.0f} us" if not (
                 step.before is not None and step.before_each) else f"{'-':>13}"
             print(f"{step.name:<46} {p50:>12.0f} us {p99:>6.0f} us {cpu:>9.0f} us {back_to_back}")
         p50, p99, cpu, back_to_back = transaction_cost(client, max(requests // 3, IN_FLIGHT), broker.pid)
@@ -467,10 +554,11 @@ def echo_floor(command: list[str], requests: int, server_cpus: set[int] | None) 
 
 @contextmanager
 def broker_process(
-    wrapper: Sequence[str] = (), server_cpus: set[int] | None = None,
+    requests: int, wrapper: Sequence[str] = (), server_cpus: set[int] | None = None,
 ) -> Iterator[tuple[subprocess.Popen, Client, list[Step]]]:
     """A broker process (run by ``wrapper``, such as valgrind, if given; on ``server_cpus`` if given) on a free port
-    with a fresh data directory, a client connected to it and the steps prepared; all stopped and removed afterwards."""
+    with a fresh data directory, a client connected to it and the steps prepared for ``requests`` requests of each;
+    all stopped and removed afterwards."""
     port = free_port()
     data_dir = tempfile.mkdtemp(prefix="request-cost-")
     settings = [arg for setting in BROKER_SETTINGS for arg in ("-c", setting)]
@@ -482,7 +570,7 @@ def broker_process(
         wait_for_api_versions(f"127.0.0.1:{port}", time.perf_counter(), broker)
         client = Client(f"127.0.0.1:{port}")
         try:
-            yield broker, client, prepare(client)
+            yield broker, client, prepare(client, requests)
         finally:
             client.close()
     finally:
@@ -497,8 +585,8 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("body decode", ("decode_request_body", "protocol/primitives.py:Reader", "<codec:decode")),
     ("encode", ("encode_response", "protocol/primitives.py:Writer", "<codec:encode", "protocol/schema.py")),
     ("write", ("'send' of", "'sendmsg' of", "transports.py", "writelines")),
-    ("handler", ("minibroker/handlers/", "minibroker/groups/", "minibroker/transactions/", "storage/",
-                 "minibroker/context.py", "minibroker/internal_topics.py", "minibroker/broker.py",
+    ("handler", ("minibroker/handlers/", "minibroker/groups/", "minibroker/transactions/", "minibroker/share/",
+                 "storage/", "minibroker/context.py", "minibroker/internal_topics.py", "minibroker/broker.py",
                  "minibroker/cluster.py", "minibroker/clock.py", "protocol/records.py", "posix.pwrite")),
     ("dispatch", ("minibroker/dispatch.py", "minibroker/server.py")),
     ("event loop", ("asyncio/", "selectors.py", "select.epoll", "_contextvars", "get_running_loop")),
@@ -529,7 +617,7 @@ def profile(requests: int) -> None:
     with Broker(settings) as broker:
         client = Client(broker.bootstrap_servers)
         try:
-            steps = prepare(client)
+            steps = prepare(client, requests)
             print(f"\nwhere the broker's time goes (cProfile on its event loop thread, {requests:,} requests each):")
             print(f"{'request':<46} " + " ".join(f"{stage:>11}" for stage, _ in STAGES) + f" {'other':>8}")
             for step in steps:

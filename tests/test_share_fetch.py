@@ -683,3 +683,27 @@ def test_a_deleted_topic_takes_its_share_partitions_with_it(broker: Broker, conn
     assert answer["responses"][0]["error_code"] == ErrorCode.NONE
     assert broker.core.share_partitions.describe(f"g-{name}") == []
     assert partition_of(member.fetch())["error_code"] == ErrorCode.UNKNOWN_TOPIC_ID
+
+
+def test_a_fetch_reads_the_log_in_steps_up_to_max_bytes(conn: RawConnection, topic: tuple[str, bytes]) -> None:
+    """The log is read in steps (16 KiB, then twice as much each) until MaxRecords are acquired or MaxBytes read."""
+    name, topic_id = topic
+    set_group_config(conn, f"g-{name}", "share.auto.offset.reset", "earliest")
+    for batch in range(100):  # 100 batches of 10 records of 2 KB: about 2 MB
+        records = build_batch([RecordInput(None, bytes(2000)) for _ in range(10)])
+        answer = call(conn, PRODUCE, 9, {"transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [
+            {"name": name, "partition_data": [{"index": 0, "records": records}]}]})
+        assert answer["responses"][0]["partition_responses"][0]["error_code"] == ErrorCode.NONE
+    set_group_config(conn, f"g-{name}", "share.partition.max.record.locks", "4000")
+    member = Member(conn, f"g-{name}", topic_id)
+    answer = member.fetch(max_records=400)  # 40 batches, about 800 KB: six steps
+    assert acquired(answer) == [(0, 399, 1)]
+    assert record_offsets(answer) == [(first, first + 9) for first in range(0, 400, 10)]
+    answer = member.fetch(max_records=10_000)  # MaxBytes (1 MiB) stops it: whole batches within it
+    ranges = acquired(answer)  # split at a log batch every BatchSize (500) records
+    assert all(count == 1 for _, _, count in ranges) and [r[0] for r in ranges[1:]] == [r[1] + 1 for r in ranges[:-1]]
+    last = ranges[-1][1]
+    assert ranges[0][0] == 400 and 400 + 40 <= last < 1000
+    assert record_offsets(answer) == [(offset, offset + 9) for offset in range(400, last + 1, 10)]
+    assert len(partition_of(answer)["records"]) <= 1 << 20
+    assert acquired(member.fetch(max_records=10_000))[0][0] == last + 1

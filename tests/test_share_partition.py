@@ -328,3 +328,132 @@ def test_describe_shows_runs_with_owner_and_deadline() -> None:
         {"first_offset": 2, "last_offset": 2, "state": "acknowledged", "delivery_count": 1, "member_id": None,
          "lock_deadline_ms": None},
     ]
+
+
+# ---- in-flight records as ranges (InFlightBatch): splitting, joining, per-offset rules after a split ----
+
+
+def ranges_of(partition: SharePartition) -> list[tuple[int, int, str, int, str]]:
+    return [(b.first_offset, b.last_offset, b.state.name, b.delivery_count, b.member) for b in partition.batches]
+
+
+def test_a_fetch_is_one_range_and_a_partial_acknowledgement_splits_it() -> None:
+    partition, _ = make()
+    partition.acquire("m1", batches((0, 4), (5, 9)), 100, 500)
+    assert ranges_of(partition) == [(0, 9, "ACQUIRED", 1, "m1")]
+    partition.acknowledge("m1", [ack(3, 5, ACCEPT)])
+    assert ranges_of(partition) == [
+        (0, 2, "ACQUIRED", 1, "m1"), (3, 5, "ACKNOWLEDGED", 1, ""), (6, 9, "ACQUIRED", 1, "m1"),
+    ]
+
+
+def test_per_offset_types_split_a_range_into_runs_of_one_type() -> None:
+    partition, _ = make()
+    partition.acquire("m1", batches((0, 5)), 100, 500)
+    partition.acknowledge("m1", [ack(1, 4, ACCEPT, ACCEPT, RELEASE, REJECT)])
+    assert ranges_of(partition) == [
+        (0, 0, "ACQUIRED", 1, "m1"), (1, 2, "ACKNOWLEDGED", 1, ""), (3, 3, "AVAILABLE", 1, ""),
+        (4, 4, "ARCHIVED", 1, ""), (5, 5, "ACQUIRED", 1, "m1"),
+    ]
+    assert partition.take_update().batches == (  # only what changed, in runs of one state and count
+        StateBatch(1, 2, DeliveryState.ACKNOWLEDGED, 1), StateBatch(3, 3, DeliveryState.AVAILABLE, 1),
+        StateBatch(4, 4, DeliveryState.ARCHIVED, 1),
+    )
+
+
+def test_alike_neighbours_are_joined_again() -> None:
+    partition, _ = make()
+    partition.acquire("m1", batches((0, 9)), 100, 500)
+    partition.acknowledge("m1", [ack(2, 3, RELEASE)])
+    partition.acknowledge("m1", [ack(4, 6, RELEASE)])
+    partition.acknowledge("m1", [ack(7, 9, RELEASE)])
+    assert ranges_of(partition) == [(0, 1, "ACQUIRED", 1, "m1"), (2, 9, "AVAILABLE", 1, "")]
+    assert partition.acquire("m2", batches((0, 9)), 100, 500) == [AcquiredRange(2, 9, 2)]
+    assert ranges_of(partition) == [(0, 1, "ACQUIRED", 1, "m1"), (2, 9, "ACQUIRED", 2, "m2")]
+    partition.acknowledge("m2", [ack(2, 9, ACCEPT)])
+    partition.acknowledge("m1", [ack(0, 1, ACCEPT)])
+    assert partition.batches == [] and partition.start_offset == 10
+
+
+def test_a_fetch_takes_the_available_parts_of_a_split_range_with_their_own_counts() -> None:
+    partition, _ = make()
+    partition.acquire("m1", batches((0, 9)), 100, 500)
+    partition.acknowledge("m1", [ack(2, 3, RELEASE), ack(6, 6, RELEASE)])
+    got = partition.acquire("m2", batches((0, 9), (10, 11)), 100, 500)
+    assert got == [AcquiredRange(2, 3, 2), AcquiredRange(6, 6, 2), AcquiredRange(10, 11, 1)]
+    assert ranges_of(partition) == [
+        (0, 1, "ACQUIRED", 1, "m1"), (2, 3, "ACQUIRED", 2, "m2"), (4, 5, "ACQUIRED", 1, "m1"),
+        (6, 6, "ACQUIRED", 2, "m2"), (7, 9, "ACQUIRED", 1, "m1"), (10, 11, "ACQUIRED", 1, "m2"),
+    ]
+
+
+def test_record_limit_mode_splits_an_available_range() -> None:
+    partition, _ = make()
+    partition.acquire("m1", batches((0, 9)), 100, 500)
+    partition.acknowledge("m1", [ack(0, 9, RELEASE)])
+    assert partition.acquire("m2", batches((0, 9)), 4, 500, record_limit=True) == [AcquiredRange(0, 3, 2)]
+    assert ranges_of(partition) == [(0, 3, "ACQUIRED", 2, "m2"), (4, 9, "AVAILABLE", 1, "")]
+    assert partition.next_fetch_offset() == 4
+
+
+def test_the_delivery_limit_applies_per_offset_after_a_split() -> None:
+    partition, clock = make(delivery_count_limit=2)
+    partition.acquire("m1", batches((0, 4)), 100, 500)
+    partition.acknowledge("m1", [ack(1, 2, RELEASE)])
+    assert partition.acquire("m2", batches((0, 4)), 100, 500) == [AcquiredRange(1, 2, 2)]
+    partition.acknowledge("m2", [ack(1, 1, RELEASE)])  # the second delivery of 1 was its last
+    clock.now += 1000  # every lock runs out: 0, 3 and 4 had one delivery, 2 had two
+    assert partition.expire_locks()
+    assert ranges_of(partition) == [(0, 0, "AVAILABLE", 1, ""), (1, 2, "ARCHIVED", 2, ""), (3, 4, "AVAILABLE", 1, "")]
+    assert partition.acquire("m3", batches((0, 4)), 100, 500) == [AcquiredRange(0, 0, 2), AcquiredRange(3, 4, 2)]
+
+
+def test_a_member_released_from_a_split_range_gets_its_deliveries_back() -> None:
+    partition, _ = make()
+    partition.acquire("m1", batches((0, 5)), 100, 500)
+    partition.acknowledge("m1", [ack(2, 3, RELEASE)])
+    partition.acquire("m2", batches((0, 5)), 100, 500)
+    assert partition.release_member("m1")
+    assert ranges_of(partition) == [(0, 1, "AVAILABLE", 0, ""), (2, 3, "ACQUIRED", 2, "m2"), (4, 5, "AVAILABLE", 0, "")]
+
+
+def test_lock_renewal_of_part_of_a_range_keeps_the_rest_expiring() -> None:
+    partition, clock = make()
+    partition.acquire("m1", batches((0, 3)), 100, 500)
+    clock.now += 600
+    partition.acknowledge("m1", [ack(2, 3, RENEW)])
+    clock.now += 400
+    assert partition.expire_locks()
+    assert ranges_of(partition) == [(0, 1, "AVAILABLE", 1, ""), (2, 3, "ACQUIRED", 1, "m1")]
+    assert partition.take_update().batches == (StateBatch(0, 1, DeliveryState.AVAILABLE, 1),)
+
+
+def test_the_log_start_cuts_a_range() -> None:
+    partition, _ = make()
+    partition.acquire("m1", batches((0, 9)), 100, 500)
+    assert partition.advance_to(4)
+    assert ranges_of(partition) == [(4, 9, "ACQUIRED", 1, "m1")] and partition.start_offset == 4
+
+
+def test_loaded_ranges_cover_the_gaps_as_available() -> None:
+    clock = FakeClock()
+    state = PersistedShareState(1, 0, 0, (
+        StateBatch(2, 3, DeliveryState.ACKNOWLEDGED, 1), StateBatch(6, 9, DeliveryState.AVAILABLE, 2),
+    ))
+    partition = SharePartition.from_persisted(state, ShareLimits(), clock)
+    assert ranges_of(partition) == [
+        (0, 1, "AVAILABLE", 0, ""), (2, 3, "ACKNOWLEDGED", 1, ""), (4, 5, "AVAILABLE", 0, ""), (6, 9, "AVAILABLE", 2, ""),
+    ]
+    assert partition.acquire("m1", batches((0, 9)), 100, 500) == [
+        AcquiredRange(0, 1, 1), AcquiredRange(4, 5, 1), AcquiredRange(6, 9, 3),
+    ]
+
+
+def test_acquire_takes_no_log_batch_after_the_last_it_needs() -> None:
+    partition, _ = make(max_in_flight=6)
+    fetched = iter(batches((0, 4), (5, 9), (10, 14)))
+    assert partition.acquire("m1", fetched, max_records=3, batch_size=500) == [AcquiredRange(0, 4, 1)]
+    assert next(fetched) == FetchedBatch(5, 9)  # MaxRecords reached: the next batch was not read
+    fetched = iter(batches((5, 9), (10, 14)))
+    assert partition.acquire("m1", fetched, max_records=100, batch_size=500) == [AcquiredRange(5, 9, 1)]
+    assert next(fetched) == FetchedBatch(10, 14)  # no room left after the batch that crossed the limit

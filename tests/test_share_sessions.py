@@ -73,3 +73,13 @@ def test_sessions_of_a_connection_and_of_a_group() -> None:
     sessions.for_fetch("h", "m3", 0, [A0], [], False, CONN)
     assert [s.member_id for s in sessions.of_connection(CONN)] == ["m1", "m3"]
     assert [s.member_id for s in sessions.of_group("g")] == ["m1", "m2"]
+
+
+def test_a_replaced_or_removed_session_leaves_its_connection() -> None:
+    sessions = ShareSessions(10)
+    other = object()
+    sessions.for_fetch("g", "m1", 0, [A0], [], False, CONN)
+    sessions.for_fetch("g", "m1", 0, [A0], [], False, other)  # a new session on another connection replaces it
+    assert sessions.of_connection(CONN) == [] and [s.member_id for s in sessions.of_connection(other)] == ["m1"]
+    sessions.remove("g", "m1")
+    assert sessions.of_connection(other) == [] and len(sessions) == 0

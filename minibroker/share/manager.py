@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Iterator, Protocol
 
 from minibroker.clock import VirtualClock
 from minibroker.groups.group_configs import reset_duration_ms
@@ -34,6 +34,10 @@ if TYPE_CHECKING:
     from minibroker.storage.transaction_index import AbortedTxn
 
 log = logging.getLogger(__name__)
+
+# A ShareFetch's first read of the log; more follow, twice as large each, while the acquisition wants more. Reading
+# costs a header parse per batch read (whole batches are cut from the bytes), so the steps follow what is needed.
+FIRST_READ_BYTES = 16 * 1024
 
 
 class StateStore(Protocol):
@@ -155,19 +159,21 @@ class SharePartitionManager:
         if max_records <= 0 or offset >= upper or not partition.can_acquire():
             self._changed(key, partition)
             return NOTHING
+        aborted = partition_log.aborted_entries(offset, upper) if read_committed else []
+        read: list[tuple[bytes, BatchHeader]] = []  # the log batches the acquisition looked at, with their bytes
         try:
-            data = partition_log.read(offset, max(max_bytes, 1), upper_offset=upper)
+            fetched = (
+                FetchedBatch(h.base_offset, h.last_offset, _is_aborted(h, aborted))
+                for h in _log_batches(partition_log, offset, upper, max(max_bytes, 1), read)
+            )
+            acquired = partition.acquire(member_id, fetched, max_records, batch_size, record_limit)
         except OffsetOutOfRangeError:
             self._changed(key, partition)
             return NOTHING
-        headers = list(iter_batches(data))
-        aborted = partition_log.aborted_entries(offset, upper) if read_committed else []
-        fetched = [FetchedBatch(h.base_offset, h.last_offset, _is_aborted(h, aborted)) for h in headers]
-        acquired = partition.acquire(member_id, fetched, max_records, batch_size, record_limit)
         error = self._changed(key, partition)
         if error != NO_ERROR:
             return Acquisition([], b"", error)
-        return Acquisition(acquired, _covering(data, headers, acquired))
+        return Acquisition(acquired, _covering(read, acquired))
 
     def acknowledge(self, key: SharePartitionKey, member_id: str, batches: list[AckBatch]) -> tuple[ErrorCode, str | None]:
         """Apply a member's acknowledgements to a share partition: (error, message) as Kafka answers them; a share
@@ -370,16 +376,39 @@ def _is_aborted(header: BatchHeader, aborted: list[AbortedTxn]) -> bool:
     )
 
 
-def _covering(data: bytes, headers: list[BatchHeader], acquired: list[AcquiredRange]) -> bytes:
+def _log_batches(
+    partition_log: PartitionLog, offset: int, upper: int, max_bytes: int, read: list[tuple[bytes, BatchHeader]],
+) -> Iterator[BatchHeader]:
+    """The log's batches from ``offset`` (below ``upper``, within ``max_bytes`` but at least one), read as the
+    acquisition asks for them: a ShareFetch wants MaxRecords, usually far fewer than MaxBytes holds, so the log is
+    read in steps from FIRST_READ_BYTES, doubling. Each batch is added to ``read`` with the bytes holding it."""
+    step = FIRST_READ_BYTES
+    while max_bytes > 0 and offset < upper:
+        data = partition_log.read(offset, min(step, max_bytes), upper_offset=upper)
+        if not data or (read and len(data) > max_bytes):  # only the first batch may go past MaxBytes
+            return
+        max_bytes -= len(data)
+        step *= 2
+        following = offset
+        for header in iter_batches(data):
+            read.append((data, header))
+            following = header.last_offset + 1
+            yield header
+        if following == offset:
+            return
+        offset = following
+
+
+def _covering(read: list[tuple[bytes, BatchHeader]], acquired: list[AcquiredRange]) -> bytes:
     """The read batches that hold acquired records (Kafka returns the fetched batches covering the acquired ranges)."""
-    if not acquired:
-        return b""
-    kept = [
-        h for h in headers
-        if any(r.first_offset <= h.last_offset and h.base_offset <= r.last_offset for r in acquired)
-    ]
-    if not kept:
-        return b""
-    if len(kept) == len(headers):
-        return bytes(data)
-    return b"".join(bytes(data[h.position:h.position + h.size]) for h in kept)
+    kept: list[bytes] = []
+    ranges = iter(acquired)
+    current = next(ranges, None)
+    for data, header in read:
+        while current is not None and current.last_offset < header.base_offset:
+            current = next(ranges, None)
+        if current is None:
+            break
+        if current.first_offset <= header.last_offset:
+            kept.append(data[header.position:header.position + header.size])
+    return b"".join(kept)

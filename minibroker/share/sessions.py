@@ -54,6 +54,8 @@ class ShareSessions:
     def __init__(self, max_sessions: int) -> None:
         self.max_sessions = max_sessions
         self._sessions: dict[tuple[str, str], ShareSession] = {}
+        # The sessions of each connection, so that a connection closing finds its own without looking at all.
+        self._by_connection: dict[object, dict[tuple[str, str], None]] = {}
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -75,12 +77,13 @@ class ShareSessions:
         if epoch == INITIAL_EPOCH:
             if has_acknowledgements:
                 raise SessionError(ErrorCode.INVALID_REQUEST)
-            self._sessions.pop(key, None)
+            self.remove(group_id, member_id)
             if len(self._sessions) >= self.max_sessions:
                 raise SessionError(ErrorCode.SHARE_SESSION_LIMIT_REACHED)
             session = ShareSession(group_id, member_id, next_epoch(INITIAL_EPOCH), connection)
             session.update(wanted, [])
             self._sessions[key] = session
+            self._by_connection.setdefault(connection, {})[key] = None
             return list(session.partitions), session
         session = self._sessions.get(key)
         if session is None:
@@ -106,13 +109,21 @@ class ShareSessions:
         session.epoch = next_epoch(session.epoch)
 
     def remove(self, group_id: str, member_id: str) -> ShareSession | None:
-        return self._sessions.pop((group_id, member_id), None)
+        key = (group_id, member_id)
+        session = self._sessions.pop(key, None)
+        if session is not None:
+            keys = self._by_connection[session.connection]
+            del keys[key]
+            if not keys:
+                del self._by_connection[session.connection]
+        return session
 
     def of_connection(self, connection: object) -> list[ShareSession]:
-        return [session for session in self._sessions.values() if session.connection is connection]
+        return [self._sessions[key] for key in self._by_connection.get(connection, ())]
 
     def of_group(self, group_id: str) -> list[ShareSession]:
         return [session for session in self._sessions.values() if session.group_id == group_id]
 
     def clear(self) -> None:
         self._sessions.clear()
+        self._by_connection.clear()
