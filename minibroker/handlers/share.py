@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from minibroker.acl_operations import GROUP, READ, TOPIC
 from minibroker.context import RequestContext
@@ -20,10 +20,12 @@ from minibroker.handlers.metadata import leader_endpoints
 from minibroker.handlers.registry import api
 from minibroker.handlers.share_groups import share_groups_enabled
 from minibroker.protocol.errors import NO_ERROR, ErrorCode
-from minibroker.share.manager import Acquisition
-from minibroker.share.partition import AckBatch, AcknowledgeType, AcquiredRange
 from minibroker.share.sessions import FINAL_EPOCH, SessionError
 from minibroker.share.state import SharePartitionKey
+
+if TYPE_CHECKING:
+    from minibroker.share.manager import Acquisition
+    from minibroker.share.partition import AcquiredRange
 
 RECORD_LIMIT_MODE = 1  # ShareAcquireMode: 0 batch-optimized, 1 record-limit (v2)
 RENEW_VERSION = 2  # IsRenewAck and the renew acknowledge type, ShareAcknowledge's AcquisitionLockTimeoutMs
@@ -113,6 +115,8 @@ def acknowledge_partition(
             leader_of(ctx, answer, name, index)
         else:
             key = SharePartitionKey(group_id, topic_id, index)
+            from minibroker.share.partition import AckBatch  # the data path is imported when share groups are used
+
             ack_batches = [AckBatch(b["first_offset"], b["last_offset"], tuple(b["acknowledge_types"])) for b in batches]
             answer["error_code"], answer["error_message"] = ctx.broker.share_partitions.acknowledge(key, member_id, ack_batches)
     return answer
@@ -136,6 +140,8 @@ def with_endpoints(ctx: RequestContext, answer: dict[str, Any], partitions: Iter
 
 
 def max_acknowledge_type(ctx: RequestContext, body: dict[str, Any]) -> int:
+    from minibroker.share.partition import AcknowledgeType
+
     return AcknowledgeType.RENEW if ctx.api_version >= RENEW_VERSION and body.get("is_renew_ack") else AcknowledgeType.REJECT
 
 
@@ -248,6 +254,8 @@ def acquire_all(
 ) -> dict[Partition, Acquisition]:
     """One pass over the partitions: records acquired within MaxRecords and MaxBytes for the whole request (only the
     first partition with records may exceed MaxBytes, as in Fetch)."""
+    from minibroker.share.manager import Acquisition
+
     manager = ctx.broker.share_partitions
     records_left, bytes_left = body["max_records"], body["max_bytes"]
     got: dict[Partition, Acquisition] = {}

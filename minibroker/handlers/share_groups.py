@@ -13,7 +13,6 @@ from typing import Any
 from minibroker.acl_operations import DESCRIBE, GROUP, NO_AUTHORIZED_OPERATIONS, READ
 from minibroker.context import RequestContext
 from minibroker.features import SHARE_VERSION
-from minibroker.groups.coordinator import described_error
 from minibroker.handlers.groups import (
     HIDDEN_TOPICS,
     UNSUPPORTED_VERSION_MESSAGE,
@@ -25,7 +24,6 @@ from minibroker.handlers.groups import (
 from minibroker.handlers.registry import api
 from minibroker.protocol.error_responses import error_response
 from minibroker.protocol.errors import ErrorCode
-from minibroker.share.groups import ShareHeartbeat
 
 
 def share_groups_enabled(ctx: RequestContext) -> bool:
@@ -48,6 +46,8 @@ async def share_group_heartbeat(ctx: RequestContext, body: dict[str, Any]) -> di
     names = set(body["subscribed_topic_names"] or ())
     if names and refused_topics(ctx, names, DESCRIBE):
         return error_response(ctx.api_key, ctx.api_version, {}, ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
+    from minibroker.share.groups import ShareHeartbeat  # the group coordinator is imported when groups are used
+
     request = ShareHeartbeat(
         group_id=body["group_id"],
         member_id=body["member_id"],
@@ -67,6 +67,8 @@ async def share_group_describe(ctx: RequestContext, body: dict[str, Any]) -> dic
     refused = share_version_refusal(ctx, body)
     if refused is not None:
         return refused
+    from minibroker.groups.coordinator import described_error
+
     include = body["include_authorized_operations"]
     groups = []
     for group_id in body["group_ids"]:

@@ -17,7 +17,6 @@ from minibroker.handlers.share_groups import share_groups_enabled
 from minibroker.protocol.errors import NO_ERROR, ErrorCode
 from minibroker.protocol.primitives import ZERO_UUID
 from minibroker.share.state import SharePartitionKey
-from minibroker.share.state_store import ShareStateWriteError
 
 UNINITIALIZED = -1  # Kafka's PartitionFactory.UNINITIALIZED_START_OFFSET
 DEFAULT_LEADER_EPOCH = 0
@@ -172,6 +171,8 @@ async def alter_share_group_offsets(ctx: RequestContext, body: dict[str, Any]) -
 
 def written(change: Callable[..., None], *args: Any) -> dict[str, Any]:
     """A change of the stored state: its error code and message (the store's refusal, else none)."""
+    from minibroker.share.state_store import ShareStateWriteError
+
     try:
         change(*args)
     except ShareStateWriteError as exc:
