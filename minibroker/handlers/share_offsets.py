@@ -129,15 +129,10 @@ def described_topic(ctx: RequestContext, group_id: str, name: str, topic_id: byt
 @api(91, 0, 0)
 async def alter_share_group_offsets(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     group_id = body["group_id"]
-    if not share_groups_enabled(ctx):
-        return offsets_error(ErrorCode.UNSUPPORTED_VERSION)
-    if not allowed(ctx, READ, GROUP, group_id):
-        return offsets_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    error = coordinator_error(ctx, group_id)
-    if error != NO_ERROR:
-        return offsets_error(error)
+    refused = await change_refusal(ctx, group_id, READ)
+    if refused is not None:
+        return refused
     manager = ctx.broker.share_partitions
-    await manager.ready()
     erroneous, valid = [], []
     for topic in body["topics"]:
         name = topic["topic_name"]
@@ -180,6 +175,20 @@ def written(change: Callable[..., None], *args: Any) -> dict[str, Any]:
     return {"error_code": NO_ERROR, "error_message": None}
 
 
+async def change_refusal(ctx: RequestContext, group_id: str, operation: int) -> dict[str, Any] | None:
+    """What Alter/DeleteShareGroupOffsets answer before looking at topics (share groups off, the group's ACL
+    ``operation`` denied, not this group's coordinator), else None once the share partitions are ready."""
+    if not share_groups_enabled(ctx):
+        return offsets_error(ErrorCode.UNSUPPORTED_VERSION)
+    if not allowed(ctx, operation, GROUP, group_id):
+        return offsets_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    error = coordinator_error(ctx, group_id)
+    if error != NO_ERROR:
+        return offsets_error(error)
+    await ctx.broker.share_partitions.ready()
+    return None
+
+
 def offsets_error(error: ErrorCode, message: str | None = None) -> dict[str, Any]:
     """Kafka's getErrorResponse of Alter/DeleteShareGroupOffsets: the error alone."""
     return {"error_code": error, "error_message": message, "responses": []}
@@ -191,22 +200,17 @@ def offsets_error(error: ErrorCode, message: str | None = None) -> dict[str, Any
 @api(92, 0, 0)
 async def delete_share_group_offsets(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     group_id = body["group_id"]
-    if not share_groups_enabled(ctx):
-        return offsets_error(ErrorCode.UNSUPPORTED_VERSION)
-    if not allowed(ctx, DELETE, GROUP, group_id):
-        return offsets_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    error = coordinator_error(ctx, group_id)
-    if error != NO_ERROR:
-        return offsets_error(error)
+    refused = await change_refusal(ctx, group_id, DELETE)
+    if refused is not None:
+        return refused
     manager = ctx.broker.share_partitions
-    await manager.ready()
-    refused, wanted = [], []
+    denied, wanted = [], []
     for topic in body["topics"]:
         name = topic["topic_name"]
         if allowed(ctx, READ, TOPIC, name):
             wanted.append(name)
         else:
-            refused.append({"topic_name": name, "topic_id": ZERO_UUID, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            denied.append({"topic_name": name, "topic_id": ZERO_UUID, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                             "error_message": "Topic authorization failed."})
     error, message = alterable_error(ctx, group_id)
     if error != NO_ERROR:
@@ -227,4 +231,4 @@ async def delete_share_group_offsets(ctx: RequestContext, body: dict[str, Any]) 
             failed = [result for result in results if result["error_code"] != NO_ERROR]
             deleted.append({"topic_name": name, "topic_id": info.topic_id, **(failed[0] if failed else results[0])})
     await manager.flush()
-    return {"error_code": NO_ERROR, "error_message": None, "responses": refused + erroneous + deleted}
+    return {"error_code": NO_ERROR, "error_message": None, "responses": denied + erroneous + deleted}
