@@ -53,6 +53,16 @@ MEMBER_ID_REQUIRED_VERSION = 1  # from v1 the client generates its member id
 Writer = Callable[[str, list[Record]], ErrorCode]
 
 
+def named_partitions(topics: TopicCatalog, partitions: TopicPartitions) -> list[dict[str, Any]]:
+    """An assignment as the Describe APIs answer it: by topic id with the topic's name (deleted topics left out)."""
+    answer = []
+    for topic_id, indexes in sorted(partitions.items()):
+        spec = topics.by_id(topic_id)
+        if spec is not None:
+            answer.append({"topic_id": topic_id, "topic_name": spec.name, "partitions": sorted(indexes)})
+    return answer
+
+
 class TopicCatalog(Protocol):
     """The broker's topics as the coordinator sees them."""
 
@@ -568,18 +578,10 @@ class ConsumerGroups:
             "member_epoch": member.member_epoch, "client_id": member.client_id, "client_host": member.client_host,
             "subscribed_topic_names": list(member.subscribed_topic_names),
             "subscribed_topic_regex": member.subscribed_topic_regex,
-            "assignment": {"topic_partitions": self._named(member.assigned)},
-            "target_assignment": {"topic_partitions": self._named(group.targets.get(member.member_id, {}))},
+            "assignment": {"topic_partitions": named_partitions(self.topics, member.assigned)},
+            "target_assignment": {"topic_partitions": named_partitions(self.topics, group.targets.get(member.member_id, {}))},
             "member_type": 1 if member.classic is None else 0,  # consumer protocol or classic
         }
-
-    def _named(self, partitions: TopicPartitions) -> list[dict[str, Any]]:
-        answer = []
-        for topic_id, indexes in sorted(partitions.items()):
-            spec = self.topics.by_id(topic_id)
-            if spec is not None:
-                answer.append({"topic_id": topic_id, "topic_name": spec.name, "partitions": sorted(indexes)})
-        return answer
 
     def listed(self, group: ConsumerGroup) -> dict[str, Any]:
         return {

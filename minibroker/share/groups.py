@@ -20,7 +20,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from minibroker.groups.assignors import TopicPartitions, TopicSpec
-from minibroker.groups.consumer_coordinator import HeartbeatError, TopicCatalog, error_answer, metadata_hash
+from minibroker.groups.consumer_coordinator import (
+    HeartbeatError,
+    TopicCatalog,
+    error_answer,
+    metadata_hash,
+    named_partitions,
+)
 from minibroker.groups.group_configs import GroupConfigs
 from minibroker.groups.timer import Timer
 from minibroker.protocol.errors import ErrorCode
@@ -328,19 +334,11 @@ class ShareGroups:
                     "member_id": m.member_id, "rack_id": m.rack_id, "member_epoch": m.member_epoch,
                     "client_id": m.client_id, "client_host": m.client_host,
                     "subscribed_topic_names": list(m.subscribed_topic_names),
-                    "assignment": {"topic_partitions": self._named(m.assigned)},
+                    "assignment": {"topic_partitions": named_partitions(self.topics, m.assigned)},
                 }
                 for m in group.members.values()
             ],
         }
-
-    def _named(self, partitions: TopicPartitions) -> list[dict[str, Any]]:
-        answer = []
-        for topic_id, indexes in sorted(partitions.items()):
-            spec = self.topics.by_id(topic_id)
-            if spec is not None:
-                answer.append({"topic_id": topic_id, "topic_name": spec.name, "partitions": sorted(indexes)})
-        return answer
 
     @staticmethod
     def listed(group: ShareGroup) -> dict[str, Any]:
