@@ -82,12 +82,13 @@ class Member:
     def fetch(
         self, partitions: dict[int, list[dict[str, Any]]] | None = None, *, max_records: int = 500, mode: int = 0,
         max_wait_ms: int = 0, renew: bool = False, epoch: int | None = None, forgotten: list[int] = (),
+        max_bytes: int = 1 << 20,
     ) -> dict[str, Any]:
         partitions = {0: []} if partitions is None else partitions
         body: dict[str, Any] = {
             "group_id": self.group, "member_id": self.member_id,
             "share_session_epoch": self.epoch if epoch is None else epoch,
-            "max_wait_ms": max_wait_ms, "min_bytes": 1, "max_bytes": 1 << 20, "max_records": max_records,
+            "max_wait_ms": max_wait_ms, "min_bytes": 1, "max_bytes": max_bytes, "max_records": max_records,
             "batch_size": 500, "share_acquire_mode": mode, "is_renew_ack": renew,
             "topics": [{"topic_id": self.topic_id, "partitions": [
                 {"partition_index": index, "acknowledgement_batches": batches} for index, batches in partitions.items()
@@ -182,6 +183,21 @@ def test_earliest_reset_delivers_what_is_already_there(conn: RawConnection, topi
     set_group_config(conn, f"g-{name}", "share.auto.offset.reset", "earliest")
     member = Member(conn, f"g-{name}", topic_id)
     assert acquired(member.fetch()) == [(0, 3, 1)]
+
+
+def test_max_bytes_zero_acquires_nothing(conn: RawConnection, topic: tuple[str, bytes]) -> None:
+    """librdkafka's 0180 (fetch.max.bytes=0): Kafka refuses to size the read, each readable partition answers
+    UNKNOWN_SERVER_ERROR and no record is acquired, so a later fetch still gets them all."""
+    name, topic_id = topic
+    produce(conn, name, 3)
+    set_group_config(conn, f"g-{name}", "share.auto.offset.reset", "earliest")
+    member = Member(conn, f"g-{name}", topic_id)
+    answer = member.fetch(max_bytes=0, max_wait_ms=5000)
+    part = partition_of(answer)
+    assert part["error_code"] == ErrorCode.UNKNOWN_SERVER_ERROR
+    assert part["error_message"] == "Request max bytes must be greater than 0"
+    assert part["acquired_records"] == [] and not part["records"]
+    assert acquired(member.fetch()) == [(0, 2, 1)]
 
 
 def test_a_released_record_goes_to_the_next_fetch_with_its_count(conn: RawConnection, topic: tuple[str, bytes]) -> None:

@@ -34,6 +34,7 @@ LEADER_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH
 Partition = tuple[bytes, int]
 
 
+NO_MAX_BYTES = "Request max bytes must be greater than 0"  # the message of Kafka's IllegalArgumentException
 NO_LEADER = {"leader_id": 0, "leader_epoch": 0}  # what Kafka's PartitionData holds unless the partition moved
 
 
@@ -233,6 +234,9 @@ async def fetch_partitions(
         answers[(topic_id, index)] = fetched(index, error)
         if name is not None:
             leader_of(ctx, answers[(topic_id, index)], name, index)
+    if body["max_bytes"] <= 0:
+        answers.update(refuse_without_bytes(ctx, body["group_id"], readable))
+        return answers
     deadline = time.monotonic() + max(body["max_wait_ms"], 0) / 1000
     record_limit = ctx.api_version >= RENEW_VERSION and body["share_acquire_mode"] == RECORD_LIMIT_MODE
     while True:
@@ -246,6 +250,22 @@ async def fetch_partitions(
     for (part, _), acquisition in zip(readable, got.values()):
         if acquisition.acquired or acquisition.error != NO_ERROR or full:
             answers[part] = fetched(part[1], acquisition.error, acquisition.records, acquisition.acquired)
+    return answers
+
+
+def refuse_without_bytes(
+    ctx: RequestContext, group_id: str, readable: list[tuple[Partition, str]],
+) -> dict[Partition, dict[str, Any]]:
+    """MaxBytes 0 in a fetching ShareFetch: Kafka's PartitionMaxBytesStrategy throws IllegalArgumentException for
+    the partitions it could read, answered at once as UNKNOWN_SERVER_ERROR with its message; nothing is acquired."""
+    answers: dict[Partition, dict[str, Any]] = {}
+    for (topic_id, index), name in readable:
+        partition_log, _ = ctx.led_partition(name, index)
+        leader_epoch = ctx.broker.placements.of(name, index).leader_epoch
+        key = SharePartitionKey(group_id, topic_id, index)
+        if partition_log is not None and ctx.broker.share_partitions.can_acquire(key, partition_log, leader_epoch):
+            answers[(topic_id, index)] = fetched(index, ErrorCode.UNKNOWN_SERVER_ERROR)
+            answers[(topic_id, index)]["error_message"] = NO_MAX_BYTES
     return answers
 
 

@@ -142,6 +142,14 @@ class SharePartitionManager:
                 return found[0]
         return partition_log.log_end_offset
 
+    def can_acquire(self, key: SharePartitionKey, partition_log: PartitionLog, leader_epoch: int) -> bool:
+        """Whether a fetch would read for the share partition (Kafka's DelayedShareFetch.acquirablePartitions: room
+        for more records in flight, or available ones); the share partition is made on first use."""
+        try:
+            return self.partition(key, partition_log, leader_epoch).can_acquire()
+        except ShareStateWriteError:
+            return False
+
     def acquire(
         self, key: SharePartitionKey, partition_log: PartitionLog, leader_epoch: int, member_id: str, max_records: int,
         batch_size: int, record_limit: bool, max_bytes: int,
