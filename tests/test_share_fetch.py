@@ -297,6 +297,24 @@ def test_an_incremental_fetch_reads_the_session_partitions(conn: RawConnection, 
     assert nothing_acquired(member.fetch({}, forgotten=[1]))
 
 
+def test_share_partitions_made_by_a_fetch_answer_one_at_a_time(conn: RawConnection, topic_name: str) -> None:
+    """librdkafka's 0179: Kafka initializes each new share partition from the share coordinator and completes the
+    fetch with the first that has records; the next fetch reads the others, and ready ones all answer together."""
+    topic_id = create(conn, topic_name, 2)
+    for index in (0, 1):
+        produce(conn, topic_name, 3, partition=index)
+    set_group_config(conn, f"g-{topic_name}", "share.auto.offset.reset", "earliest")
+    member = Member(conn, f"g-{topic_name}", topic_id)
+    first = member.fetch({0: [], 1: []})
+    assert acquired(first, 0) == [(0, 2, 1)]
+    assert acquired(first, 1) == []  # made, its records not acquired yet
+    assert acquired(member.fetch({}), 1) == [(0, 2, 1)]
+    for index in (0, 1):
+        produce(conn, topic_name, 1, partition=index)
+    both = member.fetch({})
+    assert acquired(both, 0) == [(3, 3, 1)] and acquired(both, 1) == [(3, 3, 1)]
+
+
 def test_closing_the_session_releases_the_members_records(conn: RawConnection, topic: tuple[str, bytes]) -> None:
     name, topic_id = topic
     first, second = Member(conn, f"g-{name}", topic_id), Member(conn, f"g-{name}", topic_id)

@@ -239,8 +239,11 @@ async def fetch_partitions(
         return answers
     deadline = time.monotonic() + max(body["max_wait_ms"], 0) / 1000
     record_limit = ctx.api_version >= RENEW_VERSION and body["share_acquire_mode"] == RECORD_LIMIT_MODE
+    loaded = ctx.broker.share_partitions.partitions
+    initializing = {part for part, _ in readable if SharePartitionKey(body["group_id"], *part) not in loaded}
     while True:
-        got = acquire_all(ctx, body, readable, record_limit)
+        got = acquire_all(ctx, body, readable, record_limit, initializing)
+        initializing = set()  # initialized by the first pass
         if any(a.acquired for a in got.values()) or not readable:
             break
         keys = [(name, index) for (_, index), name in readable]
@@ -271,14 +274,20 @@ def refuse_without_bytes(
 
 def acquire_all(
     ctx: RequestContext, body: dict[str, Any], readable: list[tuple[Partition, str]], record_limit: bool,
+    initializing: set[Partition] = frozenset(),
 ) -> dict[Partition, Acquisition]:
     """One pass over the partitions: records acquired within MaxRecords and MaxBytes for the whole request (only the
-    first partition with records may exceed MaxBytes, as in Fetch)."""
+    first partition with records may exceed MaxBytes, as in Fetch).
+
+    Share partitions this fetch makes (``initializing``) become ready one after another, as Kafka's do when each
+    reads its state from the share coordinator: the DelayedShareFetch completes with the first of them that has
+    records, so the others are made but give nothing until the next fetch."""
     from minibroker.share.manager import Acquisition
 
     manager = ctx.broker.share_partitions
     records_left, bytes_left = body["max_records"], body["max_bytes"]
     got: dict[Partition, Acquisition] = {}
+    initialized_with_records = False
     for (topic_id, index), name in readable:
         partition_log, _ = ctx.led_partition(name, index)
         if partition_log is None or records_left <= 0 or (bytes_left <= 0 and got):
@@ -286,11 +295,18 @@ def acquire_all(
             continue
         key = SharePartitionKey(body["group_id"], topic_id, index)
         leader_epoch = ctx.broker.placements.of(name, index).leader_epoch
+        if initialized_with_records and (topic_id, index) in initializing:
+            manager.can_acquire(key, partition_log, leader_epoch)
+            got[(topic_id, index)] = Acquisition([], b"")
+            continue
         acquisition = manager.acquire(
             key, partition_log, leader_epoch, body["member_id"], records_left, max(body["batch_size"], 1), record_limit,
             max(bytes_left, 1),
         )
         got[(topic_id, index)] = acquisition
+        initialized_with_records = initialized_with_records or (
+            (topic_id, index) in initializing and bool(acquisition.acquired)
+        )
         records_left -= sum(r.last_offset - r.first_offset + 1 for r in acquisition.acquired)
         bytes_left -= len(acquisition.records)
     return got
