@@ -208,7 +208,7 @@ class ShareGroups:
         if bump or new_hash != group.metadata_hash:
             group_epoch += 1
             records.append(epoch_record(group_id, group_epoch, new_hash))
-            log.info("share group %s: epoch %d", group_id, group_epoch)
+            log.debug("share group %s: epoch %d", group_id, group_epoch)
             state = self._initialized(specs)
             if state != group.initialized:
                 records.append(state_record(group_id, state))
