@@ -766,7 +766,8 @@ class Broker:
         self.placements.put(name, replicas)
         self.logs.finish_topic(new, partitions)
         self.leaders_changed(name)
-        log.info("created topic %s with %d partitions %s", name, new.num_partitions, new.info.overrides or "")
+        log.info("created topic %s with %d partitions%s", name, new.num_partitions,
+                 f" {new.info.overrides}" if new.info.overrides else "")
         return ErrorCode.NONE, None
 
     async def delete_topics(self, names: list[str]) -> None:

@@ -84,8 +84,8 @@ class InternalTopic:
                 self.name, self.configured_partitions, internal_topic_configs(self.broker, self.name),
                 replication_factor=self.replication_factor,
             )
-            if error == ErrorCode.NONE:
-                log.info("created internal topic %s with %d partitions", self.name, self.configured_partitions)
+            if error == ErrorCode.NONE:  # the broker logged the creation
+                log.debug("created internal topic %s with %d partitions", self.name, self.configured_partitions)
             info = await self.broker.topic_created(self.name)
         if info is None:
             log.warning("internal topic %s could not be created: %s %s", self.name, error.name, message)

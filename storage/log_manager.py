@@ -330,7 +330,7 @@ class LogManager:
         info.partitions = partitions
         self.topics[info.name] = info
         self.catalog_version += 1
-        log.info("Created topic %s (%s) with %d partition(s)", info.name, uuid_to_str(info.topic_id), len(partitions))
+        log.debug("Created topic %s (%s) with %d partition(s)", info.name, uuid_to_str(info.topic_id), len(partitions))
         return info
 
     def abandon_topic(self, new: NewTopic, cause: Exception) -> PartitionCreationError:

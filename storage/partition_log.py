@@ -415,7 +415,7 @@ class PartitionLog:
 
     def _assign_epoch(self, leader_epoch: int, start_offset: int) -> None:
         if self._epochs.assign(leader_epoch, start_offset):
-            log.info("%s: leader epoch %d starts at offset %d", self.directory, leader_epoch, start_offset)
+            log.debug("%s: leader epoch %d starts at offset %d", self.directory, leader_epoch, start_offset)
             self._save_leader_epochs()
 
     def _save_leader_epochs(self) -> None:

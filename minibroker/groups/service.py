@@ -275,8 +275,8 @@ class GroupService:
             coordinator.partition_of(g) == partition
             for g in [*coordinator.groups, *coordinator.consumer.groups, *coordinator.share.groups]
         )
-        log.info("loaded %d group(s) from %d record(s) of %s-%d in %.0f ms", groups, records,
-                 CONSUMER_OFFSETS_TOPIC, partition, (time.monotonic() - started) * 1000)
+        log.log(logging.INFO if groups else logging.DEBUG, "loaded %d group(s) from %d record(s) of %s-%d in %.0f ms",
+                groups, records, CONSUMER_OFFSETS_TOPIC, partition, (time.monotonic() - started) * 1000)
 
     @staticmethod
     def _replay_marker(coordinator: GroupCoordinator, partition: int, header: BatchHeader, record: Record) -> None:
