@@ -1,11 +1,13 @@
-"""The handler table: every API the broker implements, with the versions it serves.
+"""The handler table's entries and the ``@api`` decorator handler modules register with.
 
-Handler modules register with ``@api(key, min_version, max_version)``. ApiVersions answers from
-this table, so what is advertised is exactly what is implemented.
+The table itself (``minibroker.handlers.HANDLERS``) names each API's versions and module without importing it:
+a handler module is imported on the first request of one of its APIs, so a broker starts with only what it serves.
+ApiVersions answers from the table, and a test checks it against what each module registers with ``@api``.
 """
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
@@ -14,16 +16,27 @@ if TYPE_CHECKING:
 
 HandlerFn = Callable[["RequestContext", dict[str, Any]], Awaitable[dict[str, Any] | None]]
 
+FUNCTIONS: dict[int, HandlerFn] = {}
+"""The handlers of the modules imported so far, by API key."""
+REGISTERED: dict[int, tuple[int, int, str]] = {}
+"""What each imported module registered: API key -> (min version, max version, module)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Handler:
     api_key: int
     min_version: int
     max_version: int
-    fn: HandlerFn
+    module: str
 
-
-HANDLERS: dict[int, Handler] = {}
+    @property
+    def fn(self) -> HandlerFn:
+        """The handler function, its module imported on the first call."""
+        fn = FUNCTIONS.get(self.api_key)
+        if fn is None:
+            importlib.import_module(self.module)
+            fn = FUNCTIONS[self.api_key]
+        return fn
 
 
 class UnreadableRequest(Exception):
@@ -36,9 +49,10 @@ def api(api_key: int, min_version: int, max_version: int) -> Callable[[HandlerFn
     (or ``None`` when no response is sent, as for Produce with acks=0)."""
 
     def register(fn: HandlerFn) -> HandlerFn:
-        if api_key in HANDLERS:
+        if api_key in FUNCTIONS:
             raise RuntimeError(f"API key {api_key} registered twice")
-        HANDLERS[api_key] = Handler(api_key, min_version, max_version, fn)
+        FUNCTIONS[api_key] = fn
+        REGISTERED[api_key] = (min_version, max_version, fn.__module__)
         return fn
 
     return register

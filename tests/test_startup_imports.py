@@ -1,0 +1,78 @@
+"""What a broker loads before it listens: the handler table declared without its modules, and the exact set of
+minibroker modules a default ``serve`` has imported when it logs that it is ready (issue 28: start-up near the
+interpreter's floor). A new import on that path fails here until the list below says it belongs there."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from minibroker.handlers import HANDLERS, TABLE
+from minibroker.handlers.registry import REGISTERED
+
+# Runs ``serve`` as the command does, and at the "minibroker ready" line (the listener is up) prints the minibroker
+# modules loaded so far and exits.
+READY_PROBE = """
+import json, logging, os, sys
+from minibroker.cli import main
+
+class AtReady(logging.Handler):
+    def emit(self, record):
+        if record.getMessage().startswith("minibroker ready"):
+            names = sorted(n for n in sys.modules if n == "minibroker" or n.startswith("minibroker."))
+            sys.stdout.write(json.dumps(names))
+            sys.stdout.flush()
+            os._exit(0)
+
+logging.getLogger("minibroker").addHandler(AtReady())
+main(["serve", "--port", "0", "--data-dir", sys.argv[1]])
+"""
+
+DEFAULT_SERVE_MODULES = sorted(
+    """
+    minibroker minibroker.acl_operations minibroker.acls minibroker.acls.model minibroker.acls.principal
+    minibroker.acls.settings minibroker.acls.ssl_mapping minibroker.acls.store minibroker.broker minibroker.cli
+    minibroker.clock minibroker.cluster minibroker.config minibroker.config_sources minibroker.context
+    minibroker.dispatch minibroker.eager minibroker.features minibroker.fetch_sessions minibroker.groups
+    minibroker.groups.group_configs minibroker.handlers minibroker.handlers.registry minibroker.kafka_settings
+    minibroker.limits minibroker.listeners minibroker.producer_ids minibroker.protocol
+    minibroker.protocol.compression minibroker.protocol.crc minibroker.protocol.errors minibroker.protocol.frames
+    minibroker.protocol.key_partitions minibroker.protocol.messages minibroker.protocol.primitives
+    minibroker.protocol.records minibroker.protocol.schema minibroker.protocol.varint minibroker.replicas
+    minibroker.sasl minibroker.sasl.mechanism minibroker.sasl.settings minibroker.server minibroker.setting_values
+    minibroker.storage minibroker.storage.checkpoint minibroker.storage.config minibroker.storage.errors
+    minibroker.storage.index minibroker.storage.leader_epochs minibroker.storage.log_manager
+    minibroker.storage.partition_log minibroker.storage.producer_state minibroker.storage.segment
+    minibroker.storage.segment_swap minibroker.storage.snapshots minibroker.storage.topic_names
+    minibroker.storage.topic_store minibroker.storage.transaction_index minibroker.storage.uuid minibroker.tls
+    """.split()
+)
+
+
+def test_handler_table_is_what_the_modules_register() -> None:
+    for module in sorted({f"minibroker.handlers.{m}" for _, _, m in TABLE.values()}):
+        importlib.import_module(module)
+    assert REGISTERED == {key: (h.min_version, h.max_version, h.module) for key, h in HANDLERS.items()}
+
+
+def test_a_handler_is_found_through_its_module() -> None:
+    handler = HANDLERS[18]
+    assert handler.fn.__module__ == handler.module == "minibroker.handlers.metadata"
+    assert handler.fn.__name__ == "api_versions"
+
+
+def test_default_serve_imports_only_what_it_needs_before_listening() -> None:
+    with tempfile.TemporaryDirectory() as data_dir:
+        result = subprocess.run(
+            [sys.executable, "-c", READY_PROBE, data_dir], capture_output=True, text=True, timeout=60,
+            cwd=Path(__file__).resolve().parents[1],
+        )
+    assert result.returncode == 0, result.stderr
+    loaded = json.loads(result.stdout)
+    assert loaded == DEFAULT_SERVE_MODULES, (
+        f"added: {sorted(set(loaded) - set(DEFAULT_SERVE_MODULES))}, gone: {sorted(set(DEFAULT_SERVE_MODULES) - set(loaded))}"
+    )
