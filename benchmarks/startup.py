@@ -5,8 +5,12 @@ The fresh process gets a free port chosen up front and is probed every 5 ms (a r
 so the figure is what a harness waiting for the port sees: interpreter start, imports, opening the data
 directory, binding. It is measured twice: with a bytecode cache (as an installed package, whose .pyc files
 pip writes, or a normal checkout has) and without one (PYTHONDONTWRITEBYTECODE=1 and no cache: every module
-is compiled on each start). ``--nodes N`` times a cluster in one process (node k on the port + k - 1) instead of
-one broker. Run from the repository root: ``python benchmarks/startup.py [--runs N] [--nodes N]``.
+is compiled on each start). Beside it, in the same run and alternating with it, the floor of any Python broker: a
+bare asyncio process that answers only ApiVersions (interpreter, asyncio, one listening socket); the ratio of the
+two medians is the start-up figure the README gives (issue 28). ``--nodes N`` times a cluster in one process (node k on the port + k - 1) instead of
+one broker. Run with the interpreter of the installation to measure (a regular ``pip install .`` into a fresh venv
+is what users start; an editable install adds its import hook to every process, the floor's too):
+``python benchmarks/startup.py [--runs N] [--nodes N]``.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.append(str(ROOT))  # after site-packages: a regular install of minibroker is the one measured
+NEUTRAL_CWD = tempfile.gettempdir()  # not the checkout, whose minibroker/ would shadow an installed one
 
 from benchmarks.common import free_port, wait_for_api_versions  # noqa: E402
 
@@ -32,7 +37,7 @@ def fresh_process_once(env: dict[str, str], nodes: int) -> float:
     with tempfile.TemporaryDirectory() as data_dir, tempfile.TemporaryFile("w+") as output:
         args = [sys.executable, "-m", "minibroker", "serve", "--port", str(port), "--data-dir", data_dir, "--nodes", str(nodes)]
         started = time.perf_counter()
-        proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(args, cwd=NEUTRAL_CWD, env=env, stdout=output, stderr=subprocess.STDOUT)
         try:
             return wait_for_api_versions(f"127.0.0.1:{port}", started, proc)
         except RuntimeError as exc:
@@ -43,10 +48,46 @@ def fresh_process_once(env: dict[str, str], nodes: int) -> float:
             proc.wait(10)
 
 
+# The floor: asyncio.start_server answering every frame with a fixed ApiVersions v3 body (error 0, one API key: 18 v0-4).
+ASYNCIO_FLOOR_CODE = """
+import asyncio, struct, sys
+
+BODY = struct.pack(">hBhhhBiB", 0, 2, 18, 0, 4, 0, 0, 0)
+
+async def answer(reader, writer):
+    try:
+        while True:
+            frame = await reader.readexactly(int.from_bytes(await reader.readexactly(4), "big"))
+            writer.write((len(BODY) + 4).to_bytes(4, "big") + frame[4:8] + BODY)
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    finally:
+        writer.close()
+
+async def main():
+    server = await asyncio.start_server(answer, "127.0.0.1", int(sys.argv[1]))
+    await server.serve_forever()
+
+asyncio.run(main())
+"""
+
+
+def asyncio_floor_once(env: dict[str, str]) -> float:
+    """Exec to first ApiVersions answer of the floor process, probed as the broker is."""
+    port = free_port(1)
+    started = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", ASYNCIO_FLOOR_CODE, str(port)], env=env)
+    try:
+        return wait_for_api_versions(f"127.0.0.1:{port}", started, proc)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
 def import_time(env: dict[str, str]) -> float:
     """Seconds a fresh interpreter spends importing the broker and the CLI (without starting anything)."""
     code = "import time; t = time.perf_counter(); import minibroker.broker, minibroker.cli; print(time.perf_counter() - t)"
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True, capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-c", code], cwd=NEUTRAL_CWD, env=env, check=True, capture_output=True, text=True)
     return float(result.stdout)
 
 
@@ -70,7 +111,7 @@ with Broker(nodes={nodes}) as broker:
 def first_in_process_broker(env: dict[str, str], nodes: int) -> float:
     """The first ``with Broker()`` of a process that already has asyncio (as a test session does): imports included."""
     args = [sys.executable, "-c", FIRST_BROKER_CODE.format(nodes=nodes)]
-    return float(subprocess.run(args, cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout)
+    return float(subprocess.run(args, cwd=NEUTRAL_CWD, env=env, check=True, capture_output=True, text=True).stdout)
 
 
 def in_process_sync_once(nodes: int) -> float:
@@ -121,7 +162,13 @@ def main() -> None:
         fresh_process_once(cached, nodes)  # fills the bytecode cache
         report("python -c pass (interpreter floor)", [interpreter_floor(cached) for _ in range(runs)])
         report("import broker + CLI, bytecode cache", [import_time(cached) for _ in range(runs)])
-        report("fresh process -> first ApiVersions, bytecode cache", [fresh_process_once(cached, nodes) for _ in range(runs)])
+        floor, broker = [], []
+        for _ in range(runs):  # alternating, so both see the same machine
+            floor.append(asyncio_floor_once(cached))
+            broker.append(fresh_process_once(cached, nodes))
+        report("bare asyncio process -> first ApiVersions (floor)", floor)
+        report("fresh process -> first ApiVersions, bytecode cache", broker)
+        print(f"{'fresh process / asyncio floor':<56} {statistics.median(broker) / statistics.median(floor):.2f}x")
         report("import broker + CLI, no bytecode cache", [import_time(uncached) for _ in range(runs)])
         report("fresh process -> first ApiVersions, no bytecode cache", [fresh_process_once(uncached, nodes) for _ in range(runs)])
         report("first in-process Broker incl. imports, bytecode cache", [first_in_process_broker(cached, nodes) for _ in range(runs)])

@@ -16,8 +16,6 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from minibroker.acls.settings import authorizer_enabled
-from minibroker.acls.store import FILE_NAME as ACL_FILE
 from minibroker.clock import VirtualClock, every, wall_clock_ms
 from minibroker.cluster import NO_LEADER, Placements
 from minibroker.config import BrokerConfig
@@ -47,7 +45,6 @@ from minibroker.server import KafkaConnection, start_server
 from minibroker.storage.errors import InvalidConfigError, InvalidTopicError, TopicExistsError
 from minibroker.storage.log_manager import LogManager, NewTopic, TopicInfo, validate_topic_name
 from minibroker.storage.partition_log import PartitionLog
-from minibroker.storage.snapshots import SnapshotInfo, SnapshotStore
 from minibroker.storage.topic_names import (
     CONSUMER_OFFSETS_TOPIC,
     INTERNAL_TOPICS,
@@ -57,6 +54,7 @@ from minibroker.storage.topic_names import (
 from minibroker.tls import server_context
 
 if TYPE_CHECKING:
+    from minibroker.storage.snapshots import SnapshotInfo, SnapshotStore
     from minibroker.acls.authorizer import Authorizer
     from minibroker.acls.ssl_mapping import PrincipalMapper
     from minibroker.faults import Fault, Faults
@@ -134,13 +132,23 @@ class Broker:
         self.faults: Faults | None = None  # injected faults, from the first one on
         self.transcript: Transcript | None = None  # with transcript.enabled or transcript.file
         # producer ids never go back; ACLs are not the topics' state
-        self.snapshots = SnapshotStore(keep=(PRODUCER_ID_FILE, ACL_FILE, FEATURES_FILE))
+        self._snapshots: SnapshotStore | None = None  # made on first use (the control API)
         self.group_configs = GroupConfigs.of(config, config.data_dir)
         self.request_counts: Counter[int] = Counter()  # requests served by API key, for the inspector's rates
         self.api_versions_answers: dict[int, EncodedAnswer] = {}  # by version: the same answer for every request
         self.fetch_sessions = FetchSessionCache(config.max_incremental_fetch_session_cache_slots, self.clock)
         self._by_id: tuple[tuple[int, int], dict[bytes, TopicInfo]] = ((-1, 0), {})  # (catalog version and size, index)
         self.started_at = time.monotonic()
+
+    @property
+    def snapshots(self) -> SnapshotStore:
+        """The named snapshots of the data directory, read on first use."""
+        if self._snapshots is None:
+            from minibroker.acls.store import FILE_NAME as ACL_FILE
+            from minibroker.storage.snapshots import SnapshotStore
+
+            self._snapshots = SnapshotStore(keep=(PRODUCER_ID_FILE, ACL_FILE, FEATURES_FILE))
+        return self._snapshots
 
     def _supported_features(self) -> dict[str, tuple[int, int]]:
         """minibroker's features, or with kafka.version those of that release."""
@@ -162,6 +170,8 @@ class Broker:
         self.producer_ids = ProducerIdAllocator(self.config.data_dir)
         self.features = FeatureLevels(self.config.data_dir, self._supported_features(), self.config.node_id)
         await self._load_data("start-up")
+        from minibroker.acls.settings import authorizer_enabled
+
         if authorizer_enabled(self.config):
             self._start_authorizer()
         await self._start_listeners()

@@ -28,7 +28,6 @@ from minibroker.protocol.frames import (
 )
 from minibroker.protocol.messages import RESPONSES
 from minibroker.protocol.primitives import ProtocolError
-from minibroker.sasl.mechanism import AuthenticationFailed
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
@@ -64,6 +63,8 @@ def unsupported_api_versions_answer(handler: Handler, correlation_id: int) -> Pa
 
 def raw_sasl_answer(session: SaslSession, frame: memoryview, peer: str) -> Parts:
     """KIP-43 v0 flow: the frame is a bare token; a failure closes the connection without an answer, as in Kafka."""
+    from minibroker.sasl.mechanism import AuthenticationFailed  # SASL listeners only
+
     try:
         answer = session.authenticate(bytes(frame))
     except AuthenticationFailed as exc:

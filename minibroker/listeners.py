@@ -112,11 +112,12 @@ def advertised_addresses(config: BrokerConfig) -> dict[str, tuple[str, int]]:
     return addresses
 
 
+DEFAULT_SASL_MECHANISMS = BrokerConfig.__dataclass_fields__["sasl_enabled_mechanisms"].default
+
+
 def check_security_settings(config: BrokerConfig) -> None:
     """Refuse at start-up what would only fail at the first connection: unknown names, TLS without a
     certificate, SASL without users, an unknown mechanism."""
-    from minibroker.sasl.settings import parse_mechanisms, parse_users  # the SASL package builds on config
-
     specs = parse_listeners(config)
     advertised_addresses(config)
     if config.ssl_client_auth not in CLIENT_AUTH_MODES:
@@ -126,9 +127,14 @@ def check_security_settings(config: BrokerConfig) -> None:
             raise ConfigError("SSL listeners need ssl.certificate.location and ssl.key.location")
         if config.ssl_client_auth != "none" and not config.ssl_ca_location:
             raise ConfigError(f"ssl.client.auth={config.ssl_client_auth} needs ssl.ca.location")
+    uses_sasl = any(spec.protocol.uses_sasl for spec in specs)
+    if not uses_sasl and not config.sasl_users and config.sasl_enabled_mechanisms == DEFAULT_SASL_MECHANISMS:
+        return  # nothing of SASL configured: the SASL package is not loaded
+    from minibroker.sasl.settings import parse_mechanisms, parse_users  # the SASL package builds on config
+
     mechanisms = parse_mechanisms(config.sasl_enabled_mechanisms)
     users = parse_users(config.sasl_users)
-    if any(spec.protocol.uses_sasl for spec in specs) and (not mechanisms or not users):
+    if uses_sasl and (not mechanisms or not users):
         raise ConfigError("SASL listeners need sasl.enabled.mechanisms and at least one user in sasl.users")
 
 

@@ -36,8 +36,9 @@ def parse_super_users(text: str) -> frozenset[str]:
 
 
 def check_authorizer_settings(config: BrokerConfig) -> None:
-    from minibroker.acls.ssl_mapping import parse_rules  # its regular expressions: only when settings are checked
-
     authorizer_enabled(config)
     parse_super_users(config.super_users)
-    parse_rules(config.ssl_principal_mapping_rules)
+    if config.ssl_principal_mapping_rules.strip() != "DEFAULT":  # the default is valid; the parser's patterns not needed
+        from minibroker.acls.ssl_mapping import parse_rules
+
+        parse_rules(config.ssl_principal_mapping_rules)
