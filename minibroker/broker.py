@@ -22,7 +22,6 @@ from minibroker.config import BrokerConfig
 from minibroker.features import FILE_NAME as FEATURES_FILE
 from minibroker.features import SUPPORTED as SUPPORTED_FEATURES
 from minibroker.features import FeatureLevels
-from minibroker.fetch_sessions import FetchSessionCache
 from minibroker.groups.group_configs import GroupConfigs
 from minibroker.handlers import HANDLERS
 from minibroker.handlers.registry import Handler
@@ -54,6 +53,7 @@ from minibroker.storage.topic_names import (
 from minibroker.tls import server_context
 
 if TYPE_CHECKING:
+    from minibroker.fetch_sessions import FetchSessionCache
     from minibroker.storage.snapshots import SnapshotInfo, SnapshotStore
     from minibroker.acls.authorizer import Authorizer
     from minibroker.acls.ssl_mapping import PrincipalMapper
@@ -136,9 +136,18 @@ class Broker:
         self.group_configs = GroupConfigs.of(config, config.data_dir)
         self.request_counts: Counter[int] = Counter()  # requests served by API key, for the inspector's rates
         self.api_versions_answers: dict[int, EncodedAnswer] = {}  # by version: the same answer for every request
-        self.fetch_sessions = FetchSessionCache(config.max_incremental_fetch_session_cache_slots, self.clock)
+        self._fetch_sessions: FetchSessionCache | None = None  # made by the first Fetch
         self._by_id: tuple[tuple[int, int], dict[bytes, TopicInfo]] = ((-1, 0), {})  # (catalog version and size, index)
         self.started_at = time.monotonic()
+
+    @property
+    def fetch_sessions(self) -> FetchSessionCache:
+        """The incremental fetch sessions (KIP-227), made by the first Fetch."""
+        if self._fetch_sessions is None:
+            from minibroker.fetch_sessions import FetchSessionCache
+
+            self._fetch_sessions = FetchSessionCache(self.config.max_incremental_fetch_session_cache_slots, self.clock)
+        return self._fetch_sessions
 
     @property
     def snapshots(self) -> SnapshotStore:
@@ -336,7 +345,8 @@ class Broker:
         """Before the topics go or are replaced: creations finish, the coordinators resign and stop, long polls
         answer now, and fetch sessions are forgotten (a client's next incremental fetch starts a new one)."""
         await self._creations_landed()
-        self.fetch_sessions.clear()
+        if self._fetch_sessions is not None:
+            self._fetch_sessions.clear()
         if self._share_partitions is not None:
             self._share_partitions.clear()
             self._share_partitions = None

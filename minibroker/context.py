@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 from minibroker.acl_operations import CLUSTER, CLUSTER_NAME, DESCRIBE, SUPPORTED, operation_bits
 from minibroker.acl_operations import NAMES as OPERATION_NAMES
-from minibroker.acls.model import RESOURCE_TYPES
 from minibroker.acls.principal import ANONYMOUS, connection_principal
 from minibroker.protocol.errors import NO_ERROR, ErrorCode
 
@@ -63,6 +62,7 @@ class RequestContext:
         if authorizer.authorize(principal, self.host, operation, resource_type, name):
             return True
         if log_denied and authorizer.first_denial(principal, operation, resource_type, name):
+            from minibroker.acls.model import RESOURCE_TYPES  # loaded with the authorizer
             from minibroker.protocol.messages import REQUESTS
 
             log.info(
