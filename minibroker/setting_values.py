@@ -8,7 +8,6 @@ custom validators (``other:...``) are Kafka code, not facts, and only the type i
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 from minibroker.config import SETTING_FIELDS, BrokerConfig, ConfigError
@@ -75,6 +74,8 @@ def known_setting(name: str) -> bool:
 
 def unknown_setting_warnings(config: BrokerConfig) -> list[str]:
     """Kafka's warning for each name it does not know (AbstractConfig.logUnused), with the closest known name."""
+    import difflib  # only for unknown names
+
     known = known_names()
     warnings = []
     for name in config.unknown:
