@@ -43,7 +43,6 @@ from minibroker.replicas import replication_problem
 from minibroker.server import KafkaConnection, start_server
 from minibroker.storage.errors import InvalidConfigError, InvalidTopicError, TopicExistsError
 from minibroker.storage.log_manager import LogManager, NewTopic, TopicInfo, validate_topic_name
-from minibroker.storage.partition_log import PartitionLog
 from minibroker.storage.topic_names import (
     CONSUMER_OFFSETS_TOPIC,
     INTERNAL_TOPICS,
@@ -54,6 +53,7 @@ from minibroker.tls import server_context
 
 if TYPE_CHECKING:
     from minibroker.fetch_sessions import FetchSessionCache
+    from minibroker.storage.partition_log import PartitionLog
     from minibroker.storage.snapshots import SnapshotInfo, SnapshotStore
     from minibroker.acls.authorizer import Authorizer
     from minibroker.acls.ssl_mapping import PrincipalMapper

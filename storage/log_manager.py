@@ -11,7 +11,9 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from .clock import Clock, wall_clock_ms
 from .checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
     META_PROPERTIES,
@@ -37,10 +39,12 @@ from .errors import (
     UnknownTopicError,
 )
 from .leader_epochs import INITIAL_LEADER_EPOCH
-from .partition_log import Clock, PartitionLog, wall_clock_ms
 from .topic_names import collides, validate_topic_name
 from .topic_store import TOPIC_STORE_FILE, StoredTopic, TopicStoreFile, read_topic_store
 from .uuid import random_uuid, uuid_to_str
+
+if TYPE_CHECKING:
+    from .partition_log import PartitionLog
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +89,14 @@ def remove_tree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
+def open_partition(directory: Path, config: LogConfig, clock: Clock, **recovered: int) -> PartitionLog:
+    """``PartitionLog.open``; the partition code (record batches, segments, producer state) is imported with the first
+    partition, so a broker with none yet starts without it."""
+    from .partition_log import PartitionLog
+
+    return PartitionLog.open(directory, config, clock=clock, **recovered)
+
+
 def open_new_partitions(data_dir: Path, info: TopicInfo, indexes: range, clock: Clock) -> list[PartitionLog]:
     """Make and open the directories of new partitions: all of them, or (on an OSError such as too many open files
     or a full disk, or any other failure) none, the directories made so far removed again. Touches nothing but
@@ -96,7 +108,7 @@ def open_new_partitions(data_dir: Path, info: TopicInfo, indexes: range, clock: 
             directory = data_dir / f"{info.name}-{partition}"
             if not directory.exists():
                 created.append(directory)
-            partition_log = PartitionLog.open(directory, info.config, clock=clock)
+            partition_log = open_partition(directory, info.config, clock)
             opened.append(partition_log)
             partition_log.assign_topic_id(info.topic_id)
             # Kafka's makeLeader of a new partition: its first epoch checkpointed (fsynced) here, where the partition
@@ -237,11 +249,11 @@ class LogManager:
             config = self.default_config
         count = max(max(dirs, default=-1) + 1, stored.partitions if stored else 0)
         logs = [
-            PartitionLog.open(
+            open_partition(
                 dirs.get(p, self.data_dir / f"{name}-{p}"), config,
+                self._clock,
                 recovery_point=recovery_points.get((name, p), 0),
                 log_start_offset=start_offsets.get((name, p), 0),
-                clock=self._clock,
             )
             for p in range(count)
         ]

@@ -11,9 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import random
-import time
 from bisect import bisect_right, insort
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,18 +65,14 @@ from .segment_swap import (
     remove_files,
 )
 from .transaction_index import AbortedTxn
+from .clock import Clock, wall_clock_ms  # noqa: F401  (re-exported: the clock of PartitionLog.open)
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], int]
 HIGH_WATERMARK = -1  # DeleteRecords' "up to the high watermark" marker
 _LEFTOVER_SUFFIXES = (".cleaned", ".swap", ".deleted")
 _SNAPSHOT_TMP_SUFFIX = SNAPSHOT_SUFFIX + ".tmp"
 _EPOCHS_TMP = LEADER_EPOCH_CHECKPOINT + ".tmp"
-
-
-def wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @dataclass(slots=True)

@@ -39,14 +39,12 @@ DEFAULT_SERVE_MODULES = sorted(
     minibroker.context minibroker.dispatch minibroker.eager minibroker.features minibroker.groups
     minibroker.groups.group_configs minibroker.handlers minibroker.handlers.registry minibroker.kafka_settings
     minibroker.limits minibroker.listeners minibroker.producer_ids minibroker.protocol
-    minibroker.protocol.compression minibroker.protocol.crc minibroker.protocol.errors minibroker.protocol.frames
+    minibroker.protocol.compression minibroker.protocol.errors minibroker.protocol.frames
     minibroker.protocol.key_partitions minibroker.protocol.messages minibroker.protocol.primitives
-    minibroker.protocol.records minibroker.protocol.schema minibroker.protocol.varint minibroker.replicas
-    minibroker.server minibroker.setting_values minibroker.storage minibroker.storage.checkpoint
-    minibroker.storage.config minibroker.storage.errors minibroker.storage.index minibroker.storage.leader_epochs
-    minibroker.storage.log_manager minibroker.storage.partition_log minibroker.storage.producer_state
-    minibroker.storage.segment minibroker.storage.segment_swap minibroker.storage.topic_names
-    minibroker.storage.topic_store minibroker.storage.transaction_index minibroker.storage.uuid minibroker.tls
+    minibroker.protocol.schema minibroker.replicas minibroker.server minibroker.setting_values minibroker.storage
+    minibroker.storage.checkpoint minibroker.storage.clock minibroker.storage.config minibroker.storage.errors
+    minibroker.storage.leader_epochs minibroker.storage.log_manager minibroker.storage.topic_names
+    minibroker.storage.topic_store minibroker.storage.uuid minibroker.tls
     """.split()
 )
 
