@@ -333,9 +333,12 @@ def test_share_group_view_shows_each_records_state(browser: Session, filled: Fil
     """A share group's page: its member, its start offsets, and the records it holds, released and acknowledged."""
     bootstrap, group = filled.broker.bootstrap_servers, "invoicing"
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    earliest = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
+    configs = [ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET) for name, value in (
+        ("share.auto.offset.reset", "earliest"),
+        ("share.record.lock.duration.ms", "60000"),  # the longest allowed: this broker runs on the wall clock
+    )]
     for future in admin.incremental_alter_configs([ConfigResource(ResourceType.GROUP, group,
-                                                                  incremental_configs=[earliest])]).values():
+                                                                  incremental_configs=configs)]).values():
         future.result(TIMEOUT_S)
     consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": "invoicing-app",
                               "share.acknowledgement.mode": "explicit"})
@@ -361,9 +364,10 @@ def test_share_group_view_shows_each_records_state(browser: Session, filled: Fil
         shot(browser, "share-group")
         for message in held:
             consumer.acknowledge(message)
-        consumer.commit_sync(TIMEOUT_S)
+        committed = consumer.commit_sync(TIMEOUT_S)
+        assert all(error is None for error in committed.values()), committed
         browser.wait(lambda: [r[3] for r in row_cells(browser, "table.in-flight") if r[1:2] == ["2"]] == [],
-                     what="the acknowledged record gone from the in-flight records, live")  # the start moved past it
+                     TIMEOUT_S, what="the acknowledged record gone from the in-flight records, live")  # start moved past
     finally:
         consumer.close()
 
