@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from minibroker.share.state import DeliveryState, PersistedShareState, SharePartitionKey, StateBatch
+from .share_state import DeliveryState, PersistedShareState, SharePartitionKey, StateBatch
 
 from .coordinator_records import Body, RecordSchema, RecordTable, RecordType
 from .messages import SHARE_SNAPSHOT_KEY, SHARE_SNAPSHOT_VALUE, SHARE_UPDATE_KEY, SHARE_UPDATE_VALUE

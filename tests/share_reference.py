@@ -19,7 +19,7 @@ from minibroker.share.partition import (
     ShareError,
     ShareLimits,
 )
-from minibroker.share.state import DeliveryState, PersistedShareState, StateBatch
+from minibroker.protocol.share_state import DeliveryState, PersistedShareState, StateBatch
 
 
 @dataclass(slots=True)

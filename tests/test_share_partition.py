@@ -15,7 +15,7 @@ from minibroker.share.partition import (
     ShareError,
     ShareLimits,
 )
-from minibroker.share.state import DeliveryState, PersistedShareState, StateBatch
+from minibroker.protocol.share_state import DeliveryState, PersistedShareState, StateBatch
 
 ACCEPT, RELEASE, REJECT, GAP, RENEW = (
     AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT, AcknowledgeType.GAP, AcknowledgeType.RENEW,

@@ -12,7 +12,7 @@ from minibroker.protocol import share_records as sr
 from minibroker.protocol.coordinator_records import UnknownRecordTypeError
 from minibroker.protocol.primitives import ProtocolError
 
-from minibroker.share.state import DeliveryState, PersistedShareState, SharePartitionKey, StateBatch
+from minibroker.protocol.share_state import DeliveryState, PersistedShareState, SharePartitionKey, StateBatch
 from tests.conftest import SPEC_DIR, needs_kafka_spec
 
 TOPIC_ID = bytes(range(16))

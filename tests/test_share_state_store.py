@@ -20,8 +20,8 @@ from minibroker.storage.errors import StorageError
 from minibroker.storage.topic_names import SHARE_GROUP_STATE_TOPIC
 
 from minibroker.share.batch_combiner import combine_batches
-from minibroker.share.state import DeliveryState, PersistedShareState, SharePartitionKey, StateBatch
-from minibroker.share.state_store import ShareStateStore, ShareStateWriteError, merge_update
+from minibroker.protocol.share_state import DeliveryState, PersistedShareState, SharePartitionKey, StateBatch
+from minibroker.share.state_store import ShareStateStore, ShareStateWriteError, coordinator_key, merge_update
 from minibroker.storage.uuid import uuid_to_str
 from minibroker.testing import Broker
 from tests.brokerproc import BrokerProcess
@@ -108,7 +108,7 @@ def test_an_update_merges_over_the_state_keeping_what_it_leaves_unset() -> None:
 
 
 def records_of(core, key: SharePartitionKey) -> list[tuple[sr.ShareKey, sr.ShareValue | None]]:
-    partition = partition_for(key.coordinator_key(), PARTITIONS)
+    partition = partition_for(coordinator_key(key), PARTITIONS)
     out = []
     for _, record in replay(core.partition(SHARE_GROUP_STATE_TOPIC, partition)):
         record_key = sr.decode_key(record.key)
@@ -256,7 +256,7 @@ async def test_dump_decodes_share_group_state(tmp_path: Path) -> None:
         store.write(KEY, PersistedShareState(1, 2, -1, (b(102, 102, ARCHIVED, 5),)), snapshot=False)
         store.delete(KEY)
         now = broker.core.clock()
-    partition = partition_for(KEY.coordinator_key(), PARTITIONS)
+    partition = partition_for(coordinator_key(KEY), PARTITIONS)
     out = subprocess.run(
         [sys.executable, "-m", "minibroker", "dump", "--json", str(tmp_path / f"{SHARE_GROUP_STATE_TOPIC}-{partition}")],
         capture_output=True, text=True, check=True,

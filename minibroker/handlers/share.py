@@ -20,8 +20,8 @@ from minibroker.handlers.metadata import leader_endpoints
 from minibroker.handlers.registry import api
 from minibroker.handlers.share_groups import share_groups_enabled
 from minibroker.protocol.errors import NO_ERROR, ErrorCode
+from minibroker.protocol.share_state import SharePartitionKey
 from minibroker.share.sessions import FINAL_EPOCH, SessionError
-from minibroker.share.state import SharePartitionKey
 
 if TYPE_CHECKING:
     from minibroker.share.manager import Acquisition

@@ -16,7 +16,7 @@ from minibroker.handlers.registry import api
 from minibroker.handlers.share_groups import share_groups_enabled
 from minibroker.protocol.errors import NO_ERROR, ErrorCode
 from minibroker.protocol.primitives import ZERO_UUID
-from minibroker.share.state import SharePartitionKey
+from minibroker.protocol.share_state import SharePartitionKey
 
 UNINITIALIZED = -1  # Kafka's PartitionFactory.UNINITIALIZED_START_OFFSET
 DEFAULT_LEADER_EPOCH = 0

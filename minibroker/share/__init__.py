@@ -9,5 +9,6 @@ Two halves with a narrow interface between them, as in Kafka:
   sessions, and the start offsets the admin APIs read and change; its state is kept in ``__share_group_state``
   (``state_store``) as Kafka's share coordinator keeps it.
 
-``state`` holds the value types both halves and the state store share.
+The value types both halves and the state store share are ``minibroker.protocol.share_state`` (the record codec
+uses them too).
 """

@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable
 
-from minibroker.share.state import StateBatch
+from minibroker.protocol.share_state import StateBatch
 
 NO_START_OFFSET = -1  # nothing is pruned
 

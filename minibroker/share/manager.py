@@ -21,10 +21,10 @@ from minibroker.groups.timer import ClockTimer, LoopTimer
 from minibroker.kafka_settings import GROUP_SETTINGS
 from minibroker.protocol.errors import NO_ERROR, ErrorCode
 from minibroker.protocol.records import BatchHeader, iter_batches
+from minibroker.protocol.share_state import PersistedShareState, SharePartitionKey
 from minibroker.share.partition import AckBatch, AcquiredRange, FetchedBatch, SharePartition, ShareError, ShareLimits
 from minibroker.share.sessions import ShareSessions
-from minibroker.share.state import PersistedShareState, SharePartitionKey
-from minibroker.share.state_store import ShareStateWriteError
+from minibroker.share.state_store import ShareStateWriteError, coordinator_key
 from minibroker.storage.config import PARSERS
 from minibroker.storage.errors import OffsetOutOfRangeError
 
@@ -225,7 +225,7 @@ class SharePartitionManager:
             try:
                 self._write(key, update, snapshot=False)
             except ShareStateWriteError as exc:
-                log.warning("share partition %s: state not written, reloading it: %s", key.coordinator_key(), exc)
+                log.warning("share partition %s: state not written, reloading it: %s", coordinator_key(key), exc)
                 self._forget(key)
                 return exc.error
         self._arm(key, partition)
@@ -245,7 +245,7 @@ class SharePartitionManager:
         return self._timer
 
     def _arm(self, key: SharePartitionKey, partition: SharePartition) -> None:
-        timer_key = f"share-lock-{key.coordinator_key()}"
+        timer_key = f"share-lock-{coordinator_key(key)}"
         deadline = partition.next_deadline()
         if deadline is None:
             if self._timer is not None:
@@ -319,7 +319,7 @@ class SharePartitionManager:
     def _forget(self, key: SharePartitionKey) -> None:
         self.partitions.pop(key, None)
         if self._timer is not None:
-            self._timer.cancel(f"share-lock-{key.coordinator_key()}")
+            self._timer.cancel(f"share-lock-{coordinator_key(key)}")
 
     def delete_group(self, group_id: str) -> None:
         """A deleted share group: its share partitions and their stored state go (a state the store cannot delete
@@ -328,7 +328,7 @@ class SharePartitionManager:
             try:
                 self.delete(key)
             except ShareStateWriteError as exc:
-                log.warning("share partition %s: state not deleted: %s", key.coordinator_key(), exc)
+                log.warning("share partition %s: state not deleted: %s", coordinator_key(key), exc)
         for session in self.sessions.of_group(group_id):
             self.sessions.remove(group_id, session.member_id)
 

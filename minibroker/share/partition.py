@@ -26,7 +26,7 @@ from itertools import islice
 from typing import Callable, Iterable, Sequence
 
 from minibroker.protocol.errors import ErrorCode
-from minibroker.share.state import DeliveryState, PersistedShareState, StateBatch
+from minibroker.protocol.share_state import DeliveryState, PersistedShareState, StateBatch
 
 FINISHED = (DeliveryState.ACKNOWLEDGED, DeliveryState.ARCHIVED)
 

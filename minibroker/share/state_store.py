@@ -32,16 +32,24 @@ from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.key_partitions import partition_for
 from minibroker.protocol.primitives import ProtocolError
 from minibroker.protocol.records import InvalidRecordError
+from minibroker.protocol.share_state import PersistedShareState, SharePartitionKey
 from minibroker.share.batch_combiner import combine_batches
-from minibroker.share.state import PersistedShareState, SharePartitionKey
 from minibroker.storage.errors import StorageError
 from minibroker.storage.topic_names import SHARE_GROUP_STATE_TOPIC
+from minibroker.storage.uuid import uuid_to_str
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
     from minibroker.storage.partition_log import PartitionLog
 
 log = logging.getLogger(__name__)
+
+
+def coordinator_key(key: SharePartitionKey) -> str:
+    """``groupId:topicId:partition`` with the topic id as Kafka's Uuid string (SharePartitionKey.asCoordinatorKey):
+    the key whose hash picks the ``__share_group_state`` partition."""
+    return f"{key.group_id}:{uuid_to_str(key.topic_id)}:{key.partition}"
+
 
 RECORDS_PER_YIELD = 1000
 NOT_GIVEN = -1  # an epoch, start offset or count a write leaves as it was
@@ -147,7 +155,7 @@ class ShareStateStore:
         count = self.topic.num_partitions
         placed = self._placed.get(key)
         if placed is None or placed[0] != count:
-            placed = self._placed[key] = (count, partition_for(key.coordinator_key(), count))
+            placed = self._placed[key] = (count, partition_for(coordinator_key(key), count))
         return placed[1]
 
     def _encoded(self, record_key: records.ShareKey) -> bytes:
@@ -218,7 +226,7 @@ class ShareStateStore:
             try:
                 self.delete(key)
             except ShareStateWriteError as exc:
-                log.warning("share state of %s not deleted with its topic: %s", key.coordinator_key(), exc)
+                log.warning("share state of %s not deleted with its topic: %s", coordinator_key(key), exc)
                 continue
             deleted += 1
         return deleted
@@ -241,7 +249,7 @@ class ShareStateStore:
                 try:
                     offset = self._append(key, [(self._encoded(record_key), records.encode_value(value))])
                 except ShareStateWriteError as exc:
-                    log.warning("cold snapshot of %s not written: %s", key.coordinator_key(), exc)
+                    log.warning("cold snapshot of %s not written: %s", coordinator_key(key), exc)
                     continue
                 self._apply(record_key, value, offset)
                 written += 1
@@ -306,12 +314,12 @@ class ShareStateStore:
         if state.leader_epoch != NOT_GIVEN and state.leader_epoch < stored.state.leader_epoch:
             raise ShareStateWriteError(
                 ErrorCode.FENCED_LEADER_EPOCH,
-                f"{key.coordinator_key()}: leader epoch {state.leader_epoch} below {stored.state.leader_epoch}",
+                f"{coordinator_key(key)}: leader epoch {state.leader_epoch} below {stored.state.leader_epoch}",
             )
         if state.state_epoch != NOT_GIVEN and state.state_epoch < stored.state.state_epoch:
             raise ShareStateWriteError(
                 ErrorCode.FENCED_STATE_EPOCH,
-                f"{key.coordinator_key()}: state epoch {state.state_epoch} below {stored.state.state_epoch}",
+                f"{coordinator_key(key)}: state epoch {state.state_epoch} below {stored.state.state_epoch}",
             )
 
     def _append(self, key: SharePartitionKey, batch: list[tuple[bytes, bytes | None]]) -> int:

@@ -2,15 +2,14 @@
 
 ShareSnapshot records carry the whole state, ShareUpdate records the batches that changed since; replaying the latest
 snapshot and the updates after it gives the state back. Acquired records are persisted as available (a lock does not
-survive a restart), so only the three durable delivery states appear here.
+survive a restart), so only the three durable delivery states appear here. Sans-IO like the rest of ``protocol``: the
+broker's data path (``minibroker.share``) and the record codec (``share_records``) both work with these types.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
-
-from minibroker.storage.uuid import uuid_to_str
 
 
 class DeliveryState(IntEnum):
@@ -24,15 +23,11 @@ class DeliveryState(IntEnum):
 
 @dataclass(frozen=True, slots=True)
 class SharePartitionKey:
-    """Kafka's SharePartitionKey; its coordinator key ``group:topic_id:partition`` picks the state topic partition."""
+    """Kafka's SharePartitionKey: whose state a ``__share_group_state`` record holds."""
 
     group_id: str
     topic_id: bytes
     partition: int
-
-    def coordinator_key(self) -> str:
-        """``groupId:topicId:partition`` with the topic id in Kafka's base64 form, as SharePartitionKey.asCoordinatorKey."""
-        return f"{self.group_id}:{uuid_to_str(self.topic_id)}:{self.partition}"
 
 
 @dataclass(frozen=True, slots=True)
