@@ -11,13 +11,14 @@ one-node broker) lives on the first node.
 
 from __future__ import annotations
 
-import json
 import logging
-import random
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
-from minibroker.storage.checkpoint import write_atomically
+from minibroker.storage.checkpoint import read_json, write_json_atomically
+
+if TYPE_CHECKING:
+    import random
 
 log = logging.getLogger(__name__)
 
@@ -25,8 +26,7 @@ PLACEMENT_FILE = "cluster-placement.json"
 NO_LEADER = -1
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionPlacement:
+class PartitionPlacement(NamedTuple):
     replicas: tuple[int, ...]
     leader: int
     leader_epoch: int = 0
@@ -57,20 +57,29 @@ class Placements:
     def __init__(self, data_dir: Path, nodes: list[int], rng: random.Random | None = None) -> None:
         self.path = Path(data_dir) / PLACEMENT_FILE
         self.nodes = nodes
-        self.rng = rng or random.Random()
+        self._rng = rng
         self._topics: dict[str, list[PartitionPlacement]] = {}
+
+    @property
+    def rng(self) -> random.Random:
+        """The draws of Kafka's placement, made when the first topic is placed (random loads with it)."""
+        if self._rng is None:
+            import random
+
+            self._rng = random.Random()
+        return self._rng
 
     def load(self) -> None:
         self._topics = {}
-        if not self.path.exists():
-            return
         try:
-            stored = json.loads(self.path.read_text())
+            stored = read_json(self.path)
+            if stored is None:
+                return
             self._topics = {
                 topic: [PartitionPlacement(tuple(p["replicas"]), p["leader"], p["leader_epoch"]) for p in partitions]
                 for topic, partitions in stored["topics"].items()
             }
-        except (ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError) as exc:
             log.error("%s is unreadable (%s): every partition is placed on node %d", self.path, exc, self.nodes[0])
             self._topics = {}
 
@@ -79,7 +88,7 @@ class Placements:
             topic: [{"replicas": list(p.replicas), "leader": p.leader, "leader_epoch": p.leader_epoch} for p in partitions]
             for topic, partitions in self._topics.items()
         }
-        write_atomically(self.path, json.dumps({"version": 1, "topics": topics}, sort_keys=True).encode())
+        write_json_atomically(self.path, {"version": 1, "topics": topics}, sort_keys=True)
 
     def of(self, topic: str, partition: int) -> PartitionPlacement:
         placed = self._topics.get(topic)

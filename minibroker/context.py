@@ -4,7 +4,6 @@ authorizer on) what the connection's principal may do."""
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from minibroker.acl_operations import CLUSTER, CLUSTER_NAME, DESCRIBE, SUPPORTED, operation_bits
@@ -25,16 +24,23 @@ if TYPE_CHECKING:
     from minibroker.storage.partition_log import PartitionLog
 
 
-@dataclass(slots=True)
 class RequestContext:
-    broker: Broker
-    api_key: int
-    api_version: int
-    correlation_id: int
-    client_id: str | None
-    peer: str
-    connection: KafkaConnection | None = None  # None for requests made in-process (tests, tools)
-    fault: Fault | None = None  # an injected error for the partitions it names (control API)
+    """One request's circumstances: who sent it, on which connection, with which fault injected."""
+
+    __slots__ = ("broker", "api_key", "api_version", "correlation_id", "client_id", "peer", "connection", "fault")
+
+    def __init__(
+        self, broker: Broker, api_key: int, api_version: int, correlation_id: int, client_id: str | None, peer: str,
+        connection: KafkaConnection | None = None, fault: Fault | None = None,
+    ) -> None:
+        self.broker = broker
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+        self.client_id = client_id
+        self.peer = peer
+        self.connection = connection  # None for requests made in-process (tests, tools)
+        self.fault = fault  # an injected error for the partitions it names (control API)
 
     @property
     def principal(self) -> str:

@@ -11,14 +11,12 @@ INVALID_UPDATE_VERSION; every metadata.version downgrade is refused as one that 
 
 from __future__ import annotations
 
-import json
 import logging
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 from minibroker.protocol.errors import ErrorCode
-from minibroker.storage.checkpoint import write_atomically
+from minibroker.storage.checkpoint import read_json, write_json_atomically
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +48,7 @@ FILE_NAME = "features.json"
 FORMAT_VERSION = 1
 
 
-@dataclass(frozen=True, slots=True)
-class FeatureUpdate:
+class FeatureUpdate(NamedTuple):
     name: str
     level: int
     upgrade_type: int
@@ -75,9 +72,7 @@ class FeatureLevels:
 
     def _read(self) -> dict:
         try:
-            stored = json.loads(self.path.read_text())
-        except FileNotFoundError:
-            return {}
+            stored = read_json(self.path)
         except (OSError, ValueError) as exc:
             log.warning("%s unreadable (%s): using the default feature levels", self.path, exc)
             return {}
@@ -140,5 +135,4 @@ class FeatureLevels:
         return None
 
     def _save(self) -> None:
-        text = json.dumps({"version": FORMAT_VERSION, "epoch": self.epoch, "levels": self.levels}, indent=1)
-        write_atomically(self.path, text.encode())
+        write_json_atomically(self.path, {"version": FORMAT_VERSION, "epoch": self.epoch, "levels": self.levels}, indent=1)

@@ -20,7 +20,6 @@ release did, except where an entry says otherwise (4.0.1 took JoinGroup v0-1 bac
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass, field
 from functools import cache
@@ -179,5 +178,5 @@ def emulated_apis(handlers: Mapping[int, Handler], text: str) -> dict[int, Handl
         low, high = served.get(key, (0, -1))
         low, high = max(low, handler.min_version), min(high, handler.max_version)
         if low <= high:
-            capped[key] = dataclasses.replace(handler, min_version=low, max_version=high)
+            capped[key] = handler._replace(min_version=low, max_version=high)
     return capped

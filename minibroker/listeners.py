@@ -8,8 +8,8 @@ tells a client the address of the listener it came in on, as Kafka does.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
 from minibroker.config import BrokerConfig, ConfigError
 
@@ -32,8 +32,7 @@ class SecurityProtocol(str, Enum):
 CLIENT_AUTH_MODES = ("none", "requested", "required")
 
 
-@dataclass(frozen=True, slots=True)
-class ListenerSpec:
+class ListenerSpec(NamedTuple):
     """One configured endpoint; port 0 binds a free port."""
 
     name: str
@@ -138,14 +137,17 @@ def check_security_settings(config: BrokerConfig) -> None:
         raise ConfigError("SASL listeners need sasl.enabled.mechanisms and at least one user in sasl.users")
 
 
-@dataclass(slots=True)
 class Listener:
-    """A bound listener: what was configured, the port it got, and the address it gives clients."""
+    """A bound listener: what was configured, the port it got, and the address it gives clients. (A plain class, as
+    the other types on the start-up path: making a dataclass costs as much as importing a module.)"""
 
-    spec: ListenerSpec
-    port: int
-    advertised: tuple[str, int]
-    node_id: int = 1  # the node (of a broker serving several) this listener belongs to
+    __slots__ = ("spec", "port", "advertised", "node_id")
+
+    def __init__(self, spec: ListenerSpec, port: int, advertised: tuple[str, int], node_id: int = 1) -> None:
+        self.spec = spec
+        self.port = port
+        self.advertised = advertised
+        self.node_id = node_id  # the node (of a broker serving several) this listener belongs to
 
     @property
     def name(self) -> str:

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import struct
 import threading
-from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from .messages import REQUEST_HEADER, REQUESTS, RESPONSE_HEADER, RESPONSES
 from .primitives import ProtocolError, Reader, Writer
@@ -135,13 +134,18 @@ def _give_back_scratch(buffer: bytearray) -> None:
     _SPARE.buffer = buffer
 
 
-@dataclass(slots=True)
 class RequestHeader:
-    api_key: int
-    api_version: int
-    correlation_id: int
-    client_id: str | None
-    body_offset: int = 0
+    """A request's header, and where its body starts in the frame. (Plain classes here and on the broker's start-up
+    path: making a dataclass costs as much as importing a module.)"""
+
+    __slots__ = ("api_key", "api_version", "correlation_id", "client_id", "body_offset")
+
+    def __init__(self, api_key: int, api_version: int, correlation_id: int, client_id: str | None, body_offset: int = 0) -> None:
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+        self.client_id = client_id
+        self.body_offset = body_offset
 
 
 @cache
@@ -212,8 +216,7 @@ def encode_request(api_key: int, api_version: int, correlation_id: int, client_i
     return _SIZE.pack(len(w)) + w.getvalue()
 
 
-@dataclass(frozen=True, slots=True)
-class EncodedAnswer:
+class EncodedAnswer(NamedTuple):
     """A response body encoded once, sent as it is to every request that gets the same answer (ApiVersions);
     ``body`` is what it encodes, for whoever needs to read or change an answer."""
 

@@ -1,4 +1,5 @@
-"""Kafka's small text files: offset checkpoints, meta.properties and partition.metadata.
+"""Kafka's small text files: offset checkpoints, meta.properties and partition.metadata; and the JSON files in which
+minibroker keeps what Kafka keeps in its metadata log.
 
 Every write is atomic the way Kafka does it: write ``<file>.tmp``, fsync it, rename it over the
 original, then fsync the directory so the rename itself survives a crash.
@@ -8,8 +9,8 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from .errors import CorruptFileError
 from .uuid import uuid_from_str, uuid_to_str
@@ -47,6 +48,25 @@ def write_atomically(path: Path, data: bytes) -> None:
         os.close(fd)
     os.replace(tmp, path)
     fsync_dir(path.parent)
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file of the data directory, None when it does not exist. A new data directory has none, and json is
+    then never loaded: a default start-up does without it. OSError or ValueError when it cannot be read."""
+    try:
+        text = path.read_text("utf-8")
+    except FileNotFoundError:
+        return None
+    import json
+
+    return json.loads(text)
+
+
+def write_json_atomically(path: Path, document: Any, **json_options: Any) -> None:
+    """``document`` as JSON (``json.dumps`` options), written as ``write_atomically`` writes."""
+    import json
+
+    write_atomically(path, json.dumps(document, **json_options).encode())
 
 
 def checkpoint_bytes(version: int, entries: list[str]) -> bytes:
@@ -102,8 +122,7 @@ def read_offset_checkpoint(path: Path) -> dict[tuple[str, int], int]:
     return offsets
 
 
-@dataclass(frozen=True)
-class MetaProperties:
+class MetaProperties(NamedTuple):
     """The identity of a KRaft data directory (meta.properties, version 1)."""
 
     cluster_id: str

@@ -10,7 +10,7 @@ import dataclasses
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from ..protocol.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
 from .errors import InvalidConfigError
@@ -119,8 +119,7 @@ class LogConfig:
         }
 
 
-@dataclass(frozen=True)
-class ConfigSpec:
+class ConfigSpec(NamedTuple):
     """How one Kafka topic config maps to a LogConfig field: its Kafka type and validator."""
 
     name: str

@@ -9,9 +9,8 @@ import fcntl
 import logging
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .clock import Clock, wall_clock_ms
 from .checkpoint import (
@@ -56,15 +55,20 @@ METADATA_TOPIC = "__cluster_metadata"
 _MAX_DIR_NAME = 255
 
 
-@dataclass
 class TopicInfo:
-    """A topic as the broker sees it: id, config overrides (by Kafka name), effective config and logs."""
+    """A topic as the broker sees it: id, config overrides (by Kafka name), effective config and logs. (A plain class:
+    making a dataclass costs start-up as much as importing a module.)"""
 
-    name: str
-    topic_id: bytes
-    overrides: dict[str, str]
-    config: LogConfig
-    partitions: list[PartitionLog]
+    __slots__ = ("name", "topic_id", "overrides", "config", "partitions")
+
+    def __init__(
+        self, name: str, topic_id: bytes, overrides: dict[str, str], config: LogConfig, partitions: list[PartitionLog]
+    ) -> None:
+        self.name = name
+        self.topic_id = topic_id
+        self.overrides = overrides
+        self.config = config
+        self.partitions = partitions
 
 
 def parse_partition_dir(name: str) -> tuple[str, int] | None:
@@ -123,8 +127,7 @@ def open_new_partitions(data_dir: Path, info: TopicInfo, indexes: range, clock: 
     return opened
 
 
-@dataclass
-class NewTopic:
+class NewTopic(NamedTuple):
     """A topic whose name is reserved and metadata persisted, its partition directories still to be made. ``build``
     touches only those new directories, so the broker runs it in an executor thread: creating thousands of
     partitions (and their fsyncs) does not stall the event loop."""
@@ -362,7 +365,7 @@ class LogManager:
                 f"The topic {name} currently has {current} partition(s); {new_total} would not be an increase."
             )
         stored = self._stored[name]
-        self._stored[name] = replace(stored, partitions=new_total)
+        self._stored[name] = stored._replace(partitions=new_total)
         self._save_store()
         try:
             info.partitions += open_new_partitions(self.data_dir, info, range(current, new_total), self._clock)
@@ -399,7 +402,7 @@ class LogManager:
         config = self.default_config.with_overrides(overrides)
         info.overrides = dict(overrides)
         info.config = config
-        self._stored[name] = replace(self._stored[name], overrides=dict(overrides))
+        self._stored[name] = self._stored[name]._replace(overrides=dict(overrides))
         self._save_store()
         for partition_log in info.partitions:
             partition_log.update_config(config)

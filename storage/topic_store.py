@@ -6,11 +6,10 @@ crash in the middle of creating a topic can be completed on the next open.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
-from .checkpoint import write_atomically
+from .checkpoint import read_json, write_atomically
 from .errors import CorruptFileError
 from .uuid import uuid_from_str, uuid_to_str
 
@@ -18,23 +17,22 @@ TOPIC_STORE_FILE = "topic-configs.json"
 TOPIC_STORE_VERSION = 1
 
 
-@dataclass(frozen=True)
-class StoredTopic:
+class StoredTopic(NamedTuple):
     """One topic's entry; replaced, never changed, so ``TopicStoreFile`` can keep each entry's encoded line."""
 
     topic_id: bytes
     partitions: int
-    overrides: dict[str, str] = field(default_factory=dict)
+    overrides: dict[str, str]
 
 
 def read_topic_store(path: Path) -> dict[str, StoredTopic]:
     """The stored topics, {} when the file does not exist yet."""
     try:
-        document = json.loads(path.read_text("utf-8"))
-    except FileNotFoundError:
-        return {}
+        document = read_json(path)
     except ValueError as exc:
         raise CorruptFileError(f"{path}: {exc}") from exc
+    if document is None:
+        return {}
     if not isinstance(document, dict) or document.get("version") != TOPIC_STORE_VERSION:
         raise CorruptFileError(f"{path}: unsupported topic store version")
     try:
@@ -73,6 +71,8 @@ class TopicStoreFile:
 
 
 def _entry_line(name: str, topic: StoredTopic) -> str:
+    import json  # loaded when the first topic is stored
+
     entry = {"topic_id": uuid_to_str(topic.topic_id), "partitions": topic.partitions,
              "configs": dict(sorted(topic.overrides.items()))}
     return f"    {json.dumps(name)}: {json.dumps(entry)}"

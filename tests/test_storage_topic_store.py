@@ -3,7 +3,6 @@ entry's line is kept between writes while the entry object stays the same)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from minibroker.storage.topic_store import StoredTopic, TopicStoreFile, read_topic_store
@@ -17,8 +16,8 @@ def test_every_write_reads_back_as_written(tmp_path: Path) -> None:
     store.write(topics)
     assert read_topic_store(store.path) == topics
 
-    topics["topic-1"] = replace(topics["topic-1"], partitions=9)  # CreatePartitions
-    topics["topic-2"] = replace(topics["topic-2"], overrides={"cleanup.policy": "compact"})  # AlterConfigs
+    topics["topic-1"] = topics["topic-1"]._replace(partitions=9)  # CreatePartitions
+    topics["topic-2"] = topics["topic-2"]._replace(overrides={"cleanup.policy": "compact"})  # AlterConfigs
     del topics["topic-3"]
     store.write(topics)
     assert read_topic_store(store.path) == topics

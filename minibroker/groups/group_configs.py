@@ -11,14 +11,13 @@ each change (a crash leaves the old set or the new one), like the ACLs.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from minibroker.kafka_settings import GROUP_SETTINGS
 from minibroker.protocol.errors import ErrorCode
-from minibroker.storage.checkpoint import write_atomically
+from minibroker.storage.checkpoint import read_json, write_json_atomically
 from minibroker.storage.config import PARSERS
 
 if TYPE_CHECKING:
@@ -172,11 +171,11 @@ class GroupConfigs:
         if self.path is None:
             return {}
         try:
-            stored = json.loads(self.path.read_text())
-        except FileNotFoundError:
-            return {}
+            stored = read_json(self.path)
         except (OSError, ValueError) as exc:
             raise GroupConfigFileError(f"{self.path}: {exc}") from None
+        if stored is None:
+            return {}
         groups = stored.get("groups") if isinstance(stored, dict) and stored.get("version") == FORMAT_VERSION else None
         if not isinstance(groups, dict) or not all(
             isinstance(configs, dict) and all(isinstance(v, str) for v in configs.values()) for configs in groups.values()
@@ -186,8 +185,7 @@ class GroupConfigs:
 
     def _save(self) -> None:
         if self.path is not None:
-            text = json.dumps({"version": FORMAT_VERSION, "groups": self._groups}, indent=1, sort_keys=True)
-            write_atomically(self.path, text.encode())
+            write_json_atomically(self.path, {"version": FORMAT_VERSION, "groups": self._groups}, indent=1, sort_keys=True)
 
 
 def _canonical(name: str, raw: str) -> str:

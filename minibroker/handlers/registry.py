@@ -8,8 +8,7 @@ ApiVersions answers from the table, and a test checks it against what each modul
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, NamedTuple
 
 if TYPE_CHECKING:
     from minibroker.context import RequestContext
@@ -22,8 +21,7 @@ REGISTERED: dict[int, tuple[int, int, str]] = {}
 """What each imported module registered: API key -> (min version, max version, module)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Handler:
+class Handler(NamedTuple):
     api_key: int
     min_version: int
     max_version: int
