@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("minibroker")
 
-COMMANDS = ("serve", "probe", "dump", "control", "transcript", "config-reference", "api-reference")
+COMMANDS = ("serve", "probe", "dump", "control", "transcript", "config-reference", "api-reference", "unserved-apis")
 DESCRIPTION = """\
 A small, fast, Kafka wire-protocol compatible broker for test suites and throwaway containers.
 Real Kafka clients connect to it; it stores data in Kafka's own on-disk layout.
@@ -35,6 +35,7 @@ examples:
   minibroker control --url http://127.0.0.1:8090 POST /v1/nodes/2/stop '{"clean": false}'
   minibroker config-reference                      every setting, its default and environment variable
   minibroker api-reference                         every implemented API and its versions
+  minibroker unserved-apis                         Apache Kafka's APIs minibroker does not serve, and why
 
 Run `minibroker COMMAND --help` for the options of a command."""
 SERVE_EPILOG = """\
@@ -161,6 +162,11 @@ def build_parser() -> argparse.ArgumentParser:
     api_reference.add_argument(
         "--kafka-version", metavar="X.Y", help="the table of a broker emulating this Apache Kafka release (kafka.version)"
     )
+    commands.add_parser(
+        "unserved-apis", help="print Apache Kafka's APIs minibroker does not serve, and why, as a Markdown table",
+        description="Print the APIs of Apache Kafka's message definitions that the broker does not implement, grouped "
+        "by why, as a Markdown table.", formatter_class=wrapped,
+    )
     return parser
 
 
@@ -254,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"minibroker api-reference: {exc}", file=sys.stderr)
             return 2
         return 0
-    if args.command in ("config-reference", "api-reference"):
+    if args.command in ("config-reference", "api-reference", "unserved-apis"):
         from minibroker.reference import TABLES
 
         sys.stdout.write(TABLES[args.command]())
