@@ -35,6 +35,7 @@ examples:
   minibroker control --url http://127.0.0.1:8090 POST /v1/nodes/2/stop '{"clean": false}'
   minibroker config-reference                      every setting, its default and environment variable
   minibroker api-reference                         every implemented API and its versions
+  minibroker unserved-apis                         Apache Kafka's APIs minibroker does not serve, and why
 
 Run `minibroker COMMAND --help` for the options of a command."""
 SERVE_EPILOG = """\
@@ -187,6 +188,14 @@ def add_api_reference_command(commands: argparse._SubParsersAction, width: int) 
     )
 
 
+def add_unserved_apis_command(commands: argparse._SubParsersAction, width: int) -> None:
+    commands.add_parser(
+        "unserved-apis", help="print Apache Kafka's APIs minibroker does not serve, and why, as a Markdown table",
+        description="Print the APIs of Apache Kafka's message definitions that the broker does not implement, grouped "
+        "by why, as a Markdown table.", formatter_class=partial(argparse.HelpFormatter, width=width),
+    )
+
+
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", help="address to bind (default 127.0.0.1; 0.0.0.0 for every interface)")
     parser.add_argument("--port", type=int, help="port to bind (default 9092; 0 picks a free port)")
@@ -240,6 +249,7 @@ COMMAND_PARSERS = {
     "transcript": add_transcript_command,
     "config-reference": add_config_reference_command,
     "api-reference": add_api_reference_command,
+    "unserved-apis": add_unserved_apis_command,
 }
 COMMANDS = tuple(COMMAND_PARSERS)
 
@@ -291,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"minibroker api-reference: {exc}", file=sys.stderr)
             return 2
         return 0
-    if args.command in ("config-reference", "api-reference"):
+    if args.command in ("config-reference", "api-reference", "unserved-apis"):
         from minibroker.reference import TABLES
 
         sys.stdout.write(TABLES[args.command]())

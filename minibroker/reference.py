@@ -1,7 +1,8 @@
 """Reference tables generated from the code, so the README cannot drift from what the broker does.
 
 ``config-reference`` lists every ``BrokerConfig`` setting; ``api-reference`` lists every API in the handler
-table with the versions ApiVersions advertises. ``minibroker NAME`` prints a table;
+table with the versions ApiVersions advertises; ``unserved-apis`` lists Kafka's APIs that table lacks, each with
+why. ``minibroker NAME`` prints a table;
 ``tools/sync_readme_config.py`` writes each into README.md between its two marker comments, and a test fails
 when the README's copy differs.
 """
@@ -90,7 +91,48 @@ def api_table(kafka_version: str = "") -> str:
     return "\n".join(rows) + "\n"
 
 
-TABLES: dict[str, Callable[[], str]] = {"config-reference": config_table, "api-reference": api_table}
+CONTROLLER_ONLY = "Controller only: Kafka's brokers do not answer these either"
+
+# Why an API of Kafka's is not served: reason -> its API keys. The APIs of the controller listener alone have
+# CONTROLLER_ONLY's reason without an entry; an unserved API with no reason stops ``unserved_table``.
+UNSERVED_REASONS: dict[str, tuple[int, ...]] = {
+    "KRaft cluster administration (brokers forward it to the controllers; there is no controller quorum)": (55, 64, 80, 81),
+    "Leader elections and reassignments (replicas are only a placement: a partition's data is stored once)": (43, 45, 46),
+    "Log directories (one per node: `log.dirs`)": (34, 35),
+    "Delegation tokens": (38, 39, 40, 41),
+    "Client quotas": (48, 49),
+    "SCRAM credential administration (users come from `sasl.users`)": (50, 51),
+    "Client metrics (KIP-714) and ListConfigResources (KIP-1142)": (71, 72, 74),
+    "Share coordinator RPCs (a share partition's leader writes `__share_group_state` itself)": (83, 84, 85, 86, 87),
+    "Streams groups (KIP-1071)": (88, 89),
+}
+
+
+def unserved_table() -> str:
+    """Kafka's APIs that the handler table lacks, grouped by why; ValueError for an unserved API with no reason."""
+    from minibroker.handlers import TABLE
+    from minibroker.protocol.messages import KAFKA_APIS
+
+    reason_of = {key: reason for reason, keys in UNSERVED_REASONS.items() for key in keys}
+    groups: dict[str, list[str]] = {reason: [] for reason in (CONTROLLER_ONLY, *UNSERVED_REASONS)}
+    for key, (name, listeners) in sorted(KAFKA_APIS.items()):
+        if key in TABLE:
+            continue
+        if "broker" not in listeners:
+            reason = CONTROLLER_ONLY
+        elif key in reason_of:
+            reason = reason_of[key]
+        else:
+            raise ValueError(f"API {key} ({name}) is not served and has no reason: add one to UNSERVED_REASONS")
+        groups[reason].append(f"{name} ({key})")
+    rows = ["| not served | APIs (key) |", "|---|---|"]
+    rows += [f"| {reason} | {', '.join(apis)} |" for reason, apis in groups.items() if apis]
+    return "\n".join(rows) + "\n"
+
+
+TABLES: dict[str, Callable[[], str]] = {
+    "config-reference": config_table, "api-reference": api_table, "unserved-apis": unserved_table,
+}
 
 
 def readme_block(readme: str, name: str) -> str:

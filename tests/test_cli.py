@@ -12,6 +12,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from confluent_kafka import OFFSET_BEGINNING, Producer, TopicPartition
 from minibroker.protocol.frames import decode_response, encode_request
 from minibroker.storage.checkpoint import (
@@ -20,7 +21,7 @@ from minibroker.storage.checkpoint import (
     read_offset_checkpoint,
 )
 
-from minibroker.reference import config_table
+from minibroker.reference import TABLES, config_table
 from tests.brokerproc import BrokerProcess, wait_for_ready
 from tests.clientutil import (
     FETCH,
@@ -65,6 +66,14 @@ def test_config_reference_prints_the_generated_table() -> None:
     assert result.returncode == 0
     assert result.stdout == config_table()
     assert "| `num.partitions` | `1` | `MINIBROKER_NUM_PARTITIONS` |" in result.stdout
+
+
+@pytest.mark.parametrize("name", sorted(TABLES))
+def test_each_generated_readme_table_is_printed_by_its_command(name: str) -> None:
+    """README's generated blocks name the command that prints them: ``minibroker NAME``."""
+    result = run(name)
+    assert result.returncode == 0
+    assert result.stdout == TABLES[name]()
 
 
 def test_configuration_error_exits_2_with_the_setting_named(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from minibroker.protocol.messages import BY_NAME
+from minibroker.protocol.messages import BY_NAME, KAFKA_APIS
 from minibroker.protocol.schema import MAX_VERSION, Field, Message
 
 from tests.conftest import SPEC_DIR, needs_kafka_spec
@@ -91,3 +91,15 @@ def test_internal_record_types_match_kafka_json() -> None:
     internal = {m.name: m for m in BY_NAME.values() if m.kind in ("coordinator-key", "coordinator-value")}
     for name, message in internal.items():
         assert message.api_key == load(name)["apiKey"], name
+
+
+@needs_kafka_spec
+def test_kafka_apis_are_every_request_kafka_defines() -> None:
+    """KAFKA_APIS (from which the README lists the APIs not served) holds every request definition with versions,
+    with its name and listeners."""
+    defined = {}
+    for path in MESSAGES_DIR.glob("*Request.json"):
+        spec = load(path.stem)
+        if versions(spec["validVersions"]) is not None:
+            defined[spec["apiKey"]] = (spec["name"].removesuffix("Request"), tuple(spec["listeners"]))
+    assert KAFKA_APIS == defined

@@ -148,8 +148,11 @@ def main() -> None:
     args = parser.parse_args()
     paths = [args.spec_dir / extra for extra in EXTRA]
     by_key = {}
+    catalogue = {}
     for path in sorted((args.spec_dir / "messages").glob("*.json")):
         data = load_json(path)
+        if data["type"] == "request" and parse_versions(data["validVersions"]):
+            catalogue[data["apiKey"]] = (data["name"].removesuffix("Request"), tuple(data["listeners"]))
         if data.get("apiKey") in API_KEYS and data["type"] in ("request", "response"):
             by_key[(data["apiKey"], data["type"])] = path
     paths += [by_key[key] for key in sorted(by_key)]
@@ -159,6 +162,12 @@ def main() -> None:
         "",
         "from .schema import Field as F",
         "from .schema import Message as M",
+        "",
+        "# Every API of Kafka's definitions that has versions, served here or not: key -> (name, listeners: which of",
+        "# Kafka's servers answer it, \"broker\" and/or \"controller\").",
+        "KAFKA_APIS = {",
+        *(f"    {key}: {catalogue[key]!r}," for key in sorted(catalogue)),
+        "}",
         "",
     ]
     names = []

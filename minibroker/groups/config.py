@@ -8,7 +8,8 @@ nothing and rejoin, which kafka-python 3.0.12 can lose track of (its consumer th
 
 A second one, for the consumer group protocol: ``group.consumer.heartbeat.interval.ms`` defaults to 500 ms (Kafka:
 5000). A member learns of a new assignment at its next heartbeat, so with Kafka's default every rebalance of a
-test's group would take up to five seconds; the session timeout keeps Kafka's 45 s.
+test's group would take up to five seconds; the session timeout keeps Kafka's 45 s. Its lower bound,
+``group.consumer.min.heartbeat.interval.ms``, follows it to 500 ms (Kafka: 5000).
 """
 
 from __future__ import annotations
