@@ -14,12 +14,13 @@ effect in one process; names Kafka does not know get Kafka's warning and start-u
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
 from minibroker.config_sources import SettingsSyntaxError, env_settings, parse_properties
 from minibroker.storage.config import LogConfig
+from minibroker.storage.frozen_config import FrozenConfig, config_class
 from minibroker.storage.errors import InvalidConfigError
 
 
@@ -32,8 +33,10 @@ def setting(kafka_name: str, default: Any, doc: str, minimum: int | None = None,
     return field(default=default, repr=not secret, metadata={"kafka": kafka_name, "doc": doc, "min": minimum, "secret": secret})
 
 
-@dataclass(frozen=True)
-class BrokerConfig:
+@config_class
+class BrokerConfig(FrozenConfig):
+    """Every setting the broker applies, by its Kafka name (``metadata["kafka"]``), with its default and meaning."""
+
     node_id: int = setting("node.id", 1, "Id of this broker in Metadata answers (with nodes above 1: 1..N).", 0)
     nodes: int = setting(
         "nodes", 1,

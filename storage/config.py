@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Callable, NamedTuple
 
 from ..protocol.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
 from .errors import InvalidConfigError
+from .frozen_config import FrozenConfig, config_class
 
 LONG_MAX = 2**63 - 1
 _DAY_MS = 24 * 60 * 60 * 1000
@@ -25,8 +25,8 @@ COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"
 _STORED_CODECS = {"uncompressed": NONE, "gzip": GZIP, "snappy": SNAPPY, "lz4": LZ4, "zstd": ZSTD}
 
 
-@dataclass(frozen=True)
-class LogConfig:
+@config_class
+class LogConfig(FrozenConfig):
     """Effective configuration of one topic's logs; field defaults are Kafka 4.x's topic defaults."""
 
     segment_bytes: int = 1024 * 1024 * 1024
