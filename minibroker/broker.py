@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from minibroker.acls.ssl_mapping import PrincipalMapper
     from minibroker.faults import Fault, Faults
     from minibroker.groups.service import GroupService, ShareGroupDirectory
+    from minibroker.sasl.credentials import CredentialStore
     from minibroker.sasl.session import SaslAuthority
     from minibroker.share.manager import SharePartitionManager
     from minibroker.share.state_store import ShareStateStore
@@ -110,6 +111,8 @@ class Broker:
         self._tls: ssl.SSLContext | None = None
         self.ssl_principal_mapper: PrincipalMapper | None = None  # ssl.principal.mapping.rules, with SSL listeners
         self.sasl: SaslAuthority | None = None
+        self._scram_credentials: CredentialStore | None = None  # made with the SASL listeners, or on first use
+        self.scram_changes = asyncio.Lock()  # one AlterUserScramCredentials at a time writes the credential file
         # With authorizer.class.name: the ACLs and the checks; None (the default) means every request is allowed, and
         # handlers test only this attribute, so authorization off costs nothing more.
         self.authorizer: Authorizer | None = None
@@ -154,10 +157,28 @@ class Broker:
         """The named snapshots of the data directory, read on first use."""
         if self._snapshots is None:
             from minibroker.acls.store import FILE_NAME as ACL_FILE
+            from minibroker.sasl.credential_file import FILE_NAME as SCRAM_FILE
             from minibroker.storage.snapshots import SnapshotStore
 
-            self._snapshots = SnapshotStore(keep=(PRODUCER_ID_FILE, ACL_FILE, FEATURES_FILE))
+            self._snapshots = SnapshotStore(keep=(PRODUCER_ID_FILE, ACL_FILE, FEATURES_FILE, SCRAM_FILE))
         return self._snapshots
+
+    @property
+    def scram_credentials(self) -> CredentialStore:
+        """The SCRAM credentials: ``sasl.users``' under those AlterUserScramCredentials set or deleted, read from the
+        data directory with the SASL listeners or on first use (an unreadable file is a ConfigError)."""
+        if self._scram_credentials is None:
+            from minibroker.config import ConfigError
+            from minibroker.sasl import credential_file
+            from minibroker.sasl.credentials import CredentialStore
+            from minibroker.sasl.settings import parse_users
+
+            try:
+                overrides = credential_file.load(self.config.data_dir)
+            except credential_file.CredentialFileError as exc:
+                raise ConfigError(str(exc)) from None
+            self._scram_credentials = CredentialStore(parse_users(self.config.sasl_users), overrides=overrides)
+        return self._scram_credentials
 
     def _supported_features(self) -> dict[str, tuple[int, int]]:
         """minibroker's features, or with kafka.version those of that release."""
@@ -413,13 +434,10 @@ class Broker:
 
             self.ssl_principal_mapper = parse_rules(self.config.ssl_principal_mapping_rules)
         if any(spec.protocol.uses_sasl for spec in specs):
-            from minibroker.sasl.credentials import CredentialStore  # SASL only
-            from minibroker.sasl.session import SaslAuthority
-            from minibroker.sasl.settings import parse_mechanisms, parse_users
+            from minibroker.sasl.session import SaslAuthority  # SASL only
+            from minibroker.sasl.settings import parse_mechanisms
 
-            self.sasl = SaslAuthority(
-                tuple(parse_mechanisms(self.config.sasl_enabled_mechanisms)), CredentialStore(parse_users(self.config.sasl_users))
-            )
+            self.sasl = SaslAuthority(tuple(parse_mechanisms(self.config.sasl_enabled_mechanisms)), self.scram_credentials)
         # With several nodes and port 0, node k takes node 1's free port + k - 1, so a restart finds every node's port
         # again; a port in that range already taken means another try with other free ports.
         several_free = len(self.node_ids) > 1 and any(spec.port == 0 for spec in specs)

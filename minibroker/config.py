@@ -122,7 +122,8 @@ class BrokerConfig(FrozenConfig):
     sasl_users: str = setting(
         "sasl.users", "",
         "USER:PASSWORD pairs, comma-separated, accepted by every SASL mechanism (SCRAM credentials are derived "
-        "at start-up; a password cannot contain a comma). Never logged.",
+        "at start-up; AlterUserScramCredentials replaces or deletes them per mechanism; a password cannot contain a "
+        "comma). Never logged.",
         secret=True,
     )
     authorizer_class_name: str = setting(

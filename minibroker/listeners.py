@@ -133,8 +133,22 @@ def check_security_settings(config: BrokerConfig) -> None:
 
     mechanisms = parse_mechanisms(config.sasl_enabled_mechanisms)
     users = parse_users(config.sasl_users)
-    if uses_sasl and (not mechanisms or not users):
-        raise ConfigError("SASL listeners need sasl.enabled.mechanisms and at least one user in sasl.users")
+    if uses_sasl and (not mechanisms or not (users or scram_users_possible(config, mechanisms, specs))):
+        raise ConfigError(
+            "SASL listeners need sasl.enabled.mechanisms and at least one user in sasl.users (or, with SCRAM, users "
+            "made with AlterUserScramCredentials: stored in the data directory, or sent on a listener without SASL)"
+        )
+
+
+def scram_users_possible(config: BrokerConfig, mechanisms: list[str], specs: list[ListenerSpec]) -> bool:
+    """Whether SCRAM users can exist without sasl.users: stored by AlterUserScramCredentials before, or to be made
+    with it over a listener that needs no login."""
+    from minibroker.sasl.credential_file import FILE_NAME
+    from minibroker.sasl.settings import SCRAM_HASHES
+
+    if not any(mechanism in SCRAM_HASHES for mechanism in mechanisms):
+        return False
+    return (config.data_dir / FILE_NAME).exists() or not all(spec.protocol.uses_sasl for spec in specs)
 
 
 class Listener:

@@ -2,10 +2,11 @@
 
 One generic rule instead of one function per API: the response mirrors the request. Every ``error_code`` gets the
 error (and ``error_message`` says why); a response array takes one element per element of the request array of the
-same name (or of the only array, when request and response have one each at that level), copying the fields both
-share (topic names, partition indexes, keys, ids); a request array of plain values (FindCoordinator's keys,
-AddPartitionsToTxn's partitions) fills the response element's first field of that type. Every other field keeps
-its default, set here (a complete answer, as the codec's strict mode wants it).
+same name (or of every request array in turn, when the response has only one at that level), copying the fields
+both share (topic names, partition indexes, keys, ids); a request array of plain values (FindCoordinator's keys,
+AddPartitionsToTxn's partitions) fills the response element's first field of that type, and so does the first
+string of an element that shares no field with the response's (a SCRAM deletion's user name). Every other field
+keeps its default, set here (a complete answer, as the codec's strict mode wants it).
 """
 
 from __future__ import annotations
@@ -41,10 +42,10 @@ def _mirror(
         elif key.endswith("error_message") and f.type == "string":
             out[key] = message
         elif f.element_type is not None:
-            source_key = _source_array(f, key, request_arrays, len(response_arrays), version)
-            out[key] = [] if source_key is None or not f.is_struct else [
-                _element(f, request_arrays[source_key], item, version, error, message)
-                for item in request.get(source_key) or []
+            sources = _source_arrays(f, key, request_arrays, len(response_arrays), version)
+            out[key] = [] if not f.is_struct else [
+                _element(f, request_arrays[source], item, version, error, message)
+                for source in sources for item in request.get(source) or []
             ]
         elif f.is_struct:
             out[key] = None if in_range(version, f.nullable) else _mirror(f.fields, (), {}, version, error, message)
@@ -54,22 +55,23 @@ def _mirror(
     return out
 
 
-def _source_array(
+def _source_arrays(
     f: Field, key: str, request_arrays: dict[str, Field], response_array_count: int, version: int,
-) -> str | None:
-    """The request array a response array mirrors: the one of the same name, else the one whose elements share the
-    most field names with its elements (``topic_data`` / ``responses``: ``name``), else the only one on both sides."""
+) -> list[str]:
+    """The request arrays a response array mirrors: the one of the same name, else the one whose elements share the
+    most field names with its elements (``topic_data`` / ``responses``: ``name``), else, when it is the only response
+    array, every request array in turn (AlterUserScramCredentials: ``deletions`` then ``upsertions`` -> ``results``)."""
     if key in request_arrays:
-        return key
+        return [key]
     names = _element_names(f, version)
     best, shared = None, 0
     for request_key, request_field in request_arrays.items():
         overlap = len(names & _element_names(request_field, version))
         if overlap > shared:
             best, shared = request_key, overlap
-    if best is None and response_array_count == 1 and len(request_arrays) == 1:
-        best = next(iter(request_arrays))
-    return best
+    if best is not None:
+        return [best]
+    return list(request_arrays) if response_array_count == 1 else []
 
 
 def _element_names(f: Field, version: int) -> set[str]:
@@ -88,11 +90,22 @@ def _shared_value(key: str, request: dict[str, Any]) -> Any:
 def _element(
     response_field: Field, request_field: Field, item: Any, version: int, error: int, message: str | None,
 ) -> dict[str, Any]:
+    """One response element; the request element's identity (a plain value, or the first string of an element that
+    shares no field name with the response's: a deletion's ``name`` as a result's ``user``) fills the response
+    element's first field of that type."""
     if isinstance(item, dict):
-        return _mirror(response_field.fields, request_field.fields, item, version, error, message)
-    out = _mirror(response_field.fields, (), {}, version, error, message)
+        out = _mirror(response_field.fields, request_field.fields, item, version, error, message)
+        if _element_names(response_field, version) & _element_names(request_field, version):
+            return out
+        identity = next((f for f in _present(request_field.fields, version) if f.type == "string"), None)
+        if identity is None:
+            return out
+        item_type, item = "string", item[snake_case(identity.name)]
+    else:
+        out = _mirror(response_field.fields, (), {}, version, error, message)
+        item_type = request_field.element_type
     same_type = next(
-        (f for f in _present(response_field.fields, version) if f.type == request_field.element_type), None
+        (f for f in _present(response_field.fields, version) if f.type == item_type and f.element_type is None), None
     )
     if same_type is not None:
         out[snake_case(same_type.name)] = item

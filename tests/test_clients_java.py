@@ -1,7 +1,8 @@
 """The real Apache Kafka Java client (kafka-clients 3.9.1) against one broker and against a 3-node cluster: producing
 and consuming with every codec, consumer groups (classic and KIP-848, and migrating between them), static
 membership, the cooperative-sticky assignor, the idempotent producer, transactions, the Admin API as Spring's
-KafkaAdmin and Kafka Streams use it, SASL logins, and (on the cluster) a crashing node.
+KafkaAdmin and Kafka Streams use it, SASL logins, SCRAM users made with the Admin, and (on the cluster) a crashing
+node.
 
 Each cluster size runs every scenario in one JVM (tests/java/Driver.java, scenarios in parallel threads); the tests
 below check each scenario's JSON answer. The client comes from tests/javautil.py; without a JDK or the download
@@ -38,7 +39,10 @@ SCENARIOS = [
 MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 USER, PASSWORD = "alice", "alice-Secret-1"
 # Scenarios whose arguments are addresses known once the broker runs: name -> spec to format with them.
-SECURED = {f"sasl:{mechanism}": f"sasl:{mechanism},{USER},{PASSWORD},{{sasl}}" for mechanism in MECHANISMS}
+SECURED = {
+    **{f"sasl:{mechanism}": f"sasl:{mechanism},{USER},{PASSWORD},{{sasl}}" for mechanism in MECHANISMS},
+    "scram_users": "scram_users:{sasl}",
+}
 # On a cluster only, one at a time (they stop nodes), given the control API's URL.
 FAILOVERS = {
     **{f"failover:{protocol}": f"failover:{protocol},{{control}}" for protocol in PROTOCOLS},
@@ -221,6 +225,17 @@ def test_sasl_login_with_the_java_clients_own_implementation(run: Run, mechanism
     result = run.result(f"sasl:{mechanism}")
     assert result["read"] == [f"v{i}" for i in range(5)]
     assert result["wrong_password"] == "org.apache.kafka.common.errors.SaslAuthenticationException"
+
+
+def test_scram_users_made_with_the_java_admin(run: Run) -> None:
+    """alterUserScramCredentials / describeUserScramCredentials, then logins on the SASL listener of every node."""
+    result = run.result("scram_users")
+    assert result["described"] == ["SCRAM-SHA-256:4096", "SCRAM-SHA-512:8192"] and result["listed"]
+    assert result["too_few_iterations"] == "org.apache.kafka.common.errors.UnacceptableCredentialException"
+    assert result["delete_missing"] == result["describe_missing"] == "org.apache.kafka.common.errors.ResourceNotFoundException"
+    assert result["read"] == [f"v{i}" for i in range(5)]
+    assert result["wrong_password"] == result["after_delete"] == "org.apache.kafka.common.errors.SaslAuthenticationException"
+    assert result["other_mechanism"] == "accepted"
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)

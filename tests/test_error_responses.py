@@ -61,3 +61,13 @@ def test_the_answer_mirrors_topics_partitions_and_keys() -> None:
     produce = {"topic_data": [{"name": "t", "partition_data": [{"index": 2}]}]}
     [topic] = error_response(0, 9, produce, 6, "x")["responses"]
     assert topic["name"] == "t" and [(p["index"], p["error_code"]) for p in topic["partition_responses"]] == [(2, 6)]
+
+
+def test_every_request_array_feeds_the_only_response_array() -> None:
+    """AlterUserScramCredentials: deletions and upsertions both become results, named by their users (as Kafka's
+    getErrorResponse names them)."""
+    alter = {"deletions": [{"name": "ann", "mechanism": 1}],
+             "upsertions": [{"name": "bo", "mechanism": 2, "iterations": 4096, "salt": b"s", "salted_password": b"p"}]}
+    assert error_response(51, 0, alter, 31, "x")["results"] == [
+        {"user": "ann", "error_code": 31, "error_message": "x"}, {"user": "bo", "error_code": 31, "error_message": "x"},
+    ]

@@ -3,6 +3,8 @@ never show a password."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from minibroker.config import ConfigError, build_config
@@ -69,3 +71,17 @@ def test_tls_files_are_checked_when_the_broker_starts() -> None:
     missing = build_config({"listeners": "SSL://127.0.0.1:0"} | TLS)
     with pytest.raises(ConfigError, match="ssl.certificate.location"):
         server_context(missing)
+
+
+def test_scram_users_can_come_from_alter_user_scram_credentials(tmp_path: Path) -> None:
+    """Without sasl.users, SASL listeners are accepted when SCRAM users can exist: made over a listener that needs
+    no login, or stored in the data directory by an earlier AlterUserScramCredentials."""
+    data = {"log.dirs": str(tmp_path)}
+    build_config({"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0"} | data)
+    with pytest.raises(ConfigError, match="at least one user in sasl.users"):  # PLAIN checks sasl.users only
+        build_config({"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+                      "sasl.enabled.mechanisms": "PLAIN"} | data)
+    with pytest.raises(ConfigError, match="at least one user in sasl.users"):
+        build_config({"listeners": "SASL_PLAINTEXT://127.0.0.1:0"} | data)
+    (tmp_path / "scram-credentials.json").write_text('{"version": 1, "credentials": []}')
+    build_config({"listeners": "SASL_PLAINTEXT://127.0.0.1:0"} | data)

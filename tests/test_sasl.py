@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import secrets
+from dataclasses import astuple
 
 import pytest
 from hypothesis import given, settings
@@ -158,9 +159,15 @@ def test_plain(store: CredentialStore) -> None:
 
 
 def test_no_password_is_kept(store: CredentialStore) -> None:
-    kept = repr(vars(store)) + repr(store._credentials)
+    kept = repr(vars(store)) + "".join(repr(astuple(credential)) for credential in store.credentials().values())
     for password in USERS.values():
-        assert password not in kept
+        assert password not in kept and password.encode() not in kept.encode()
+
+
+def test_credential_repr_shows_no_key() -> None:
+    """Kafka's ScramCredentialValue.toString hides them too: a credential that reaches a log line shows no key."""
+    credential = CredentialStore({"carol": "Carol-pw-1"}).scram("carol", "SCRAM-SHA-256")
+    assert credential is not None and repr(credential) == "ScramCredential(iterations=4096)"
 
 
 def test_parse_users_and_mechanisms() -> None:

@@ -43,6 +43,8 @@ TABLE: dict[int, tuple[int, int, str]] = {
     42: (0, 2, "groups"),  # delete_groups
     44: (0, 1, "admin"),  # incremental_alter_configs
     47: (0, 0, "groups"),  # offset_delete
+    50: (0, 0, "scram_users"),  # describe_user_scram_credentials
+    51: (0, 0, "scram_users"),  # alter_user_scram_credentials
     57: (0, 2, "features"),  # update_features
     60: (0, 1, "metadata"),  # describe_cluster
     61: (0, 0, "transactions"),  # describe_producers

@@ -1,9 +1,12 @@
-"""Users and their SCRAM credentials, derived once at start-up from ``sasl.users``.
+"""Users and their SCRAM credentials: derived once at start-up from ``sasl.users``, then changed by
+AlterUserScramCredentials.
 
 Only RFC 5802's salted, iterated form is kept (salt, iterations, StoredKey, ServerKey per mechanism), as
-Kafka keeps SCRAM credentials; PLAIN logins are checked against the SCRAM-SHA-256 credential, so no
-password stays in memory after start-up. Unknown users get a fake credential that is stable for the
-process, so a SCRAM exchange for them looks the same as one with a wrong password (no user enumeration).
+Kafka keeps SCRAM credentials; PLAIN logins are checked against the SCRAM-SHA-256 credential ``sasl.users``
+gave, so no password stays in memory after start-up. The credentials set over the API (and deletions) lie
+over those of ``sasl.users``, user and mechanism by user and mechanism. Unknown users get a fake credential
+that is stable for the process, so a SCRAM exchange for them looks the same as one with a wrong password (no
+user enumeration).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping
 
 from minibroker.sasl.settings import SCRAM_HASHES
@@ -20,13 +23,17 @@ SCRAM_ITERATIONS = 4096  # Kafka's default (and minimum) for SCRAM-SHA-256/512
 SALT_BYTES = 32
 PLAIN_CHECK_MECHANISM = "SCRAM-SHA-256"
 
+CredentialKey = tuple[str, str]  # (user, mechanism)
+
 
 @dataclass(frozen=True, slots=True)
 class ScramCredential:
-    salt: bytes
+    """A user's credential for one mechanism; its repr shows only the iterations, as Kafka's hides the rest."""
+
+    salt: bytes = field(repr=False)
     iterations: int
-    stored_key: bytes
-    server_key: bytes
+    stored_key: bytes = field(repr=False)
+    server_key: bytes = field(repr=False)
 
 
 def salted_password(hash_name: str, password: bytes, salt: bytes, iterations: int) -> bytes:
@@ -39,7 +46,12 @@ def hmac_digest(hash_name: str, key: bytes, message: bytes) -> bytes:
 
 def derive(hash_name: str, password: str, salt: bytes, iterations: int = SCRAM_ITERATIONS) -> ScramCredential:
     """RFC 5802 section 3: SaltedPassword -> ClientKey -> StoredKey, and ServerKey."""
-    salted = salted_password(hash_name, password.encode(), salt, iterations)
+    return from_salted_password(hash_name, salted_password(hash_name, password.encode(), salt, iterations), salt, iterations)
+
+
+def from_salted_password(hash_name: str, salted: bytes, salt: bytes, iterations: int) -> ScramCredential:
+    """What the server keeps of a SaltedPassword (an AlterUserScramCredentials upsertion carries one, as the client
+    derived it): StoredKey = H(HMAC(SaltedPassword, "Client Key")), ServerKey = HMAC(SaltedPassword, "Server Key")."""
     client_key = hmac_digest(hash_name, salted, b"Client Key")
     return ScramCredential(
         salt, iterations, hashlib.new(hash_name, client_key).digest(), hmac_digest(hash_name, salted, b"Server Key")
@@ -47,19 +59,30 @@ def derive(hash_name: str, password: str, salt: bytes, iterations: int = SCRAM_I
 
 
 class CredentialStore:
-    """Every user's SCRAM credential for each SCRAM mechanism."""
+    """Every user's SCRAM credential for each SCRAM mechanism: ``sasl.users``' under the ``overrides`` (None: the
+    credential was deleted)."""
 
-    def __init__(self, users: Mapping[str, str], iterations: int = SCRAM_ITERATIONS) -> None:
+    def __init__(
+        self, users: Mapping[str, str], iterations: int = SCRAM_ITERATIONS,
+        overrides: Mapping[CredentialKey, ScramCredential | None] | None = None,
+    ) -> None:
         self.iterations = iterations
-        self._credentials = {
+        self._settings = {
             (user, mechanism): derive(hash_name, password, secrets.token_bytes(SALT_BYTES), iterations)
             for user, password in users.items()
             for mechanism, hash_name in SCRAM_HASHES.items()
         }
+        self.overrides: dict[CredentialKey, ScramCredential | None] = dict(overrides or {})
         self._fake_secret = secrets.token_bytes(32)
 
     def scram(self, user: str, mechanism: str) -> ScramCredential | None:
-        return self._credentials.get((user, mechanism))
+        key = (user, mechanism)
+        return self.overrides[key] if key in self.overrides else self._settings.get(key)
+
+    def credentials(self) -> dict[CredentialKey, ScramCredential]:
+        """Every credential in force, ``sasl.users``' first."""
+        keys = dict.fromkeys((*self._settings, *self.overrides))
+        return {key: credential for key in keys if (credential := self.scram(*key)) is not None}
 
     def fake_scram(self, user: str, mechanism: str) -> ScramCredential:
         """A credential no password matches, with a salt that is the same on every attempt for ``user``."""
@@ -71,7 +94,7 @@ class CredentialStore:
     def check_password(self, user: str, password: bytes) -> bool:
         """PLAIN: recompute StoredKey from the password and the user's salt (as costly for unknown users)."""
         hash_name = SCRAM_HASHES[PLAIN_CHECK_MECHANISM]
-        credential = self.scram(user, PLAIN_CHECK_MECHANISM)
+        credential = self._settings.get((user, PLAIN_CHECK_MECHANISM))
         known = credential is not None
         if credential is None:
             credential = self.fake_scram(user, PLAIN_CHECK_MECHANISM)

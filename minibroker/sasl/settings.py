@@ -8,6 +8,11 @@ from minibroker.config import ConfigError
 PLAIN = "PLAIN"
 SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 MECHANISMS = (PLAIN, *SCRAM_HASHES)
+# The SCRAM mechanisms by the number the admin APIs give them (Kafka's ScramMechanism.type; 0 is UNKNOWN), and the
+# iterations AlterUserScramCredentials accepts (its ScramMechanism.minIterations, ScramControlManager.MAX_ITERATIONS).
+SCRAM_TYPES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
+MIN_ITERATIONS = 4096
+MAX_ITERATIONS = 16384
 
 
 def parse_mechanisms(text: str) -> list[str]:

@@ -56,6 +56,7 @@ final class Scenarios {
         TABLE.put("pending_offsets", TransactionScenarios::pendingOffsets);
         TABLE.put("fencing", TransactionScenarios::fencing);
         TABLE.put("sasl", SecurityScenarios::sasl);
+        TABLE.put("scram_users", SecurityScenarios::scramUsers);
         TABLE.put("admin_cluster", AdminScenarios::cluster);
         TABLE.put("admin_records", AdminScenarios::records);
         TABLE.put("admin_groups", AdminScenarios::groups);
