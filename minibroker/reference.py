@@ -101,7 +101,6 @@ UNSERVED_REASONS: dict[str, tuple[int, ...]] = {
     "Log directories (one per node: `log.dirs`)": (34, 35),
     "Delegation tokens": (38, 39, 40, 41),
     "Client quotas": (48, 49),
-    "SCRAM credential administration (users come from `sasl.users`)": (50, 51),
     "Client metrics (KIP-714) and ListConfigResources (KIP-1142)": (71, 72, 74),
     "Share coordinator RPCs (a share partition's leader writes `__share_group_state` itself)": (83, 84, 85, 86, 87),
     "Streams groups (KIP-1071)": (88, 89),
