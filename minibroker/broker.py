@@ -350,8 +350,8 @@ class Broker:
         if CONSUMER_OFFSETS_TOPIC in self.logs.topics:
             self._start_groups()
         self.group_configs.clear()
-        self.broker_configs.clear()
-        self.reconfigure()
+        if self.broker_configs.clear():
+            self.reconfigure()
         if self.faults is not None:
             self.faults.clear()
         if self.transcript is not None:

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
-from minibroker.config import TOPIC_SYNONYMS, ConfigError, build_config, is_secret
+from minibroker.config import SETTING_FIELDS, TOPIC_SYNONYMS, ConfigError, build_config, is_secret
 from minibroker.storage.checkpoint import write_atomically
 
 if TYPE_CHECKING:
@@ -75,6 +75,7 @@ DYNAMIC = frozenset(
 )
 PER_BROKER = (SSL_RECONFIGURABLE | LISTENER_RECONFIGURABLE) - CLUSTER_LEVEL_LISTENER
 LISTENER_PREFIX = "listener.name."
+OWN_NAMES = frozenset(f.metadata["kafka"] for f in SETTING_FIELDS)
 
 
 class BrokerConfigError(Exception):
@@ -95,10 +96,9 @@ def listener_base(name: str) -> str | None:
 
 def is_known(name: str) -> bool:
     """A setting of Kafka or of minibroker; other names are custom settings Kafka keeps without checking."""
-    from minibroker.config import _BY_KAFKA_NAME
     from minibroker.kafka_settings import BROKER_SETTINGS
 
-    return name in BROKER_SETTINGS or name in _BY_KAFKA_NAME
+    return name in BROKER_SETTINGS or name in OWN_NAMES
 
 
 def scala_set(names: set[str]) -> str:
@@ -216,10 +216,13 @@ class BrokerConfigs:
             self.nodes.pop(node, None)
         self._save()
 
-    def clear(self) -> None:
-        """Forget every dynamic value (the broker's reset)."""
+    def clear(self) -> bool:
+        """Forget every dynamic value (the broker's reset); False when there was none (nothing written)."""
+        if not self.default and not self.nodes:
+            return False
         self.default, self.nodes = {}, {}
         self._save()
+        return True
 
     def reload(self) -> None:
         """Read the stored values (at start-up, and after a snapshot put the data directory back)."""
