@@ -353,7 +353,7 @@ def describe_loggers(ctx: RequestContext, name: str, names: list[str] | None) ->
                   "Unexpected broker id, expected {node} but received {name}")
     return [
         {"name": logger, "value": level, "read_only": False, "config_source": SOURCE_BROKER_LOGGER,
-         "is_sensitive": False, "synonyms": [], "config_type": CONFIG_TYPES["STRING"], "documentation": None}
+         "is_sensitive": False, "synonyms": [], "config_type": 0, "documentation": None}
         for logger, level in broker_loggers.loggers().items() if names is None or logger in names
     ]
 
