@@ -167,6 +167,10 @@ def test_kafkas_refusals(proc: BrokerProcess) -> None:
         INVALID_REQUEST, "Unexpected broker id, expected 1 or empty string, but received 2")
     assert entries(address, "1", ["log.retention.ms"])["log.retention.ms"]["config_source"] == DEFAULT  # nothing stuck
     assert replace_all(address, "1", {"log.retention.ms": "1000"}, kind=BROKER_LOGGER) == (INVALID_REQUEST, "Unknown resource type 8")
+    twice = {"resource_type": BROKER, "resource_name": "1", "configs": [{"name": "log.retention.ms", "value": "1000", "config_operation": SET}]}
+    answer = call(address, INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [twice, twice], "validate_only": False})
+    assert [(r["error_code"], r["error_message"]) for r in answer["responses"]] == [
+        (INVALID_REQUEST, "Each resource must appear at most once.")] * 2
 
 
 def test_librdkafkas_set_append_subtract_delete(proc: BrokerProcess) -> None:
