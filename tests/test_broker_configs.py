@@ -312,3 +312,11 @@ def test_the_authorizer_wants_the_cluster(secured: BrokerProcess) -> None:
     assert [r["error_code"] for r in ask("viewer", DESCRIBE_CONFIGS, 4, describe_body)["results"]] == [NONE] * 2
     assert [r["error_code"] for r in ask("editor", INCREMENTAL_ALTER_CONFIGS, 1, alter_body)["responses"]] == [NONE]
     assert [r["error_code"] for r in ask("viewer", INCREMENTAL_ALTER_CONFIGS, 1, alter_body)["responses"]] == [CLUSTER_DENIED]
+
+
+def test_an_unreadable_config_file_stops_start_up(tmp_path: Path) -> None:
+    """Serving without the dynamic values the file holds would serve another configuration than the one set."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "broker-configs.json").write_text('{"version": 1, "default": {"log.retention.ms": 5}}')
+    with pytest.raises(RuntimeError, match="not a version 1 broker config file"):
+        BrokerProcess(tmp_path / "data").start()
