@@ -16,6 +16,8 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from minibroker.broker_configs import FILE_NAME as BROKER_CONFIGS_FILE
+from minibroker.broker_configs import BrokerConfigFileError, BrokerConfigs
 from minibroker.clock import VirtualClock, every, wall_clock_ms
 from minibroker.cluster import NO_LEADER, Placements
 from minibroker.config import BrokerConfig
@@ -86,6 +88,9 @@ def _end_wait(waiter: asyncio.Future) -> None:
 
 class Broker:
     def __init__(self, config: BrokerConfig, clock: Callable[[], int] | None = None) -> None:
+        self.static_config = config  # as given at start-up; ``config`` is it with the dynamic broker configs
+        self.broker_configs = self._read_broker_configs(config)
+        config = self.broker_configs.effective(config.node_id if config.nodes == 1 else 1)
         self.config = config
         if clock is None and config.clock.strip().lower() not in ("system", "virtual"):
             from minibroker.config import ConfigError
@@ -142,6 +147,25 @@ class Broker:
         self._fetch_sessions: FetchSessionCache | None = None  # made by the first Fetch
         self._by_id: tuple[tuple[int, int], dict[bytes, TopicInfo]] = ((-1, 0), {})  # (catalog version and size, index)
         self.started_at = time.monotonic()
+
+    @staticmethod
+    def _read_broker_configs(config: BrokerConfig) -> BrokerConfigs:
+        """The dynamic broker configs kept in the data directory (an unreadable file is a ConfigError)."""
+        from minibroker.config import ConfigError
+
+        try:
+            return BrokerConfigs(config, config.data_dir / BROKER_CONFIGS_FILE)
+        except BrokerConfigFileError as exc:
+            raise ConfigError(str(exc)) from None
+
+    def reconfigure(self) -> None:
+        """Apply the dynamic broker configs at once (Kafka's DynamicBrokerConfig.updateCurrentConfig): the process's
+        settings become the first node's effective ones, the defaults of topics without their own value follow, and
+        so do the broker settings group configs read. Settings read when a request is served apply from the next one;
+        those read at start-up only (listeners, task intervals) at the next start."""
+        self.config = self.broker_configs.effective(self.node_ids[0])
+        self.logs.set_default_config(self.config.log_config())
+        self.group_configs.settings = self.config.kafka_items()
 
     @property
     def fetch_sessions(self) -> FetchSessionCache:
@@ -326,6 +350,8 @@ class Broker:
         if CONSUMER_OFFSETS_TOPIC in self.logs.topics:
             self._start_groups()
         self.group_configs.clear()
+        if self.broker_configs.clear():
+            self.reconfigure()
         if self.faults is not None:
             self.faults.clear()
         if self.transcript is not None:
@@ -353,6 +379,8 @@ class Broker:
         self.logs.release()
         info = self.snapshots.load(name, self.config.data_dir)
         self.group_configs.reload()
+        self.broker_configs.reload()
+        self.reconfigure()
         await self._load_data("restore", floors)
         log.info("restored snapshot %s: %d topic(s)", name, len(self.logs.topics))
         return info
@@ -399,13 +427,13 @@ class Broker:
     def _log_setting_notes(self) -> None:
         """Once at start-up: names Kafka does not know (a warning each), then the Kafka settings and listeners
         that mean nothing to one process."""
-        if self.config.unknown:
+        if self.static_config.unknown:
             from minibroker.setting_values import unknown_setting_warnings
 
-            for warning in unknown_setting_warnings(self.config):
+            for warning in unknown_setting_warnings(self.static_config):
                 log.warning("%s", warning)
-        ignored = self.config.ignored_settings()
-        controllers = sorted(controller_listener_names(self.config))
+        ignored = self.static_config.ignored_settings()
+        controllers = sorted(controller_listener_names(self.static_config))
         if controllers:
             ignored.append(f"listener {', '.join(controllers)} (controller.listener.names: not served)")
         if ignored:

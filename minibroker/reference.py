@@ -68,7 +68,22 @@ def accepted_paragraph() -> str:
         + ", ".join(f"`{name}`" for name in for_groups) + ". "
         f"Every other Apache Kafka {KAFKA_VERSION} broker setting "
         f"({len(names)}) is accepted, its value checked as Kafka checks it, with no effect in one process; start-up "
-        "names those it was given: " + ", ".join(f"`{name}`" for name in names) + ".\n"
+        "names those it was given: " + ", ".join(f"`{name}`" for name in names) + ".\n\n" + dynamic_paragraph(applied)
+    )
+
+
+def dynamic_paragraph(applied: set[str]) -> str:
+    """The settings Kafka changes dynamically (its DynamicBrokerConfig.AllDynamicConfigs) that minibroker applies,
+    and those only per broker."""
+    from minibroker.broker_configs import DYNAMIC, PER_BROKER
+
+    dynamic = sorted(DYNAMIC & applied)
+    per_broker = sorted(PER_BROKER & applied)
+    return (
+        "Dynamic as in Kafka (AlterConfigs or IncrementalAlterConfigs on a BROKER resource, per node or as the cluster "
+        f"default), of the settings applied here ({len(dynamic)}): " + ", ".join(f"`{name}`" for name in dynamic)
+        + "; of those, per node only: " + ", ".join(f"`{name}`" for name in per_broker) + ". Every other dynamic "
+        "Kafka setting is kept and described with no effect; the rest are read-only.\n"
     )
 
 

@@ -408,6 +408,20 @@ class LogManager:
             partition_log.update_config(config)
         return info
 
+    def set_default_config(self, default_config: LogConfig) -> None:
+        """New topic defaults (dynamic broker configs): every open topic's effective config follows them where its
+        own overrides do not, at once, as Kafka's DynamicLogConfig reconfigures its logs."""
+        self.default_config = default_config
+        for info in self.topics.values():
+            try:
+                config = default_config.with_overrides(info.overrides)
+            except InvalidConfigError as exc:
+                log.error("Topic %s: ignoring its config overrides: %s", info.name, exc)
+                config = default_config
+            info.config = config
+            for partition_log in info.partitions:
+                partition_log.update_config(config)
+
     def _topic(self, name: str) -> TopicInfo:
         info = self.topics.get(name)
         if info is None:

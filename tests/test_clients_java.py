@@ -34,7 +34,7 @@ SCENARIOS = [
     "cooperative_sticky", "mixed_group", "large_message", "reset_past_end", "auto_create", "acks:0", "acks:1",
     *(f"transactions:{codec}" for codec in ("none", "zstd")),
     "idempotent", "consume_transform_produce", "pending_offsets", "fencing", "admin_transactions",
-    "admin_cluster", "admin_records", "admin_groups", "admin_invalid_configs",
+    "admin_cluster", "admin_records", "admin_groups", "admin_invalid_configs", "admin_broker_configs",
 ]
 MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 USER, PASSWORD = "alice", "alice-Secret-1"
@@ -378,6 +378,20 @@ def test_admin_consumer_group_apis(run: Run) -> None:
 def test_admin_refuses_invalid_topic_configs(run: Run) -> None:
     invalid = "org.apache.kafka.common.errors.InvalidConfigurationException"
     assert run.result("admin_invalid_configs") == {"number": invalid, "choice": invalid, "unknown": invalid, "created": 0}
+
+
+def test_broker_configs_with_the_java_admin(run: Run) -> None:
+    """incrementalAlterConfigs on each node's BROKER resource and on the cluster default (""), as kafka-configs.sh
+    --entity-type brokers does; read-only and per-broker-only settings refused."""
+    result = run.result("admin_broker_configs")
+    assert result["default"] == {"value": "2", "source": "DYNAMIC_DEFAULT_BROKER_CONFIG"}
+    assert sorted(result["nodes"]) == [str(node) for node in run.node_ids]
+    for node, (own, default, log_dirs_read_only) in result["nodes"].items():
+        assert own == {"value": f"{node}000000.0", "source": "DYNAMIC_BROKER_CONFIG"}
+        assert default == {"value": "2", "source": "DYNAMIC_DEFAULT_BROKER_CONFIG"} and log_dirs_read_only is True
+    invalid = "org.apache.kafka.common.errors.InvalidRequestException"
+    assert result["read_only"] == result["per_broker_at_default"] == invalid
+    assert result["after_delete"] == {"value": "1", "source": "DEFAULT_CONFIG"}
 
 
 def test_without_a_jdk_the_java_tests_skip_with_the_reason(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

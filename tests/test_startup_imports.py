@@ -35,7 +35,7 @@ main(["serve", "--port", "0", "--data-dir", sys.argv[1]])
 DEFAULT_SERVE_MODULES = sorted(
     """
     minibroker minibroker.acl_operations minibroker.acls minibroker.acls.principal minibroker.acls.settings
-    minibroker.broker minibroker.cli minibroker.clock minibroker.cluster minibroker.config minibroker.config_sources
+    minibroker.broker minibroker.broker_configs minibroker.cli minibroker.clock minibroker.cluster minibroker.config minibroker.config_sources
     minibroker.context minibroker.dispatch minibroker.eager minibroker.features minibroker.groups
     minibroker.groups.group_configs minibroker.handlers minibroker.handlers.registry minibroker.kafka_settings
     minibroker.limits minibroker.listeners minibroker.producer_ids minibroker.protocol

@@ -1,9 +1,11 @@
-"""Topic administration: CreateTopics, DeleteTopics, CreatePartitions, DeleteRecords and the config APIs."""
+"""Topic administration: CreateTopics, DeleteTopics, CreatePartitions, DeleteRecords and the config APIs (topic, group,
+broker and broker logger resources)."""
 
 from __future__ import annotations
 
 import functools
 import logging
+import re
 from typing import Any, Callable
 
 from minibroker.acl_operations import (
@@ -19,6 +21,8 @@ from minibroker.acl_operations import (
     TOPIC,
 )
 from minibroker.acls.model import CLUSTER_DENIED, GROUP_DENIED, TOPIC_DENIED
+from minibroker import broker_loggers
+from minibroker.broker_configs import BrokerConfigError, broker_synonyms, listener_base, loggable
 from minibroker.config import TOPIC_SYNONYMS, BrokerConfig, is_secret
 from minibroker.context import RequestContext
 from minibroker.groups.group_configs import GroupConfigError
@@ -31,12 +35,17 @@ log = logging.getLogger(__name__)
 
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
+BROKER_LOGGER_RESOURCE = 8
 GROUP_RESOURCE = 32  # ConfigResource.Type.GROUP (KIP-848's group configs)
 
 SOURCE_DYNAMIC_TOPIC = 1
+SOURCE_DYNAMIC_BROKER = 2
+SOURCE_DYNAMIC_DEFAULT = 3
 SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
+SOURCE_BROKER_LOGGER = 6
 SOURCE_GROUP = 8  # GROUP_CONFIG
+INTEGER = re.compile(r"[+-]?[0-9]+")  # what Java's Integer.parseInt reads
 
 CONFIG_TYPES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7, "CLASS": 8, "PASSWORD": 9}
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
@@ -45,7 +54,7 @@ OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 def config_entries(ctx: RequestContext, overrides: dict[str, str], names: list[str] | None, synonyms: bool) -> list[dict]:
     """A topic's effective configs, each with the source and synonyms Kafka reports: the topic's override, the
     broker settings given for it (their order is Kafka's precedence), then the broker default."""
-    given = dict(ctx.broker.config.given)
+    given = dict(ctx.broker.static_config.given)
     effective = ctx.broker.logs.default_config.with_overrides(overrides).to_kafka_configs()
     entries = []
     for name, value in effective.items():
@@ -55,6 +64,7 @@ def config_entries(ctx: RequestContext, overrides: dict[str, str], names: list[s
         if name in overrides:
             found.append({"name": name, "value": value, "source": SOURCE_DYNAMIC_TOPIC})
         broker_names = [broker for broker, _ in TOPIC_SYNONYMS.get(name, ())]
+        found += dynamic_synonyms(ctx, broker_names)
         found += [{"name": b, "value": given[b], "source": SOURCE_STATIC_BROKER} for b in broker_names if b in given]
         found += [{"name": b, "value": d, "source": SOURCE_DEFAULT} for b, d in broker_defaults(broker_names)]
         entry = {
@@ -69,6 +79,14 @@ def config_entries(ctx: RequestContext, overrides: dict[str, str], names: list[s
         }
         entries.append(entry)
     return entries
+
+
+def dynamic_synonyms(ctx: RequestContext, names: list[str]) -> list[dict]:
+    """The dynamic values of these broker settings for the node asked, in Kafka's precedence: its own
+    (DYNAMIC_BROKER_CONFIG), then the cluster default's (DYNAMIC_DEFAULT_BROKER_CONFIG)."""
+    configs = ctx.broker.broker_configs
+    layers = ((configs.layer(ctx.node_id), SOURCE_DYNAMIC_BROKER), (configs.layer(None), SOURCE_DYNAMIC_DEFAULT))
+    return [{"name": n, "value": layer[n], "source": source} for layer, source in layers for n in names if n in layer]
 
 
 def config_type(kind: str, name: str) -> int:
@@ -268,28 +286,76 @@ async def delete_records(ctx: RequestContext, body: dict[str, Any]) -> dict[str,
     return {"topics": topics}
 
 
-def describe_broker(ctx: RequestContext, names: list[str] | None, synonyms: bool) -> list[dict]:
-    given = dict(ctx.broker.config.given)
+class ConfigRequestError(Exception):
+    """A resource Kafka refuses before looking at its configs, with the error code and message it answers."""
+
+    def __init__(self, error: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+def resource_node(ctx: RequestContext, name: str, not_integer: str, unexpected: str) -> int:
+    """The node a BROKER or BROKER_LOGGER resource names, which must be the node asked (Kafka's brokers answer for
+    themselves only): ``not_integer`` and ``unexpected`` are Kafka's messages, formatted with ``name`` and ``node``."""
+    if not INTEGER.fullmatch(name):
+        raise ConfigRequestError(ErrorCode.INVALID_REQUEST, not_integer.format(name=name, node=ctx.node_id))
+    if int(name) != ctx.node_id:
+        raise ConfigRequestError(ErrorCode.INVALID_REQUEST, unexpected.format(name=name, node=ctx.node_id))
+    return ctx.node_id
+
+
+def describe_broker(ctx: RequestContext, name: str, names: list[str] | None, synonyms: bool) -> list[dict]:
+    """A node's configs (ConfigHelper.createBrokerConfigEntry): every setting at its effective value, its synonyms
+    in Kafka's precedence (the node's dynamic value, the dynamic default, the static setting, the default), read-only
+    unless Kafka can change it dynamically, passwords null; for the cluster default (name ""), its values only."""
+    configs = ctx.broker.broker_configs
+    node = None if name == "" else resource_node(
+        ctx, name, "Broker id must be an integer, but it is: {name}",
+        "Unexpected broker id, expected {node} or empty string, but received {name}",
+    )
+    default = configs.layer(None)
+    if node is None:
+        values: dict[str, str | None] = dict(default)
+    else:
+        values = (ctx.broker.config if node == ctx.broker.node_ids[0] else configs.effective(node)).kafka_items()
+    layers = (
+        (configs.layer(node) if node is not None else {}, SOURCE_DYNAMIC_BROKER), (default, SOURCE_DYNAMIC_DEFAULT),
+        (dict(ctx.broker.static_config.given), SOURCE_STATIC_BROKER), (default_settings(), SOURCE_DEFAULT),
+    )
+    from minibroker.broker_configs import DYNAMIC
+
     entries = []
-    for name, value in ctx.broker.config.kafka_items().items():
-        if names is not None and name not in names:
+    for key, value in values.items():
+        if names is not None and key not in names:
             continue
-        source = SOURCE_STATIC_BROKER if name in given else SOURCE_DEFAULT
-        sensitive = is_secret(name)
-        value = None if sensitive else value  # as Kafka: passwords are never returned
-        entries.append(
-            {
-                "name": name,
-                "value": value,
-                "read_only": True,
-                "config_source": source,
-                "is_sensitive": sensitive,
-                "synonyms": [{"name": name, "value": value, "source": source}] if synonyms else [],
-                "config_type": config_type("broker", name),
-                "documentation": None,
-            }
-        )
+        sensitive = is_secret(listener_base(key) or key)
+        found = [
+            {"name": n, "value": None if sensitive else layer[n], "source": source}
+            for layer, source in layers for n in broker_synonyms(key) if layer.get(n) is not None
+        ]
+        while found and found[0]["name"] != key:  # e.g. log.retention.ms's value when describing log.retention.hours
+            found.pop(0)
+        if node is None:
+            found = [synonym for synonym in found if synonym["source"] == SOURCE_DYNAMIC_DEFAULT]
+        entries.append({
+            "name": key, "value": None if sensitive else value, "read_only": key not in DYNAMIC,
+            "config_source": found[0]["source"] if found else SOURCE_DEFAULT, "is_sensitive": sensitive,
+            "synonyms": found if synonyms else [], "config_type": config_type("broker", key), "documentation": None,
+        })
     return entries
+
+
+def describe_loggers(ctx: RequestContext, name: str, names: list[str] | None) -> list[dict]:
+    """Every logger with its level (ConfigHelper for BROKER_LOGGER): DYNAMIC_BROKER_LOGGER_CONFIG, no synonyms."""
+    if not name:
+        raise ConfigRequestError(ErrorCode.INVALID_REQUEST, "Broker id must not be empty")
+    resource_node(ctx, name, "Broker id must be an integer, but it is: {name}",
+                  "Unexpected broker id, expected {node} but received {name}")
+    return [
+        {"name": logger, "value": level, "read_only": False, "config_source": SOURCE_BROKER_LOGGER,
+         "is_sensitive": False, "synonyms": [], "config_type": 0, "documentation": None}
+        for logger, level in broker_loggers.loggers().items() if names is None or logger in names
+    ]
 
 
 def config_refusal(ctx: RequestContext, kind: int, name: str, operation: int) -> tuple[ErrorCode, str] | None:
@@ -299,7 +365,7 @@ def config_refusal(ctx: RequestContext, kind: int, name: str, operation: int) ->
         return ErrorCode.TOPIC_AUTHORIZATION_FAILED, TOPIC_DENIED
     if kind == GROUP_RESOURCE and not ctx.allowed(operation, GROUP, name):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED, GROUP_DENIED
-    if kind == BROKER_RESOURCE and not ctx.allowed(operation, CLUSTER, CLUSTER_NAME):
+    if kind in (BROKER_RESOURCE, BROKER_LOGGER_RESOURCE) and not ctx.allowed(operation, CLUSTER, CLUSTER_NAME):
         return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, CLUSTER_DENIED
     return None
 
@@ -319,8 +385,14 @@ async def describe_configs(ctx: RequestContext, body: dict[str, Any]) -> dict[st
                 result.update(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message=f"Topic {name} does not exist.")
             else:
                 result["configs"] = config_entries(ctx, info.overrides, names, body["include_synonyms"])
-        elif kind == BROKER_RESOURCE and name in ("", *map(str, ctx.broker.node_ids)):
-            result["configs"] = describe_broker(ctx, names, body["include_synonyms"])
+        elif kind in (BROKER_RESOURCE, BROKER_LOGGER_RESOURCE):
+            try:
+                if kind == BROKER_RESOURCE:
+                    result["configs"] = describe_broker(ctx, name, names, body["include_synonyms"])
+                else:
+                    result["configs"] = describe_loggers(ctx, name, names)
+            except ConfigRequestError as exc:
+                result.update(error_code=exc.error, error_message=str(exc))
         elif kind == GROUP_RESOURCE and not name:
             result.update(error_code=ErrorCode.INVALID_REQUEST, error_message="Group name must not be empty")
         elif kind == GROUP_RESOURCE:
@@ -339,7 +411,7 @@ def describe_group(ctx: RequestContext, group_id: str, names: list[str] | None, 
 
     configs = ctx.broker.group_configs
     overrides = configs.overrides(group_id)
-    given = dict(ctx.broker.config.given)
+    given = dict(ctx.broker.static_config.given)
     entries = []
     for name in sorted(GROUP_SETTINGS):
         if names is not None and name not in names:
@@ -349,6 +421,7 @@ def describe_group(ctx: RequestContext, group_id: str, names: list[str] | None, 
         if broker_name is None:
             found.append({"name": name, "value": GROUP_SETTINGS[name][1], "source": SOURCE_DEFAULT})
         else:
+            found += dynamic_synonyms(ctx, [broker_name])
             if broker_name in given:
                 found.append({"name": broker_name, "value": given[broker_name], "source": SOURCE_STATIC_BROKER})
             found.append({"name": broker_name, "value": default_settings()[broker_name], "source": SOURCE_DEFAULT})
@@ -391,35 +464,84 @@ def apply_configs(ctx: RequestContext, resource: dict[str, Any], new: dict[str, 
 
 def check_resource(
     ctx: RequestContext, resource: dict[str, Any], null_allowed: Callable[[dict[str, Any]], bool],
+    kinds: tuple[int, ...], repeated: set[tuple[int, str]],
 ) -> dict | None:
-    """The error answer for a resource we cannot alter, or None for an existing topic or a group. As Kafka's
-    ConfigAdminManager.preprocess: a config named twice, or a null value (but a DELETE's), is an invalid request."""
-    base = {"resource_type": resource["resource_type"], "resource_name": resource["resource_name"]}
+    """The error answer for a resource we cannot alter, or None for an existing topic, a group, the cluster default
+    or this node's broker configs, or its loggers. As Kafka's ConfigAdminManager.preprocess: a resource named twice,
+    a config named twice, or a null value (but a DELETE's), is an invalid request; BROKER and BROKER_LOGGER
+    resources name the node asked."""
+    kind, name = resource["resource_type"], resource["resource_name"]
+    base = {"resource_type": kind, "resource_name": name}
     if ctx.broker.authorizer is not None:
-        refused = config_refusal(ctx, resource["resource_type"], resource["resource_name"], ALTER_CONFIGS)
+        refused = config_refusal(ctx, kind, name, ALTER_CONFIGS)
         if refused is not None:  # as Kafka's controller answers (ControllerApis.authorizeAlterResource)
             return {**base, "error_code": refused[0], "error_message": refused[1]}
-    if resource["resource_type"] not in (TOPIC_RESOURCE, GROUP_RESOURCE):
-        return {**base, "error_code": ErrorCode.INVALID_REQUEST, "error_message": "Only topic and group configs can be altered."}
+    if (kind, name) in repeated:
+        return {**base, "error_code": ErrorCode.INVALID_REQUEST, "error_message": "Each resource must appear at most once."}
+    if kind not in kinds:
+        return {**base, "error_code": ErrorCode.INVALID_REQUEST, "error_message": f"Unknown resource type {kind}"}
     names = [c["name"] for c in resource["configs"]]
     if len(set(names)) != len(names):
         return {**base, "error_code": ErrorCode.INVALID_REQUEST, "error_message": "Error due to duplicate config keys"}
     nulls = [c["name"] for c in resource["configs"] if c["value"] is None and not null_allowed(c)]
     if nulls:
         return {**base, "error_code": ErrorCode.INVALID_REQUEST, "error_message": f"Null value not supported for : {', '.join(nulls)}"}
-    if resource["resource_type"] == TOPIC_RESOURCE and ctx.broker.topic(resource["resource_name"]) is None:
+    try:
+        if kind == BROKER_RESOURCE and name:
+            resource_node(ctx, name, "Node id must be an integer, but it is: {name}",
+                          "Unexpected broker id, expected {node}, but received {name}")
+        elif kind == BROKER_LOGGER_RESOURCE:
+            resource_node(ctx, name, "Node id must be an integer, but it is: {name}",
+                          "Unexpected node id. Expected {node}, but received {name}")
+    except ConfigRequestError as exc:
+        return {**base, "error_code": exc.error, "error_message": str(exc)}
+    if kind == TOPIC_RESOURCE and ctx.broker.topic(name) is None:
         return {**base, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "error_message": "Topic does not exist."}
     return None
 
 
+def repeated_resources(resources: list[dict[str, Any]]) -> set[tuple[int, str]]:
+    """The (type, name) of resources a request names more than once."""
+    seen: set[tuple[int, str]] = set()
+    repeated = set()
+    for resource in resources:
+        key = (resource["resource_type"], resource["resource_name"])
+        (repeated if key in seen else seen).add(key)
+    return repeated
+
+
+def apply_broker_configs(ctx: RequestContext, resource: dict[str, Any], new: dict[str, str], validate_only: bool) -> dict:
+    """Validate and (unless validating only) store and apply the complete new set of dynamic values of a node
+    (resource name: its id) or of the cluster default (""), as Kafka's DynamicBrokerConfig; a refusal is
+    INVALID_REQUEST with Kafka's message (ConfigAdminManager.validateBrokerConfigChange)."""
+    name = resource["resource_name"]
+    response = {"error_code": ErrorCode.NONE, "error_message": None, "resource_type": BROKER_RESOURCE, "resource_name": name}
+    node = int(name) if name else None
+    configs = ctx.broker.broker_configs
+    try:
+        configs.validate(node, new, ctx.broker.node_ids)
+    except BrokerConfigError as exc:
+        return {**response, "error_code": ErrorCode.INVALID_REQUEST, "error_message": str(exc)}
+    if not validate_only:
+        configs.replace(node, new)
+        ctx.broker.reconfigure()
+        log.info("broker %s dynamic configs now %s", "default" if node is None else node, loggable(new))
+    return response
+
+
 @api(33, 0, 2)
 async def alter_configs(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    repeated = repeated_resources(body["resources"])
     responses = []
     for resource in body["resources"]:
-        response = check_resource(ctx, resource, lambda config: False)
+        kinds = (TOPIC_RESOURCE, GROUP_RESOURCE, BROKER_RESOURCE)
+        response = check_resource(ctx, resource, lambda config: False, kinds, repeated)
         if response is None:
             new = {c["name"]: c["value"] for c in resource["configs"]}
-            response = apply_configs(ctx, resource, new, body["validate_only"])
+            if resource["resource_type"] == BROKER_RESOURCE:
+                response = apply_broker_configs(ctx, resource, new, body["validate_only"])
+            else:
+                response = apply_configs(ctx, resource, new, body["validate_only"])
         responses.append(response)
     return {"responses": responses}
 
@@ -444,32 +566,85 @@ def incremental_change(current: dict[str, str], op: dict[str, Any], defaults: di
         raise InvalidConfigError(name, f"Unknown config operation {kind}")
 
 
-@api(44, 0, 1)
-async def incremental_alter_configs(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+def broker_change(current: dict[str, str], op: dict[str, Any]) -> None:
+    """One IncrementalAlterConfigs operation on a broker layer (ConfigAdminManager.prepareIncrementalConfigs):
+    APPEND and SUBTRACT only on LIST settings, from the layer's value or else Kafka's default."""
+    from minibroker.kafka_settings import BROKER_SETTINGS
+
+    name, value, kind = op["name"], op["value"], op["config_operation"]
+    if kind == OP_SET:
+        current[name] = value
+    elif kind == OP_DELETE:
+        current.pop(name, None)
+    elif kind in (OP_APPEND, OP_SUBTRACT):
+        spec = BROKER_SETTINGS.get(name)
+        if spec is None:
+            raise InvalidConfigError(name, f"Unknown config name: {name}")
+        if spec[0] != "LIST":
+            verb = "append" if kind == OP_APPEND else "subtract"
+            raise InvalidConfigError(name, f"Config value {verb} is not allowed for config key: {name}")
+        old = current.get(name, spec[1]) or ""
+        if kind == OP_APPEND:
+            items = [v for v in old.split(",") if old]
+            items += [v for v in value.split(",") if v not in items]
+        else:
+            items = [v for v in old.split(",") if v not in value.split(",")]
+        current[name] = ",".join(items)
+    else:
+        raise ConfigRequestError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {kind}")
+
+
+def change_loggers(resource: dict[str, Any], validate_only: bool) -> dict:
+    """IncrementalAlterConfigs on BROKER_LOGGER (RuntimeLoggerManager): validated whole, then applied."""
+    response = {"error_code": ErrorCode.NONE, "error_message": None, "resource_type": BROKER_LOGGER_RESOURCE,
+                "resource_name": resource["resource_name"]}
+    try:
+        broker_loggers.validate(resource["configs"])
+    except broker_loggers.LoggerChangeError as exc:
+        return {**response, "error_code": exc.error, "error_message": str(exc)}
+    if not validate_only:
+        broker_loggers.apply(resource["configs"])
+    return response
+
+
+def alter_incrementally(ctx: RequestContext, resource: dict[str, Any], validate_only: bool) -> dict:
+    """One checked resource's operations, applied to its current values (a topic's or group's overrides, a broker
+    layer, the loggers)."""
     from minibroker.kafka_settings import GROUP_SETTINGS, TOPIC_SETTINGS
 
+    kind, name = resource["resource_type"], resource["resource_name"]
+    if kind == BROKER_LOGGER_RESOURCE:
+        return change_loggers(resource, validate_only)
+    if kind == BROKER_RESOURCE:
+        new = ctx.broker.broker_configs.layer(int(name) if name else None)
+    elif kind == GROUP_RESOURCE:
+        new = ctx.broker.group_configs.overrides(name)
+        defaults = {n: ctx.broker.group_configs.default(n) for n in GROUP_SETTINGS}
+        types: dict[str, tuple] = GROUP_SETTINGS
+    else:
+        new = dict(ctx.broker.topic(name).overrides)
+        defaults = ctx.broker.logs.default_config.to_kafka_configs()
+        types = TOPIC_SETTINGS
+    try:
+        for op in resource["configs"]:
+            if kind == BROKER_RESOURCE:
+                broker_change(new, op)
+            else:
+                incremental_change(new, op, defaults, types)
+    except (InvalidConfigError, ConfigRequestError) as exc:
+        error = exc.error if isinstance(exc, ConfigRequestError) else ErrorCode.INVALID_CONFIG
+        return {"resource_type": kind, "resource_name": name, "error_code": error, "error_message": str(exc)}
+    if kind == BROKER_RESOURCE:
+        return apply_broker_configs(ctx, resource, new, validate_only)
+    return apply_configs(ctx, resource, new, validate_only)
+
+
+@api(44, 0, 1)
+async def incremental_alter_configs(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    repeated = repeated_resources(body["resources"])
+    kinds = (TOPIC_RESOURCE, GROUP_RESOURCE, BROKER_RESOURCE, BROKER_LOGGER_RESOURCE)
     responses = []
     for resource in body["resources"]:
-        response = check_resource(ctx, resource, lambda config: config["config_operation"] == OP_DELETE)
-        if response is None:
-            name = resource["resource_name"]
-            if resource["resource_type"] == GROUP_RESOURCE:
-                new = ctx.broker.group_configs.overrides(name)
-                defaults = {n: ctx.broker.group_configs.default(n) for n in GROUP_SETTINGS}
-                types: dict[str, tuple] = GROUP_SETTINGS
-            else:
-                new = dict(ctx.broker.topic(name).overrides)
-                defaults = ctx.broker.logs.default_config.to_kafka_configs()
-                types = TOPIC_SETTINGS
-            try:
-                for op in resource["configs"]:
-                    incremental_change(new, op, defaults, types)
-            except InvalidConfigError as exc:
-                response = {
-                    "resource_type": resource["resource_type"], "resource_name": name,
-                    "error_code": ErrorCode.INVALID_CONFIG, "error_message": str(exc),
-                }
-            else:
-                response = apply_configs(ctx, resource, new, body["validate_only"])
-        responses.append(response)
+        response = check_resource(ctx, resource, lambda config: config["config_operation"] == OP_DELETE, kinds, repeated)
+        responses.append(response if response is not None else alter_incrementally(ctx, resource, body["validate_only"]))
     return {"responses": responses}

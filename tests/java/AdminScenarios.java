@@ -206,6 +206,53 @@ final class AdminScenarios {
         return result;
     }
 
+    /**
+     * Dynamic broker configs: a value for each node (sent to that node) and one for the cluster default (""), their
+     * sources, a read-only setting refused, and the values deleted again (settings no other scenario reads).
+     */
+    static Map<String, Object> brokerConfigs(Driver.Ctx ctx) throws Exception {
+        Map<String, Object> result = new LinkedHashMap<>();
+        try (Admin admin = Scenarios.admin(ctx)) {
+            Collection<Node> nodes = Scenarios.await(admin.describeCluster().nodes());
+            ConfigResource cluster = new ConfigResource(ConfigResource.Type.BROKER, "");
+            Map<ConfigResource, Collection<AlterConfigOp>> changes = new LinkedHashMap<>();
+            changes.put(cluster, List.of(new AlterConfigOp(new ConfigEntry("log.cleaner.threads", "2"), AlterConfigOp.OpType.SET)));
+            for (Node node : nodes) {
+                changes.put(new ConfigResource(ConfigResource.Type.BROKER, node.idString()), List.of(new AlterConfigOp(
+                        new ConfigEntry("log.cleaner.io.max.bytes.per.second", node.idString() + "000000.0"),
+                        AlterConfigOp.OpType.SET)));
+            }
+            Scenarios.await(admin.incrementalAlterConfigs(changes).all());
+            List<ConfigResource> described = new ArrayList<>(changes.keySet());
+            Map<ConfigResource, Config> configs = Scenarios.await(admin.describeConfigs(described).all());
+            result.put("default", entry(configs.get(cluster).get("log.cleaner.threads")));
+            Map<String, Object> perNode = new LinkedHashMap<>();
+            for (Node node : nodes) {
+                Config config = configs.get(new ConfigResource(ConfigResource.Type.BROKER, node.idString()));
+                perNode.put(node.idString(), List.of(entry(config.get("log.cleaner.io.max.bytes.per.second")),
+                        entry(config.get("log.cleaner.threads")), config.get("log.dirs").isReadOnly()));
+            }
+            result.put("nodes", perNode);
+            Node first = nodes.iterator().next();
+            ConfigResource firstNode = new ConfigResource(ConfigResource.Type.BROKER, first.idString());
+            result.put("read_only", failure(admin.incrementalAlterConfigs(Map.of(firstNode, List.of(new AlterConfigOp(
+                    new ConfigEntry("log.dirs", "/elsewhere"), AlterConfigOp.OpType.SET)))).all()));
+            result.put("per_broker_at_default", failure(admin.incrementalAlterConfigs(Map.of(cluster, List.of(
+                    new AlterConfigOp(new ConfigEntry("listeners", "PLAINTEXT://127.0.0.1:0"), AlterConfigOp.OpType.SET))))
+                    .all()));
+            Map<ConfigResource, Collection<AlterConfigOp>> deletions = new LinkedHashMap<>();
+            deletions.put(cluster, List.of(new AlterConfigOp(new ConfigEntry("log.cleaner.threads", null), AlterConfigOp.OpType.DELETE)));
+            for (Node node : nodes) {
+                deletions.put(new ConfigResource(ConfigResource.Type.BROKER, node.idString()), List.of(new AlterConfigOp(
+                        new ConfigEntry("log.cleaner.io.max.bytes.per.second", null), AlterConfigOp.OpType.DELETE)));
+            }
+            Scenarios.await(admin.incrementalAlterConfigs(deletions).all());
+            Config after = Scenarios.await(admin.describeConfigs(List.of(firstNode)).all()).get(firstNode);
+            result.put("after_delete", entry(after.get("log.cleaner.threads")));
+        }
+        return result;
+    }
+
     private static Map<String, Object> groupOffsets(Admin admin, String group) throws Exception {
         Map<String, Object> out = new LinkedHashMap<>();
         Map<TopicPartition, OffsetAndMetadata> offsets = Scenarios.await(
