@@ -10,12 +10,11 @@ may hold passwords (Kafka's KRaft brokers store them as given, too).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
 from minibroker.config import SETTING_FIELDS, TOPIC_SYNONYMS, ConfigError, build_config, is_secret
-from minibroker.storage.checkpoint import write_atomically
+from minibroker.storage.checkpoint import read_json, write_json_atomically
 
 if TYPE_CHECKING:
     from minibroker.config import BrokerConfig
@@ -230,11 +229,11 @@ class BrokerConfigs:
         if self.path is None:
             return
         try:
-            stored = json.loads(self.path.read_text())
-        except FileNotFoundError:
-            return
+            stored = read_json(self.path)
         except (OSError, ValueError) as exc:
             raise BrokerConfigFileError(f"{self.path}: {exc}") from None
+        if stored is None:
+            return
         layers = [stored.get("default"), *(stored.get("brokers") or {}).values()] if isinstance(stored, dict) else []
         if (
             not isinstance(stored, dict) or stored.get("version") != FORMAT_VERSION
@@ -251,5 +250,5 @@ class BrokerConfigs:
             return
         document = {"version": FORMAT_VERSION, "default": self.default,
                     "brokers": {str(node): layer for node, layer in sorted(self.nodes.items())}}
-        write_atomically(self.path, json.dumps(document, indent=1, sort_keys=True).encode(), OWNER_ONLY)
+        write_json_atomically(self.path, document, OWNER_ONLY, indent=1, sort_keys=True)
 

@@ -62,11 +62,11 @@ def read_json(path: Path) -> Any:
     return json.loads(text)
 
 
-def write_json_atomically(path: Path, document: Any, **json_options: Any) -> None:
+def write_json_atomically(path: Path, document: Any, mode: int = 0o644, **json_options: Any) -> None:
     """``document`` as JSON (``json.dumps`` options), written as ``write_atomically`` writes."""
     import json
 
-    write_atomically(path, json.dumps(document, **json_options).encode())
+    write_atomically(path, json.dumps(document, **json_options).encode(), mode)
 
 
 def checkpoint_bytes(version: int, entries: list[str]) -> bytes:

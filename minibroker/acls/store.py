@@ -7,12 +7,11 @@ Kafka keeps ACLs as records of its metadata log; a set of bindings changed by ha
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import asdict, fields
 from pathlib import Path
 
 from minibroker.acls.model import Acl
+from minibroker.storage.checkpoint import read_json, write_json_atomically
 
 FILE_NAME = "acls.json"
 FORMAT_VERSION = 1
@@ -27,11 +26,11 @@ def load(data_dir: Path) -> list[Acl]:
     """The stored bindings, in the order they were created (none when there is no file yet)."""
     path = data_dir / FILE_NAME
     try:
-        stored = json.loads(path.read_text())
-    except FileNotFoundError:
-        return []
+        stored = read_json(path)
     except (OSError, ValueError) as exc:
         raise AclFileError(f"{path}: {exc}") from None
+    if stored is None:
+        return []
     if not isinstance(stored, dict) or stored.get("version") != FORMAT_VERSION or not isinstance(stored.get("acls"), list):
         raise AclFileError(f"{path}: not a version {FORMAT_VERSION} ACL file")
     try:
@@ -42,16 +41,4 @@ def load(data_dir: Path) -> list[Acl]:
 
 def save(data_dir: Path, acls: list[Acl]) -> None:
     """Replace the stored bindings (blocking: run it in an executor)."""
-    path = data_dir / FILE_NAME
-    tmp = path.with_name(FILE_NAME + ".tmp")
-    text = json.dumps({"version": FORMAT_VERSION, "acls": [asdict(acl) for acl in acls]}, indent=1)
-    with open(tmp, "w") as out:
-        out.write(text)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, path)
-    directory = os.open(data_dir, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+    write_json_atomically(data_dir / FILE_NAME, {"version": FORMAT_VERSION, "acls": [asdict(acl) for acl in acls]}, indent=1)

@@ -9,13 +9,12 @@ as an entry without a credential, so that a credential ``sasl.users`` gives stay
 from __future__ import annotations
 
 import base64
-import json
 from pathlib import Path
 from typing import Mapping
 
 from minibroker.sasl.credentials import CredentialKey, ScramCredential
 from minibroker.sasl.settings import SCRAM_HASHES
-from minibroker.storage.checkpoint import write_atomically
+from minibroker.storage.checkpoint import read_json, write_json_atomically
 
 FILE_NAME = "scram-credentials.json"
 FORMAT_VERSION = 1
@@ -60,11 +59,11 @@ def load(data_dir: Path) -> dict[CredentialKey, ScramCredential | None]:
     """The stored changes, in the order they were made (none when there is no file yet)."""
     path = data_dir / FILE_NAME
     try:
-        stored = json.loads(path.read_text())
-    except FileNotFoundError:
-        return {}
+        stored = read_json(path)
     except (OSError, ValueError) as exc:
         raise CredentialFileError(f"{path}: {exc}") from None
+    if stored is None:
+        return {}
     if not isinstance(stored, dict) or stored.get("version") != FORMAT_VERSION or not isinstance(stored.get("credentials"), list):
         raise CredentialFileError(f"{path}: not a version {FORMAT_VERSION} SCRAM credential file")
     try:
@@ -76,5 +75,5 @@ def load(data_dir: Path) -> dict[CredentialKey, ScramCredential | None]:
 
 def save(data_dir: Path, overrides: Overrides) -> None:
     """Replace the stored changes (blocking: run it in an executor)."""
-    text = json.dumps({"version": FORMAT_VERSION, "credentials": [entry(k, c) for k, c in overrides.items()]}, indent=1)
-    write_atomically(data_dir / FILE_NAME, text.encode(), OWNER_ONLY)
+    document = {"version": FORMAT_VERSION, "credentials": [entry(k, c) for k, c in overrides.items()]}
+    write_json_atomically(data_dir / FILE_NAME, document, OWNER_ONLY, indent=1)
