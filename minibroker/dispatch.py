@@ -26,7 +26,7 @@ from minibroker.protocol.frames import (
     encode_response,
     parse_request_header,
 )
-from minibroker.protocol.messages import RESPONSES
+from minibroker.protocol.messages import THROTTLED_APIS
 from minibroker.protocol.primitives import ProtocolError
 
 if TYPE_CHECKING:
@@ -41,11 +41,6 @@ LEADER_APIS = frozenset({0, 1, 2, 21, 23})  # Produce, Fetch, ListOffsets, Delet
 # ask each partition's leader (RequestContext.led_partition), so an injected error is per partition it names
 
 Parts = list[bytes | bytearray | memoryview]
-# The APIs whose answers carry ThrottleTimeMs: the broker sets it for every handler (0: minibroker does not throttle
-# unless a fault says so), as Kafka's request channel does for its quotas.
-THROTTLED_APIS = frozenset(
-    key for key, message in RESPONSES.items() if any(f.name == "ThrottleTimeMs" for f in message.fields)
-)
 
 
 class Disconnect(Exception):
