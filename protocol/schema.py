@@ -94,7 +94,8 @@ class Message:
     __slots__ = ("name", "api_key", "kind", "valid", "flexible", "fields")
 
     def __init__(
-        self, name: str, api_key: int | None, kind: str, valid: Versions, flexible: Versions, fields: tuple[Field, ...] = (),
+        self, name: str, api_key: int | None, kind: str, valid: Versions, flexible: Versions,
+        fields: tuple[Field, ...] = (),
     ) -> None:
         self.name = name
         self.api_key = api_key

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from minibroker.protocol import messages
 from minibroker.protocol.messages import BY_NAME, REQUESTS, RESPONSES, THROTTLED_APIS
-from minibroker.protocol.schema import Message
+from minibroker.protocol.schema import MAX_VERSION, Field, Message
 
 from tests.conftest import SPEC_DIR, needs_kafka_spec
 
@@ -22,12 +22,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def loaded_after(code: str) -> list[str]:
     """The description modules a fresh interpreter has imported after importing the package and running ``code``."""
-    probe = textwrap.dedent(f"""
-        import json, sys
-        import {PACKAGE} as messages
-        {textwrap.indent(textwrap.dedent(code), "        ").strip()}
-        print(json.dumps(sorted(n.removeprefix("{PACKAGE}.") for n in sys.modules if n.startswith("{PACKAGE}."))))
-    """)
+    probe = "\n".join([
+        "import json, sys",
+        f"import {PACKAGE} as messages",
+        textwrap.dedent(code),
+        f"print(json.dumps(sorted(n.removeprefix('{PACKAGE}.') for n in sys.modules if n.startswith('{PACKAGE}.'))))",
+    ])
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
@@ -88,6 +88,24 @@ def test_unknown_names_and_keys_are_refused() -> None:
         REQUESTS[12345]
     assert REQUESTS.get(12345) is None and 12345 not in REQUESTS
     assert "PRODUCE_REQUEST" in dir(messages)
+
+
+def test_descriptions_compare_and_hash_by_value() -> None:
+    """The codec caches the parts of its codecs by field tuples (``schema._tail``): equal fields are one entry."""
+
+    def partitions(nullable: tuple[int, int] | None = (1, 3)) -> Field:
+        return Field("Partitions", "[]Partition", (0, MAX_VERSION), nullable=nullable,
+                     fields=(Field("Index", "int32", (0, MAX_VERSION)),))
+
+    one, same = partitions(), partitions()
+    assert one is not same and one == same and hash(one) == hash(same) and len({one, same}) == 1
+    assert one != partitions(None)
+    assert one != ("Partitions", "[]Partition", (0, MAX_VERSION), (1, 3), None, None, None, True, False, one.fields)
+    message = Message("X", 1, "request", (0, 1), None, (one,))
+    assert message == Message("X", 1, "request", (0, 1), None, (same,))
+    assert hash(message) == hash(Message("X", 1, "request", (0, 1), None, (same,)))
+    assert message != Message("X", 1, "request", (0, 2), None, (one,))
+    assert "Partitions" in repr(one) and "'X'" in repr(message)
 
 
 def test_throttled_apis_are_the_responses_with_throttle_time() -> None:

@@ -2,7 +2,8 @@
 
 One module per API (its request and response) and per family of other messages, imported when one of its
 descriptions is first used (protocol/lazy_messages.py): ``from protocol.messages import PRODUCE_REQUEST``,
-``REQUESTS[0]``, ``RESPONSES[0]`` and ``BY_NAME["ProduceRequest"]`` all load the module ``produce`` and no other.
+``REQUESTS[0]``, ``RESPONSES[0]`` and ``BY_NAME["ProduceRequest"]`` all load the module ``produce``, and
+no other.
 """
 
 from ..lazy_messages import Descriptions
@@ -30,8 +31,10 @@ _DESCRIPTIONS = Descriptions(__name__, globals(), {
     'DELETE_TOPICS_REQUEST': 'delete_topics', 'DELETE_TOPICS_RESPONSE': 'delete_topics',
     'DELETE_RECORDS_REQUEST': 'delete_records', 'DELETE_RECORDS_RESPONSE': 'delete_records',
     'INIT_PRODUCER_ID_REQUEST': 'init_producer_id', 'INIT_PRODUCER_ID_RESPONSE': 'init_producer_id',
-    'OFFSET_FOR_LEADER_EPOCH_REQUEST': 'offset_for_leader_epoch', 'OFFSET_FOR_LEADER_EPOCH_RESPONSE': 'offset_for_leader_epoch',
-    'ADD_PARTITIONS_TO_TXN_REQUEST': 'add_partitions_to_txn', 'ADD_PARTITIONS_TO_TXN_RESPONSE': 'add_partitions_to_txn',
+    'OFFSET_FOR_LEADER_EPOCH_REQUEST': 'offset_for_leader_epoch',
+    'OFFSET_FOR_LEADER_EPOCH_RESPONSE': 'offset_for_leader_epoch',
+    'ADD_PARTITIONS_TO_TXN_REQUEST': 'add_partitions_to_txn',
+    'ADD_PARTITIONS_TO_TXN_RESPONSE': 'add_partitions_to_txn',
     'ADD_OFFSETS_TO_TXN_REQUEST': 'add_offsets_to_txn', 'ADD_OFFSETS_TO_TXN_RESPONSE': 'add_offsets_to_txn',
     'END_TXN_REQUEST': 'end_txn', 'END_TXN_RESPONSE': 'end_txn',
     'WRITE_TXN_MARKERS_REQUEST': 'write_txn_markers', 'WRITE_TXN_MARKERS_RESPONSE': 'write_txn_markers',
@@ -44,26 +47,65 @@ _DESCRIPTIONS = Descriptions(__name__, globals(), {
     'SASL_AUTHENTICATE_REQUEST': 'sasl_authenticate', 'SASL_AUTHENTICATE_RESPONSE': 'sasl_authenticate',
     'CREATE_PARTITIONS_REQUEST': 'create_partitions', 'CREATE_PARTITIONS_RESPONSE': 'create_partitions',
     'DELETE_GROUPS_REQUEST': 'delete_groups', 'DELETE_GROUPS_RESPONSE': 'delete_groups',
-    'INCREMENTAL_ALTER_CONFIGS_REQUEST': 'incremental_alter_configs', 'INCREMENTAL_ALTER_CONFIGS_RESPONSE': 'incremental_alter_configs',
+    'INCREMENTAL_ALTER_CONFIGS_REQUEST': 'incremental_alter_configs',
+    'INCREMENTAL_ALTER_CONFIGS_RESPONSE': 'incremental_alter_configs',
     'OFFSET_DELETE_REQUEST': 'offset_delete', 'OFFSET_DELETE_RESPONSE': 'offset_delete',
     'UPDATE_FEATURES_REQUEST': 'update_features', 'UPDATE_FEATURES_RESPONSE': 'update_features',
     'DESCRIBE_CLUSTER_REQUEST': 'describe_cluster', 'DESCRIBE_CLUSTER_RESPONSE': 'describe_cluster',
     'DESCRIBE_PRODUCERS_REQUEST': 'describe_producers', 'DESCRIBE_PRODUCERS_RESPONSE': 'describe_producers',
-    'DESCRIBE_TRANSACTIONS_REQUEST': 'describe_transactions', 'DESCRIBE_TRANSACTIONS_RESPONSE': 'describe_transactions',
+    'DESCRIBE_TRANSACTIONS_REQUEST': 'describe_transactions',
+    'DESCRIBE_TRANSACTIONS_RESPONSE': 'describe_transactions',
     'LIST_TRANSACTIONS_REQUEST': 'list_transactions', 'LIST_TRANSACTIONS_RESPONSE': 'list_transactions',
-    'CONSUMER_GROUP_HEARTBEAT_REQUEST': 'consumer_group_heartbeat', 'CONSUMER_GROUP_HEARTBEAT_RESPONSE': 'consumer_group_heartbeat',
-    'CONSUMER_GROUP_DESCRIBE_REQUEST': 'consumer_group_describe', 'CONSUMER_GROUP_DESCRIBE_RESPONSE': 'consumer_group_describe',
-    'DESCRIBE_TOPIC_PARTITIONS_REQUEST': 'describe_topic_partitions', 'DESCRIBE_TOPIC_PARTITIONS_RESPONSE': 'describe_topic_partitions',
-    'SHARE_GROUP_HEARTBEAT_REQUEST': 'share_group_heartbeat', 'SHARE_GROUP_HEARTBEAT_RESPONSE': 'share_group_heartbeat',
+    'CONSUMER_GROUP_HEARTBEAT_REQUEST': 'consumer_group_heartbeat',
+    'CONSUMER_GROUP_HEARTBEAT_RESPONSE': 'consumer_group_heartbeat',
+    'CONSUMER_GROUP_DESCRIBE_REQUEST': 'consumer_group_describe',
+    'CONSUMER_GROUP_DESCRIBE_RESPONSE': 'consumer_group_describe',
+    'DESCRIBE_TOPIC_PARTITIONS_REQUEST': 'describe_topic_partitions',
+    'DESCRIBE_TOPIC_PARTITIONS_RESPONSE': 'describe_topic_partitions',
+    'SHARE_GROUP_HEARTBEAT_REQUEST': 'share_group_heartbeat',
+    'SHARE_GROUP_HEARTBEAT_RESPONSE': 'share_group_heartbeat',
     'SHARE_GROUP_DESCRIBE_REQUEST': 'share_group_describe', 'SHARE_GROUP_DESCRIBE_RESPONSE': 'share_group_describe',
     'SHARE_FETCH_REQUEST': 'share_fetch', 'SHARE_FETCH_RESPONSE': 'share_fetch',
     'SHARE_ACKNOWLEDGE_REQUEST': 'share_acknowledge', 'SHARE_ACKNOWLEDGE_RESPONSE': 'share_acknowledge',
-    'DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST': 'describe_share_group_offsets', 'DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE': 'describe_share_group_offsets',
-    'ALTER_SHARE_GROUP_OFFSETS_REQUEST': 'alter_share_group_offsets', 'ALTER_SHARE_GROUP_OFFSETS_RESPONSE': 'alter_share_group_offsets',
-    'DELETE_SHARE_GROUP_OFFSETS_REQUEST': 'delete_share_group_offsets', 'DELETE_SHARE_GROUP_OFFSETS_RESPONSE': 'delete_share_group_offsets',
-    'LEGACY_OFFSET_COMMIT_KEY': 'group_coordinator_records', 'LEGACY_OFFSET_COMMIT_VALUE': 'group_coordinator_records', 'OFFSET_COMMIT_KEY': 'group_coordinator_records', 'OFFSET_COMMIT_VALUE': 'group_coordinator_records', 'GROUP_METADATA_KEY': 'group_coordinator_records', 'GROUP_METADATA_VALUE': 'group_coordinator_records', 'CONSUMER_GROUP_METADATA_KEY': 'group_coordinator_records', 'CONSUMER_GROUP_METADATA_VALUE': 'group_coordinator_records', 'CONSUMER_GROUP_PARTITION_METADATA_KEY': 'group_coordinator_records', 'CONSUMER_GROUP_PARTITION_METADATA_VALUE': 'group_coordinator_records', 'CONSUMER_GROUP_MEMBER_METADATA_KEY': 'group_coordinator_records', 'CONSUMER_GROUP_MEMBER_METADATA_VALUE': 'group_coordinator_records', 'CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY': 'group_coordinator_records', 'CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE': 'group_coordinator_records', 'CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY': 'group_coordinator_records', 'CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE': 'group_coordinator_records', 'CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY': 'group_coordinator_records', 'CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE': 'group_coordinator_records', 'CONSUMER_GROUP_REGULAR_EXPRESSION_KEY': 'group_coordinator_records', 'CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE': 'group_coordinator_records', 'SHARE_GROUP_METADATA_KEY': 'group_coordinator_records', 'SHARE_GROUP_METADATA_VALUE': 'group_coordinator_records', 'SHARE_GROUP_MEMBER_METADATA_KEY': 'group_coordinator_records', 'SHARE_GROUP_MEMBER_METADATA_VALUE': 'group_coordinator_records', 'SHARE_GROUP_STATE_PARTITION_METADATA_KEY': 'group_coordinator_records', 'SHARE_GROUP_STATE_PARTITION_METADATA_VALUE': 'group_coordinator_records', 'SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_KEY': 'group_coordinator_records', 'SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE': 'group_coordinator_records', 'SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY': 'group_coordinator_records', 'SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE': 'group_coordinator_records', 'SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY': 'group_coordinator_records', 'SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE': 'group_coordinator_records',
-    'SHARE_SNAPSHOT_KEY': 'share_coordinator_records', 'SHARE_SNAPSHOT_VALUE': 'share_coordinator_records', 'SHARE_UPDATE_KEY': 'share_coordinator_records', 'SHARE_UPDATE_VALUE': 'share_coordinator_records',
-    'TRANSACTION_LOG_KEY': 'transaction_coordinator_records', 'TRANSACTION_LOG_VALUE': 'transaction_coordinator_records',
+    'DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST': 'describe_share_group_offsets',
+    'DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE': 'describe_share_group_offsets',
+    'ALTER_SHARE_GROUP_OFFSETS_REQUEST': 'alter_share_group_offsets',
+    'ALTER_SHARE_GROUP_OFFSETS_RESPONSE': 'alter_share_group_offsets',
+    'DELETE_SHARE_GROUP_OFFSETS_REQUEST': 'delete_share_group_offsets',
+    'DELETE_SHARE_GROUP_OFFSETS_RESPONSE': 'delete_share_group_offsets',
+    'LEGACY_OFFSET_COMMIT_KEY': 'group_coordinator_records',
+    'LEGACY_OFFSET_COMMIT_VALUE': 'group_coordinator_records', 'OFFSET_COMMIT_KEY': 'group_coordinator_records',
+    'OFFSET_COMMIT_VALUE': 'group_coordinator_records', 'GROUP_METADATA_KEY': 'group_coordinator_records',
+    'GROUP_METADATA_VALUE': 'group_coordinator_records', 'CONSUMER_GROUP_METADATA_KEY': 'group_coordinator_records',
+    'CONSUMER_GROUP_METADATA_VALUE': 'group_coordinator_records',
+    'CONSUMER_GROUP_PARTITION_METADATA_KEY': 'group_coordinator_records',
+    'CONSUMER_GROUP_PARTITION_METADATA_VALUE': 'group_coordinator_records',
+    'CONSUMER_GROUP_MEMBER_METADATA_KEY': 'group_coordinator_records',
+    'CONSUMER_GROUP_MEMBER_METADATA_VALUE': 'group_coordinator_records',
+    'CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY': 'group_coordinator_records',
+    'CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE': 'group_coordinator_records',
+    'CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY': 'group_coordinator_records',
+    'CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE': 'group_coordinator_records',
+    'CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY': 'group_coordinator_records',
+    'CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE': 'group_coordinator_records',
+    'CONSUMER_GROUP_REGULAR_EXPRESSION_KEY': 'group_coordinator_records',
+    'CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE': 'group_coordinator_records',
+    'SHARE_GROUP_METADATA_KEY': 'group_coordinator_records',
+    'SHARE_GROUP_METADATA_VALUE': 'group_coordinator_records',
+    'SHARE_GROUP_MEMBER_METADATA_KEY': 'group_coordinator_records',
+    'SHARE_GROUP_MEMBER_METADATA_VALUE': 'group_coordinator_records',
+    'SHARE_GROUP_STATE_PARTITION_METADATA_KEY': 'group_coordinator_records',
+    'SHARE_GROUP_STATE_PARTITION_METADATA_VALUE': 'group_coordinator_records',
+    'SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_KEY': 'group_coordinator_records',
+    'SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE': 'group_coordinator_records',
+    'SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY': 'group_coordinator_records',
+    'SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE': 'group_coordinator_records',
+    'SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY': 'group_coordinator_records',
+    'SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE': 'group_coordinator_records',
+    'SHARE_SNAPSHOT_KEY': 'share_coordinator_records', 'SHARE_SNAPSHOT_VALUE': 'share_coordinator_records',
+    'SHARE_UPDATE_KEY': 'share_coordinator_records', 'SHARE_UPDATE_VALUE': 'share_coordinator_records',
+    'TRANSACTION_LOG_KEY': 'transaction_coordinator_records',
+    'TRANSACTION_LOG_VALUE': 'transaction_coordinator_records',
 })
 REQUESTS = _DESCRIPTIONS.table({
     0: 'PRODUCE_REQUEST',
@@ -314,7 +356,10 @@ BY_NAME = _DESCRIPTIONS.table({
     'TransactionLogValue': 'TRANSACTION_LOG_VALUE',
 })
 # The APIs whose responses carry ThrottleTimeMs: the broker fills it in for every handler.
-THROTTLED_APIS = frozenset({0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 21, 22, 23, 24, 25, 26, 28, 29, 30, 31, 32, 33, 37, 42, 44, 47, 57, 60, 61, 65, 66, 68, 69, 75, 76, 77, 78, 79, 90, 91, 92})
+THROTTLED_APIS = frozenset({
+    0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 21, 22, 23, 24, 25, 26, 28, 29, 30, 31, 32, 33, 37,
+    42, 44, 47, 57, 60, 61, 65, 66, 68, 69, 75, 76, 77, 78, 79, 90, 91, 92,
+})
 
 
 def __getattr__(name: str) -> Message:
