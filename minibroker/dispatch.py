@@ -128,6 +128,8 @@ async def dispatch(broker: Broker, frame: memoryview, peer: str, connection: Kaf
         if fault is not None and fault.action == "throttle":
             response = {**answer_body(response), "throttle_time_ms": fault.throttle_ms}
         elif header.api_key in THROTTLED_APIS and type(response) is dict:
+            # Every answer that carries ThrottleTimeMs gets it (0: minibroker does not throttle unless a fault says
+            # so), as Kafka's request channel sets it for its quotas.
             response.setdefault("throttle_time_ms", 0)
         outcome = "answered"
         return encode_response(header.api_key, header.api_version, header.correlation_id, response)
