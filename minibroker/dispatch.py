@@ -26,7 +26,7 @@ from minibroker.protocol.frames import (
     encode_response,
     parse_request_header,
 )
-from minibroker.protocol.messages import RESPONSES
+from minibroker.protocol.messages import THROTTLED_APIS
 from minibroker.protocol.primitives import ProtocolError
 
 if TYPE_CHECKING:
@@ -41,11 +41,6 @@ LEADER_APIS = frozenset({0, 1, 2, 21, 23})  # Produce, Fetch, ListOffsets, Delet
 # ask each partition's leader (RequestContext.led_partition), so an injected error is per partition it names
 
 Parts = list[bytes | bytearray | memoryview]
-# The APIs whose answers carry ThrottleTimeMs: the broker sets it for every handler (0: minibroker does not throttle
-# unless a fault says so), as Kafka's request channel does for its quotas.
-THROTTLED_APIS = frozenset(
-    key for key, message in RESPONSES.items() if any(f.name == "ThrottleTimeMs" for f in message.fields)
-)
 
 
 class Disconnect(Exception):
@@ -133,6 +128,8 @@ async def dispatch(broker: Broker, frame: memoryview, peer: str, connection: Kaf
         if fault is not None and fault.action == "throttle":
             response = {**answer_body(response), "throttle_time_ms": fault.throttle_ms}
         elif header.api_key in THROTTLED_APIS and type(response) is dict:
+            # Every answer that carries ThrottleTimeMs gets it (0: minibroker does not throttle unless a fault says
+            # so), as Kafka's request channel sets it for its quotas.
             response.setdefault("throttle_time_ms", 0)
         outcome = "answered"
         return encode_response(header.api_key, header.api_version, header.correlation_id, response)

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from .messages import REQUEST_HEADER, REQUESTS, RESPONSE_HEADER, RESPONSES
 from .primitives import ProtocolError, Reader, Writer
-from .schema import codec, in_range, is_flexible
+from .schema import StructCodec, codec, in_range, is_flexible
 
 API_VERSIONS_KEY = 18
 _SIZE = struct.Struct(">i")
@@ -198,12 +198,22 @@ def parse_request_header(frame: memoryview) -> RequestHeader:
     return header
 
 
+@cache
+def request_codec(api_key: int, api_version: int) -> StructCodec:
+    """The codec of a request body: its API's description is loaded and the codec compiled on first use, and every
+    later request is one cache lookup."""
+    return codec(REQUESTS[api_key], api_version)
+
+
+@cache
+def response_codec(api_key: int, api_version: int) -> StructCodec:
+    """The codec of a response body, as ``request_codec``."""
+    return codec(RESPONSES[api_key], api_version)
+
+
 def decode_request_body(header: RequestHeader, frame: memoryview) -> dict[str, Any]:
     """Decode the body of a request whose API and version the caller has accepted."""
-    message = REQUESTS[header.api_key]
-    r = Reader(frame, header.body_offset)
-    body = codec(message, header.api_version).decode(r)
-    return body
+    return request_codec(header.api_key, header.api_version).decode(Reader(frame, header.body_offset))
 
 
 def encode_request(api_key: int, api_version: int, correlation_id: int, client_id: str | None, body: dict) -> bytes:
@@ -212,7 +222,7 @@ def encode_request(api_key: int, api_version: int, correlation_id: int, client_i
     codec(REQUEST_HEADER, request_header_version(api_key, api_version)).encode(
         w, {"request_api_key": api_key, "request_api_version": api_version, "correlation_id": correlation_id, "client_id": client_id}
     )
-    codec(REQUESTS[api_key], api_version).encode(w, body)
+    request_codec(api_key, api_version).encode(w, body)
     return _SIZE.pack(len(w)) + w.getvalue()
 
 
@@ -226,7 +236,7 @@ class EncodedAnswer(NamedTuple):
     @classmethod
     def of(cls, api_key: int, api_version: int, body: dict[str, Any]) -> EncodedAnswer:
         w = Writer()
-        codec(RESPONSES[api_key], api_version).encode(w, body)
+        response_codec(api_key, api_version).encode(w, body)
         return cls(body, w.getvalue())
 
 
@@ -244,7 +254,7 @@ def encode_response(
     w.buf += _SIZE_AND_CORRELATION_ID.pack(0, correlation_id)
     if flexible_header:
         w.buf.append(0)  # no tagged fields
-    codec(RESPONSES[api_key], api_version).encode(w, body)
+    response_codec(api_key, api_version).encode(w, body)
     parts = w.getparts()
     _SIZE.pack_into(parts[0], 0, len(w) - _SIZE.size)
     return parts
@@ -254,5 +264,5 @@ def decode_response(api_key: int, api_version: int, frame: bytes | memoryview) -
     """Parse a response frame body (without size prefix): (correlation id, body). For tests and tools."""
     r = Reader(frame)
     header = codec(RESPONSE_HEADER, response_header_version(api_key, api_version)).decode(r)
-    body = codec(RESPONSES[api_key], api_version).decode(r)
+    body = response_codec(api_key, api_version).decode(r)
     return header["correlation_id"], body

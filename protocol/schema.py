@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Callable
 
@@ -32,20 +31,51 @@ def in_range(version: int, versions: Versions) -> bool:
     return versions is not None and versions[0] <= version <= versions[1]
 
 
-@dataclass(frozen=True, slots=True)
 class Field:
-    """One field: ``type`` is Kafka's type name (``int32``, ``[]string``, ``[]TopicData``, ``Cursor``)."""
+    """One field: ``type`` is Kafka's type name (``int32``, ``[]string``, ``[]TopicData``, ``Cursor``).
 
-    name: str
-    type: str
-    versions: Versions
-    nullable: Versions = None
-    tagged: Versions = None
-    tag: int | None = None
-    default: Any = None
-    flexible: Versions | bool = True  # False: never compact, even in flexible versions (RequestHeader.ClientId)
-    ignorable: bool = False  # a value the version cannot carry may be dropped (Kafka's "ignorable")
-    fields: tuple[Field, ...] = ()
+    A plain slotted class rather than a frozen dataclass: the generated descriptions construct a thousand of these,
+    and a frozen dataclass's ``__init__`` pays an ``object.__setattr__`` call per attribute (and defining one execs
+    generated code). Never changed once made: equality and hash are by value, and the codec caches by them."""
+
+    __slots__ = ("name", "type", "versions", "nullable", "tagged", "tag", "default", "flexible", "ignorable", "fields")
+
+    def __init__(
+        self,
+        name: str,
+        type: str,
+        versions: Versions,
+        nullable: Versions = None,
+        tagged: Versions = None,
+        tag: int | None = None,
+        default: Any = None,
+        flexible: Versions | bool = True,  # False: never compact, even in flexible versions (RequestHeader.ClientId)
+        ignorable: bool = False,  # a value the version cannot carry may be dropped (Kafka's "ignorable")
+        fields: tuple[Field, ...] = (),
+    ) -> None:
+        self.name = name
+        self.type = type
+        self.versions = versions
+        self.nullable = nullable
+        self.tagged = tagged
+        self.tag = tag
+        self.default = default
+        self.flexible = flexible
+        self.ignorable = ignorable
+        self.fields = fields
+
+    def _values(self) -> tuple[Any, ...]:
+        return (self.name, self.type, self.versions, self.nullable, self.tagged, self.tag, self.default,
+                self.flexible, self.ignorable, self.fields)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Field and self._values() == other._values()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return f"Field{self._values()!r}"
 
     @property
     def element_type(self) -> str | None:
@@ -57,14 +87,34 @@ class Field:
         return (element or self.type) not in PRIMITIVES
 
 
-@dataclass(frozen=True, slots=True)
 class Message:
-    name: str
-    api_key: int | None
-    kind: str  # "request", "response", "header" or "data"
-    valid: Versions
-    flexible: Versions
-    fields: tuple[Field, ...] = field(default=())
+    """A message (request, response, header or record) as Kafka's JSON defines it; like ``Field``, a plain slotted
+    class, compared and hashed by value."""
+
+    __slots__ = ("name", "api_key", "kind", "valid", "flexible", "fields")
+
+    def __init__(
+        self, name: str, api_key: int | None, kind: str, valid: Versions, flexible: Versions,
+        fields: tuple[Field, ...] = (),
+    ) -> None:
+        self.name = name
+        self.api_key = api_key
+        self.kind = kind  # "request", "response", "header", "data", "coordinator-key" or "coordinator-value"
+        self.valid = valid
+        self.flexible = flexible
+        self.fields = fields
+
+    def _values(self) -> tuple[Any, ...]:
+        return (self.name, self.api_key, self.kind, self.valid, self.flexible, self.fields)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Message and self._values() == other._values()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return f"Message{self._values()!r}"
 
 
 def snake_case(name: str) -> str:
@@ -150,12 +200,14 @@ def _scalar_writer(type_name: str, compact: bool) -> Encode:
     raise ValueError(f"unknown type {type_name}")
 
 
-@dataclass(slots=True)
 class StructCodec:
     """Decoder and encoder of one struct (message body or nested struct) at one version."""
 
-    decode: Decode
-    encode: Encode
+    __slots__ = ("decode", "encode")
+
+    def __init__(self, decode: Decode, encode: Encode) -> None:
+        self.decode = decode
+        self.encode = encode
 
 
 def _field_codecs(f: Field, version: int, flexible: bool) -> tuple[Decode, Encode]:
@@ -213,14 +265,21 @@ def _is_fixed(f: Field) -> bool:
     return f.element_type is None and f.type in _STRUCT_FORMATS
 
 
-@dataclass(slots=True)
 class _Tail:
     """What follows a struct's regular fields: its tagged fields (flexible versions), read and written by closures,
     and the defaults of fields absent in this version."""
 
-    decode: Callable[[Reader, dict], None]
-    tagged: list[tuple[int, str, Encode, Any, Field]]  # (tag, key, encoder, default, field), by tag; [] for none
-    absent: list[tuple[str, Any]]  # fields this version does not have, and the defaults decoded messages get
+    __slots__ = ("decode", "tagged", "absent")
+
+    def __init__(
+        self,
+        decode: Callable[[Reader, dict], None],
+        tagged: list[tuple[int, str, Encode, Any, Field]],  # (tag, key, encoder, default, field), by tag; [] for none
+        absent: list[tuple[str, Any]],  # fields this version does not have, and the defaults decoded messages get
+    ) -> None:
+        self.decode = decode
+        self.tagged = tagged
+        self.absent = absent
 
 
 def _uvarint_bytes(v: int) -> bytes:

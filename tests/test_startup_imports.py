@@ -40,10 +40,10 @@ DEFAULT_SERVE_MODULES = sorted(
     minibroker.groups.group_configs minibroker.handlers minibroker.handlers.registry minibroker.kafka_settings
     minibroker.limits minibroker.listeners minibroker.producer_ids minibroker.protocol
     minibroker.protocol.compression minibroker.protocol.errors minibroker.protocol.frames
-    minibroker.protocol.key_partitions minibroker.protocol.messages minibroker.protocol.primitives
-    minibroker.protocol.schema minibroker.replicas minibroker.server minibroker.setting_values minibroker.storage
-    minibroker.storage.checkpoint minibroker.storage.clock minibroker.storage.config minibroker.storage.errors
-    minibroker.storage.frozen_config
+    minibroker.protocol.key_partitions minibroker.protocol.lazy_messages minibroker.protocol.messages
+    minibroker.protocol.messages.headers minibroker.protocol.primitives minibroker.protocol.schema
+    minibroker.replicas minibroker.server minibroker.setting_values minibroker.storage minibroker.storage.checkpoint
+    minibroker.storage.clock minibroker.storage.config minibroker.storage.errors minibroker.storage.frozen_config
     minibroker.storage.leader_epochs minibroker.storage.log_manager minibroker.storage.topic_names
     minibroker.storage.topic_store minibroker.storage.uuid minibroker.tls
     """.split()
