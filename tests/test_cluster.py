@@ -44,7 +44,7 @@ def test_replicas_are_placed_round_robin_on_distinct_nodes(seed: int, nodes: int
 def test_placements_are_kept_in_the_data_directory(tmp_path: Path) -> None:
     placements = Placements(tmp_path, NODES, random.Random(1))
     placements.put("orders", placements.assign(4, 3, set(NODES)))
-    placements.grow("orders", 6, set(NODES))
+    placements.grow("orders", 4, 6, set(NODES))
     before = [placements.of("orders", p) for p in range(6)]
     assert all(len(p.replicas) == 3 and p.leader == p.replicas[0] and p.leader_epoch == 0 for p in before)
     reloaded = Placements(tmp_path, NODES)
