@@ -232,12 +232,12 @@ def test_a_reassignment_moves_replicas_and_leader_while_clients_keep_working(clu
 def test_a_reassignment_onto_a_stopped_node_waits_for_it(cluster: Broker, topic_name: str) -> None:
     make_topic(cluster, topic_name, [1, 2], [2, 1])
     tp0, tp1 = KafkaTopicPartition(topic_name, 0), KafkaTopicPartition(topic_name, 1)
-    client = kafka_python(cluster)
     cluster.stop_node(3)
+    client = kafka_python(cluster)  # made after the stop: it knows nodes 1 and 2 only
     try:
         assert client.alter_partition_reassignments({tp0: [3, 1], tp1: [3, 2]}) == {tp0: None, tp1: None}
         ongoing = {"replicas": [3, 1, 2], "adding_replicas": [3], "removing_replicas": [2]}
-        assert client.list_partition_reassignments() [tp0] == ongoing
+        assert client.list_partition_reassignments()[tp0] == ongoing
         assert client.list_partition_reassignments({topic_name: [0]}) == {tp0: ongoing}
         assert placement(cluster, topic_name)[0] == ([3, 1, 2], 1, 0)
         assert client.alter_partition_reassignments({tp1: None}) == {tp1: None}  # cancelled: back as it was
@@ -398,3 +398,46 @@ def test_the_authorizer_guards_partition_admin(secured: BrokerProcess, topic_nam
                                             "allow_auto_topic_creation": False,
                                             "include_topic_authorized_operations": False})["topics"]
     assert [(p["replica_nodes"], p["leader_id"]) for p in topic["partitions"]] == [([2, 1], 2)]
+
+
+def test_librdkafka_0081_create_partitions_as_a_super_user(secured: BrokerProcess, topic_name: str) -> None:
+    """librdkafka's admin test 0081, its CreatePartitions part, on the secured cluster: nine topics of 1, 3, ... 17
+    partitions grow by 1 to 5 in one request; every other topic has explicit assignments, even partitions on the
+    nodes in order and odd ones reversed, and Metadata shows exactly those replicas."""
+    client = AdminClient({"bootstrap.servers": f"127.0.0.1:{secured.listener_ports['SASL_PLAINTEXT']}",
+                          "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                          "sasl.username": ADMIN, "sasl.password": password(ADMIN)})
+    nodes = [1, 2, 3]
+    by_parity = [nodes, nodes[::-1]]
+    new_topics, growths, expected = [], [], {}
+    for i in range(9):
+        name, initial, final = f"{topic_name}-{i}", 1 + i * 2, 2 + i * 2 + i // 2
+        if i % 2 == 0:
+            new_topics.append(NewTopic(name, initial, replica_assignment=[by_parity[p & 1] for p in range(initial)]))
+            growths.append(NewPartitions(name, final, replica_assignment=[by_parity[p & 1] for p in range(initial, final)]))
+            expected[name] = [by_parity[p & 1] for p in range(final)]
+        else:
+            new_topics.append(NewTopic(name, initial, replication_factor=3))
+            growths.append(NewPartitions(name, final))
+            expected[name] = final
+    for future in client.create_topics(new_topics, operation_timeout=6.5).values():
+        future.result(TIMEOUT_S)
+    for future in client.create_partitions(growths, operation_timeout=6.5).values():
+        future.result(TIMEOUT_S)
+    topics = client.list_topics(timeout=TIMEOUT_S).topics
+    for name, want in expected.items():
+        found = topics[name].partitions
+        if isinstance(want, int):
+            assert len(found) == want and all(sorted(p.replicas) == nodes for p in found.values())
+        else:
+            assert [found[p].replicas for p in range(len(want))] == want and len(found) == len(want)
+
+
+def test_a_topic_named_twice_is_refused_once(cluster: Broker, topic_name: str) -> None:
+    make_topic(cluster, topic_name, [1])
+    grow = {"name": topic_name, "count": 2, "assignments": None}
+    body = {"topics": [grow, grow], "timeout_ms": 5000, "validate_only": False}
+    assert raw(cluster, CREATE_PARTITIONS, 3, body)["results"] == [
+        {"name": topic_name, "error_code": ErrorCode.INVALID_REQUEST, "error_message": "Duplicate topic name."},
+    ]
+    assert len(partitions(cluster, topic_name)) == 1

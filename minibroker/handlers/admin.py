@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections import Counter
 from typing import Any, Callable
 
 from minibroker.acl_operations import (
@@ -261,10 +262,16 @@ def manual_assignment_problem(broker_ids: list[int], nodes: list[int], factor: i
 async def create_partitions(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     broker = ctx.broker
     results = []
+    named = Counter(request["name"] for request in body["topics"])
+    duplicates = {name for name, count in named.items() if count > 1}
     for request in body["topics"]:
         name = request["name"]
         info = broker.topic(name)
         result = {"name": name, "error_code": ErrorCode.NONE, "error_message": None}
+        if name in duplicates:  # ControllerApis.createPartitions: one answer for a name given twice, nothing done
+            if named.pop(name, None) is not None:
+                results.append({**result, "error_code": ErrorCode.INVALID_REQUEST, "error_message": "Duplicate topic name."})
+            continue
         if broker.authorizer is not None and not ctx.allowed(ALTER, TOPIC, name):  # Kafka's controller: no message
             result.update(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             results.append(result)
