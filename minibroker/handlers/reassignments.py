@@ -10,7 +10,6 @@ DESCRIBE, else the whole request is refused with CLUSTER_AUTHORIZATION_FAILED (K
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from minibroker.acl_operations import ALTER, DESCRIBE
@@ -21,8 +20,6 @@ from minibroker.handlers.admin import manual_assignment_problem
 from minibroker.handlers.registry import api
 from minibroker.protocol.error_responses import error_response
 from minibroker.protocol.errors import ErrorCode
-
-log = logging.getLogger(__name__)
 
 PREFERRED, UNCLEAN = 0, 1
 ELECTION_ERRORS = {  # ApiError(error): the error's own message
