@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from minibroker.broker_configs import FILE_NAME as BROKER_CONFIGS_FILE
 from minibroker.broker_configs import BrokerConfigFileError, BrokerConfigs
 from minibroker.clock import VirtualClock, every, wall_clock_ms
-from minibroker.cluster import NO_LEADER, Placements
+from minibroker.cluster import NO_LEADER, PartitionPlacement, Placements
 from minibroker.config import BrokerConfig
 from minibroker.features import FILE_NAME as FEATURES_FILE
 from minibroker.features import SUPPORTED as SUPPORTED_FEATURES
@@ -592,6 +592,21 @@ class Broker:
         self._start_epoch(topic, partition)
         self.leaders_changed(topic)
         return placed.leader_epoch
+
+    def reassign(self, topic: str, partition: int, target: tuple[int, ...] | None) -> PartitionPlacement:
+        """AlterPartitionReassignments for one partition (``target`` None cancels the one in progress: LookupError
+        if none is); a new leader or leader epoch starts as a leadership move does."""
+        info = self.logs.topics[topic]
+        before = self.placements.of(topic, partition)
+        placed = self.placements.reassign(topic, partition, len(info.partitions), target, self.live_nodes)
+        if placed != before:
+            log.info("%s-%d: replicas %s%s, leader %d, epoch %d (reassigned)", topic, partition, list(placed.replicas),
+                     f" (adding {list(placed.adding)}, removing {list(placed.removing)})" if placed.reassigning else "",
+                     placed.leader, placed.leader_epoch)
+        if placed.leader_epoch != before.leader_epoch:
+            self._start_epoch(topic, partition)
+            self.leaders_changed(topic)
+        return placed
 
     def move_coordinator(self, node_id: int, *, group: str | None = None, transactional_id: str | None = None) -> int:
         """Move the coordinator of a group or a transactional id to ``node_id``: the leader of its internal partition

@@ -7,6 +7,10 @@ shifted by a random amount that grows by one every ``len(nodes)`` partitions; a 
 (preferred) replica. The placement is kept in ``cluster-placement.json`` in the data directory (written atomically),
 so a restart keeps the leaders and their epochs; a partition the file does not know (a topic made before, or by a
 one-node broker) lives on the first node.
+
+A reassignment (AlterPartitionReassignments) completes at once when every replica it adds is live, since a live
+replica is always caught up; one that adds a stopped node is in progress, as Kafka's is while a new replica is out
+of the ISR: its replicas are the target's then the ones being removed, and it completes when that node starts.
 """
 
 from __future__ import annotations
@@ -30,6 +34,16 @@ class PartitionPlacement(NamedTuple):
     replicas: tuple[int, ...]
     leader: int
     leader_epoch: int = 0
+    adding: tuple[int, ...] = ()  # an in-progress reassignment's new replicas, not yet live
+    removing: tuple[int, ...] = ()  # ... and the replicas it will drop
+
+    @property
+    def reassigning(self) -> bool:
+        return bool(self.adding or self.removing)
+
+
+def first_live(replicas: tuple[int, ...], live: set[int]) -> int:
+    return next((node for node in replicas if node in live), NO_LEADER)
 
 
 def assign_replicas(
@@ -76,7 +90,13 @@ class Placements:
             if stored is None:
                 return
             self._topics = {
-                topic: [PartitionPlacement(tuple(p["replicas"]), p["leader"], p["leader_epoch"]) for p in partitions]
+                topic: [
+                    PartitionPlacement(
+                        tuple(p["replicas"]), p["leader"], p["leader_epoch"],
+                        tuple(p.get("adding", ())), tuple(p.get("removing", ())),
+                    )
+                    for p in partitions
+                ]
                 for topic, partitions in stored["topics"].items()
             }
         except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -84,11 +104,15 @@ class Placements:
             self._topics = {}
 
     def _save(self) -> None:
-        topics = {
-            topic: [{"replicas": list(p.replicas), "leader": p.leader, "leader_epoch": p.leader_epoch} for p in partitions]
-            for topic, partitions in self._topics.items()
-        }
+        topics = {topic: [self._stored(p) for p in partitions] for topic, partitions in self._topics.items()}
         write_json_atomically(self.path, {"version": 1, "topics": topics}, sort_keys=True)
+
+    @staticmethod
+    def _stored(placed: PartitionPlacement) -> dict:
+        stored = {"replicas": list(placed.replicas), "leader": placed.leader, "leader_epoch": placed.leader_epoch}
+        if placed.reassigning:
+            stored.update(adding=list(placed.adding), removing=list(placed.removing))
+        return stored
 
     def of(self, topic: str, partition: int) -> PartitionPlacement:
         placed = self._topics.get(topic)
@@ -107,15 +131,26 @@ class Placements:
         self._topics[topic] = [PartitionPlacement(r, r[0]) for r in replicas]
         self._save()
 
-    def grow(self, topic: str, new_total: int, live: set[int]) -> None:
-        """CreatePartitions: the new partitions get the topic's replication factor, placed as Kafka continues."""
-        placed = self._topics.get(topic)
-        if len(self.nodes) == 1 or placed is None or len(placed) >= new_total:
+    def grow(
+        self, topic: str, old_total: int, new_total: int, live: set[int], replicas: list[tuple[int, ...]] | None = None,
+    ) -> None:
+        """CreatePartitions: the new partitions get ``replicas`` (validated), else the topic's replication factor
+        placed as Kafka continues; each is led by its first live replica."""
+        if len(self.nodes) == 1:
             return
-        factor = min(len(placed[0].replicas), len(live))
-        added = assign_replicas(sorted(live), new_total - len(placed), factor, self.rng, first_partition=len(placed))
-        placed += [PartitionPlacement(replicas, replicas[0]) for replicas in added]
+        placed = self._materialize(topic, old_total)
+        if replicas is None:
+            factor = min(len(placed[0].replicas), len(live))
+            replicas = assign_replicas(sorted(live), new_total - len(placed), factor, self.rng, first_partition=len(placed))
+        placed += [PartitionPlacement(r, first_live(r, live)) for r in replicas]
         self._save()
+
+    def _materialize(self, topic: str, partitions: int) -> list[PartitionPlacement]:
+        """The topic's placements, written out for a topic the file does not know (it lives on the first node)."""
+        placed = self._topics.get(topic)
+        if placed is None:
+            placed = self._topics[topic] = [self.of(topic, index) for index in range(partitions)]
+        return placed
 
     def raise_epochs(self, floors: dict[tuple[str, int], int]) -> None:
         """Lift each partition's leader epoch to at least its floor (after a restore, epochs must not go back)."""
@@ -124,7 +159,7 @@ class Placements:
             for index, partition in enumerate(placed):
                 floor = floors.get((topic, index), 0)
                 if partition.leader_epoch < floor:
-                    placed[index] = PartitionPlacement(partition.replicas, partition.leader, floor)
+                    placed[index] = partition._replace(leader_epoch=floor)
                     changed = True
         if changed:
             self._save()
@@ -139,12 +174,15 @@ class Placements:
         changed = []
         for topic, placed in self._topics.items():
             for index, partition in enumerate(placed):
-                if partition.leader in live:
+                if partition.adding and all(node in live for node in partition.adding):
+                    placed[index] = completed(partition, partition.replicas[: len(partition.replicas) - len(partition.removing)], live)
+                elif partition.leader not in live and first_live(partition.replicas, live) != partition.leader:
+                    placed[index] = partition._replace(
+                        leader=first_live(partition.replicas, live), leader_epoch=partition.leader_epoch + 1,
+                    )
+                else:
                     continue
-                leader = next((node for node in partition.replicas if node in live), NO_LEADER)
-                if leader != partition.leader:
-                    placed[index] = PartitionPlacement(partition.replicas, leader, partition.leader_epoch + 1)
-                    changed.append((topic, index))
+                changed.append((topic, index))
         if changed:
             self._save()
         return changed
@@ -156,6 +194,45 @@ class Placements:
         if placed is None or node not in current.replicas:
             raise ValueError(f"node {node} is not a replica of {topic}-{partition} (replicas {list(current.replicas)})")
         if current.leader != node:
-            placed[partition] = PartitionPlacement(current.replicas, node, current.leader_epoch + 1)
+            placed[partition] = current._replace(leader=node, leader_epoch=current.leader_epoch + 1)
             self._save()
         return placed[partition]
+
+    def reassign(
+        self, topic: str, partition: int, partitions: int, target: tuple[int, ...] | None, live: set[int],
+    ) -> PartitionPlacement:
+        """AlterPartitionReassignments for one partition of a topic of ``partitions``: move to ``target`` (at once
+        when every added replica is live, else in progress), or cancel the one in progress (``target`` None:
+        LookupError if there is none), as Kafka's PartitionReassignmentReplicas and PartitionReassignmentRevert."""
+        current = self.of(topic, partition)
+        if target is None:
+            if not current.reassigning:
+                raise LookupError("No partition reassignment is in progress.")
+            kept = tuple(node for node in current.replicas if node not in current.adding)
+            new = completed(current, kept, live)
+        else:
+            removing = tuple(node for node in current.replicas if node not in target)
+            adding = tuple(node for node in target if node not in current.replicas)
+            if all(node in live for node in adding):
+                new = completed(current, target, live)
+            else:
+                new = current._replace(replicas=target + removing, adding=adding, removing=removing)
+        if new != current:
+            self._materialize(topic, partitions)[partition] = new
+            self._save()
+        return new
+
+    def reassigning(self) -> dict[tuple[str, int], PartitionPlacement]:
+        """The partitions whose reassignment is in progress."""
+        return {
+            (topic, index): p for topic, placed in self._topics.items() for index, p in enumerate(placed) if p.reassigning
+        }
+
+
+def completed(current: PartitionPlacement, replicas: tuple[int, ...], live: set[int]) -> PartitionPlacement:
+    """The placement once the replicas are ``replicas``: the leader stays if it is one of them and live, else the
+    first live one leads; the leader epoch grows when the leader changes or a replica goes, as Kafka's
+    PartitionChangeBuilder bumps it."""
+    leader = current.leader if current.leader in replicas and current.leader in live else first_live(replicas, live)
+    bump = leader != current.leader or any(node not in replicas for node in current.replicas)
+    return PartitionPlacement(replicas, leader, current.leader_epoch + (1 if bump else 0))

@@ -112,8 +112,6 @@ CONTROLLER_ONLY = "Controller only: Kafka's brokers do not answer these either"
 # CONTROLLER_ONLY's reason without an entry; an unserved API with no reason stops ``unserved_table``.
 UNSERVED_REASONS: dict[str, tuple[int, ...]] = {
     "KRaft cluster administration (brokers forward it to the controllers; there is no controller quorum)": (55, 64, 80, 81),
-    "Leader elections and reassignments (replicas are only a placement: a partition's data is stored once)": (43, 45, 46),
-    "Log directories (one per node: `log.dirs`)": (34, 35),
     "Delegation tokens": (38, 39, 40, 41),
     "Client quotas": (48, 49),
     "Client metrics (KIP-714) and ListConfigResources (KIP-1142)": (71, 72, 74),

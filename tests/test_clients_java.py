@@ -35,6 +35,7 @@ SCENARIOS = [
     *(f"transactions:{codec}" for codec in ("none", "zstd")),
     "idempotent", "consume_transform_produce", "pending_offsets", "fencing", "admin_transactions",
     "admin_cluster", "admin_records", "admin_groups", "admin_invalid_configs", "admin_broker_configs",
+    "admin_partitions",
 ]
 MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 USER, PASSWORD = "alice", "alice-Secret-1"
@@ -65,6 +66,7 @@ class Run:
         self.control = control
         self.prefix = prefix
         self.answers = answers
+        self.data_dir = proc.data_dir
 
     def batches(self, topic: str, partition: int) -> list[dict[str, Any]]:
         """The partition's stored batches, as the control API shows them (minibroker dump --json)."""
@@ -392,6 +394,30 @@ def test_broker_configs_with_the_java_admin(run: Run) -> None:
     invalid = "org.apache.kafka.common.errors.InvalidRequestException"
     assert result["read_only"] == result["per_broker_at_default"] == invalid
     assert result["after_delete"] == {"value": "1", "source": "DEFAULT_CONFIG"}
+
+
+def test_admin_partition_administration(run: Run) -> None:
+    """createPartitions with assignments, a reassignment to the reversed replicas, a preferred election, and
+    describeLogDirs' sizes against the segment files (one node: every replica list is [1], nothing to elect)."""
+    result = run.result("admin_partitions")
+    forward = run.node_ids[:3]
+    backward = forward[::-1]
+    assert [p["replicas"] for p in result["grown"]] == [forward, backward]
+    assert [p["leader"] for p in result["grown"]] == [forward[0], backward[0]]
+    assert result["duplicate"] == "org.apache.kafka.common.errors.InvalidReplicaAssignmentException"
+    assert result["reassigned"]["replicas"] == backward and result["reassigned"]["leader"] == forward[0]
+    assert result["ongoing"] == 0
+    assert result["cancel_none"] == "org.apache.kafka.common.errors.NoReassignmentInProgressException"
+    not_needed = "org.apache.kafka.common.errors.ElectionNotNeededException"
+    assert result["elected"] == ("none" if run.nodes > 1 else not_needed)
+    assert result["elected_again"] == not_needed
+    assert result["after_election"]["leader"] == backward[0]
+    data_dir = run.data_dir.absolute()
+    assert result["log_dir"] == str(data_dir)
+    size = sum(path.stat().st_size for path in (data_dir / f"{run.name('admin_partitions')}-0").glob("*.log"))
+    assert size > 0 and result["sizes"] == {str(node): size for node in backward}
+    assert result["moved_in_place"] == "none"
+    assert result["moved_away"] == "org.apache.kafka.common.errors.LogDirNotFoundException"
 
 
 def test_without_a_jdk_the_java_tests_skip_with_the_reason(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import decode_response
 from minibroker.protocol.records import RecordInput, build_batch
 
-from minibroker.cluster import PLACEMENT_FILE, Placements, assign_replicas
+from minibroker.cluster import PLACEMENT_FILE, PartitionPlacement, Placements, assign_replicas
 from minibroker.testing import Broker
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import TIMEOUT_S, Deadline, RawConnection, stored_batches
@@ -44,7 +44,7 @@ def test_replicas_are_placed_round_robin_on_distinct_nodes(seed: int, nodes: int
 def test_placements_are_kept_in_the_data_directory(tmp_path: Path) -> None:
     placements = Placements(tmp_path, NODES, random.Random(1))
     placements.put("orders", placements.assign(4, 3, set(NODES)))
-    placements.grow("orders", 6, set(NODES))
+    placements.grow("orders", 4, 6, set(NODES))
     before = [placements.of("orders", p) for p in range(6)]
     assert all(len(p.replicas) == 3 and p.leader == p.replicas[0] and p.leader_epoch == 0 for p in before)
     reloaded = Placements(tmp_path, NODES)
@@ -54,6 +54,21 @@ def test_placements_are_kept_in_the_data_directory(tmp_path: Path) -> None:
     again = Placements(tmp_path, NODES)
     again.load()
     assert again.of("orders", 0).replicas == (1,)  # unknown: on the first node
+
+
+def test_a_reassignment_in_progress_is_kept_and_completes_when_its_node_is_live(tmp_path: Path) -> None:
+    placements = Placements(tmp_path, NODES)
+    placements.put("orders", [(1, 2)])
+    placed = placements.reassign("orders", 0, 1, (3, 1), {1, 2})  # node 3 is down: in progress
+    assert placed == PartitionPlacement((3, 1, 2), 1, 0, adding=(3,), removing=(2,))
+    reloaded = Placements(tmp_path, NODES)
+    reloaded.load()
+    assert reloaded.reassigning() == {("orders", 0): placed}
+    assert reloaded.elect({1, 2, 3}) == [("orders", 0)]
+    assert reloaded.of("orders", 0) == PartitionPlacement((3, 1), 1, 1)  # node 2 went: a new leader epoch
+    assert reloaded.reassigning() == {}
+    with pytest.raises(LookupError):
+        reloaded.reassign("orders", 0, 1, None, {1, 2, 3})
 
 
 def test_one_node_writes_no_placement(tmp_path: Path) -> None:

@@ -38,10 +38,15 @@ TABLE: dict[int, tuple[int, int, str]] = {
     31: (1, 3, "acls"),  # delete_acls
     32: (1, 4, "admin"),  # describe_configs
     33: (0, 2, "admin"),  # alter_configs
+    34: (1, 2, "log_dirs"),  # alter_replica_log_dirs
+    35: (1, 5, "log_dirs"),  # describe_log_dirs
     36: (0, 2, "sasl"),  # sasl_authenticate
     37: (0, 3, "admin"),  # create_partitions
     42: (0, 2, "groups"),  # delete_groups
+    43: (0, 2, "reassignments"),  # elect_leaders
     44: (0, 1, "admin"),  # incremental_alter_configs
+    45: (0, 1, "reassignments"),  # alter_partition_reassignments
+    46: (0, 0, "reassignments"),  # list_partition_reassignments
     47: (0, 0, "groups"),  # offset_delete
     50: (0, 0, "scram_users"),  # describe_user_scram_credentials
     51: (0, 0, "scram_users"),  # alter_user_scram_credentials

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
+from collections import Counter
 from typing import Any, Callable
 
 from minibroker.acl_operations import (
@@ -228,29 +229,86 @@ async def delete_topics(ctx: RequestContext, body: dict[str, Any]) -> dict[str, 
     return {"responses": responses}
 
 
+def new_partitions_problem(
+    request: dict[str, Any], current: int, factor: int, nodes: list[int], live: set[int],
+) -> tuple[ErrorCode, str] | None:
+    """ReplicationControlManager.createPartitions' checks of a topic of ``current`` partitions and ``factor``
+    replicas: an increase, and explicit assignments one per new partition, each naming ``factor`` distinct
+    registered brokers, at least one of them live."""
+    count, assignments = request["count"], request["assignments"]
+    if count == current:
+        return ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partition(s)."
+    if count < current:
+        return ErrorCode.INVALID_PARTITIONS, (
+            f"The topic {request['name']} currently has {current} partition(s); {count} would not be an increase."
+        )
+    if assignments is None:
+        return None
+    if len(assignments) != count - current:
+        return ErrorCode.INVALID_REPLICA_ASSIGNMENT, (
+            f"Attempted to add {count - current} additional partition(s), but only {len(assignments)} "
+            "assignment(s) were specified."
+        )
+    for index, assignment in enumerate(assignments):
+        problem = manual_assignment_problem(assignment["broker_ids"], nodes, factor)
+        if problem is None and not live.intersection(assignment["broker_ids"]):
+            problem = (f"All brokers specified in the manual partition assignment for partition {current + index} "
+                       "are fenced or in controlled shutdown.")
+        if problem is not None:
+            return ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem
+    return None
+
+
+def manual_assignment_problem(broker_ids: list[int], nodes: list[int], factor: int | None) -> str | None:
+    """Kafka's validateManualPartitionAssignment (CreatePartitions, AlterPartitionReassignments)."""
+    if not broker_ids:
+        return "The manual partition assignment includes an empty replica list."
+    previous = None
+    for broker_id in sorted(broker_ids):
+        if broker_id not in nodes:
+            return f"The manual partition assignment includes broker {broker_id}, but no such broker is registered."
+        if broker_id == previous:
+            return f"The manual partition assignment includes the broker {broker_id} more than once."
+        previous = broker_id
+    if factor is not None and len(broker_ids) != factor:
+        return (f"The manual partition assignment includes a partition with {len(broker_ids)} replica(s), but this "
+                f"is not consistent with previous partitions, which have {factor} replica(s).")
+    return None
+
+
 @api(37, 0, 3)
 async def create_partitions(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     broker = ctx.broker
     results = []
+    named = Counter(request["name"] for request in body["topics"])
+    duplicates = {name for name, count in named.items() if count > 1}
     for request in body["topics"]:
         name = request["name"]
         info = broker.topic(name)
         result = {"name": name, "error_code": ErrorCode.NONE, "error_message": None}
+        if name in duplicates:  # ControllerApis.createPartitions: one answer for a name given twice, nothing done
+            if named.pop(name, None) is not None:
+                results.append({**result, "error_code": ErrorCode.INVALID_REQUEST, "error_message": "Duplicate topic name."})
+            continue
         if broker.authorizer is not None and not ctx.allowed(ALTER, TOPIC, name):  # Kafka's controller: no message
             result.update(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-        elif info is None:
+            results.append(result)
+            continue
+        if info is None:
             result.update(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message=f"The topic '{name}' does not exist.")
-        elif request["count"] <= len(info.partitions):
-            current = len(info.partitions)
-            relation = "equal to" if request["count"] == current else "higher than"
-            result.update(
-                error_code=ErrorCode.INVALID_PARTITIONS,
-                error_message=f"Topic currently has {current} partitions, which is {relation} the requested {request['count']}.",
-            )
+            results.append(result)
+            continue
+        current = len(info.partitions)
+        factor = len(broker.placements.of(name, 0).replicas)
+        problem = new_partitions_problem(request, current, factor, broker.node_ids, broker.live_nodes)
+        if problem is not None:
+            result.update(error_code=problem[0], error_message=problem[1])
         elif not body["validate_only"]:
+            assignments = request["assignments"]
+            replicas = None if assignments is None else [tuple(a["broker_ids"]) for a in assignments]
             try:
                 broker.logs.add_partitions(name, request["count"])
-                broker.placements.grow(name, request["count"], broker.live_nodes)
+                broker.placements.grow(name, current, request["count"], broker.live_nodes, replicas)
             except PartitionCreationError as exc:
                 log.error("%s", exc)
                 result.update(error_code=ErrorCode.KAFKA_STORAGE_ERROR, error_message=str(exc))

@@ -16,6 +16,8 @@ import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.ConsumerGroupListing;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.LogDirDescription;
+import org.apache.kafka.clients.admin.NewPartitionReassignment;
 import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
@@ -27,11 +29,13 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.consumer.OffsetAndTimestamp;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.ElectionType;
 import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicCollection;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.TopicPartitionReplica;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.config.ConfigResource;
 
@@ -107,6 +111,61 @@ final class AdminScenarios {
             result.put("listed_after_delete", Scenarios.await(admin.listTopics().names()).contains(topic));
         }
         return result;
+    }
+
+    /** Partition administration: createPartitions with assignments, alterPartitionReassignments and
+     * listPartitionReassignments, electLeaders, describeLogDirs and alterReplicaLogDirs. */
+    static Map<String, Object> partitions(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name;
+        TopicPartition first = new TopicPartition(topic, 0);
+        Map<String, Object> result = new LinkedHashMap<>();
+        try (Admin admin = Scenarios.admin(ctx)) {
+            List<Integer> nodes = new ArrayList<>();
+            for (Node node : Scenarios.await(admin.describeCluster().nodes())) nodes.add(node.id());
+            nodes.sort(null);
+            List<Integer> forward = nodes.subList(0, Math.min(3, nodes.size()));
+            List<Integer> backward = new ArrayList<>(forward);
+            java.util.Collections.reverse(backward);
+            Scenarios.await(admin.createTopics(List.of(new NewTopic(topic, Map.of(0, forward)))).all());
+            Scenarios.await(admin.createPartitions(Map.of(topic, NewPartitions.increaseTo(2, List.of(backward)))).all());
+            result.put("grown", describe(described(admin, topic)).get("partitions"));
+            result.put("duplicate", failure(admin.createPartitions(Map.of(topic, NewPartitions.increaseTo(3,
+                    List.of(List.of(forward.get(0), forward.get(0)))))).all()));
+
+            Scenarios.await(admin.alterPartitionReassignments(Map.of(first,
+                    Optional.of(new NewPartitionReassignment(backward)))).all());
+            result.put("reassigned", ((List<?>) describe(described(admin, topic)).get("partitions")).get(0));
+            result.put("ongoing", Scenarios.await(admin.listPartitionReassignments().reassignments()).size());
+            result.put("cancel_none", failure(admin.alterPartitionReassignments(Map.of(first, Optional.empty())).all()));
+            result.put("elected", failure(admin.electLeaders(ElectionType.PREFERRED, Set.of(first)).all()));
+            result.put("elected_again", failure(admin.electLeaders(ElectionType.PREFERRED, Set.of(first)).all()));
+            result.put("after_election", ((List<?>) describe(described(admin, topic)).get("partitions")).get(0));
+
+            try (KafkaProducer<String, String> producer = Scenarios.producer(ctx, new Properties())) {
+                for (int i = 0; i < 20; i++) producer.send(new ProducerRecord<>(topic, 0, "k" + i, "v" + i));
+            }
+            Map<String, Object> sizes = new LinkedHashMap<>();
+            String path = null;
+            Map<Integer, Map<String, LogDirDescription>> dirs = Scenarios.await(admin.describeLogDirs(nodes).allDescriptions());
+            for (Map.Entry<Integer, Map<String, LogDirDescription>> node : dirs.entrySet()) {
+                for (Map.Entry<String, LogDirDescription> dir : node.getValue().entrySet()) {
+                    path = dir.getKey();
+                    var replica = dir.getValue().replicaInfos().get(first);
+                    if (replica != null) sizes.put(node.getKey().toString(), replica.size());
+                }
+            }
+            result.put("log_dir", path);
+            result.put("sizes", sizes);
+            result.put("moved_in_place", failure(admin.alterReplicaLogDirs(Map.of(
+                    new TopicPartitionReplica(topic, 0, forward.get(0)), path)).all()));
+            result.put("moved_away", failure(admin.alterReplicaLogDirs(Map.of(
+                    new TopicPartitionReplica(topic, 0, forward.get(0)), path + "-elsewhere")).all()));
+        }
+        return result;
+    }
+
+    private static TopicDescription described(Admin admin, String topic) throws Exception {
+        return Scenarios.await(admin.describeTopics(List.of(topic)).allTopicNames()).get(topic);
     }
 
     /** listOffsets (earliest, latest, max timestamp) before and after deleteRecords, and describeProducers. */

@@ -62,6 +62,7 @@ final class Scenarios {
         TABLE.put("admin_groups", AdminScenarios::groups);
         TABLE.put("admin_invalid_configs", AdminScenarios::invalidConfigs);
         TABLE.put("admin_broker_configs", AdminScenarios::brokerConfigs);
+        TABLE.put("admin_partitions", AdminScenarios::partitions);
     }
 
     static Map<String, Object> run(String name, Driver.Ctx ctx) throws Exception {
