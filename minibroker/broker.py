@@ -442,9 +442,9 @@ class Broker:
     def _log_emulation(self) -> None:
         """Once at start-up: which release is emulated and which of minibroker's APIs it did not serve."""
         from minibroker.kafka_versions import resolve
-        from minibroker.protocol.messages import REQUESTS
+        from minibroker.protocol.messages import KAFKA_APIS
 
-        left_out = [REQUESTS[key].name.removesuffix("Request") for key in sorted(HANDLERS) if key not in self.apis]
+        left_out = [KAFKA_APIS[key][0] for key in sorted(HANDLERS) if key not in self.apis]
         log.info(
             "emulating Apache Kafka %s: ApiVersions advertises %d APIs, each capped at the versions that release served%s",
             resolve(self.config.kafka_version), len(self.apis),

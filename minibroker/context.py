@@ -69,13 +69,13 @@ class RequestContext:
             return True
         if log_denied and authorizer.first_denial(principal, operation, resource_type, name):
             from minibroker.acls.model import RESOURCE_TYPES  # loaded with the authorizer
-            from minibroker.protocol.messages import REQUESTS
+            from minibroker.protocol.messages import KAFKA_APIS
 
             log.info(
                 "Principal = %s is Denied operation = %s from host = %s on resource = %s:LITERAL:%s for request = %s "
                 "(logged once per principal, operation and resource)",
                 principal, OPERATION_NAMES[operation], self.host, RESOURCE_TYPES[resource_type], name,
-                REQUESTS[self.api_key].name.removesuffix("Request"),
+                KAFKA_APIS[self.api_key][0],
             )
         return False
 

@@ -18,13 +18,13 @@ from typing import Any
 
 from minibroker.handlers.registry import Handler
 from minibroker.protocol.errors import ErrorCode
-from minibroker.protocol.messages import REQUESTS
+from minibroker.protocol.messages import KAFKA_APIS, REQUESTS
 from minibroker.transcript import TopicNames, named_partitions
 
 log = logging.getLogger(__name__)
 
 ACTIONS = ("error", "delay", "disconnect", "stall", "throttle")
-API_KEYS = {message.name.removesuffix("Request"): key for key, message in REQUESTS.items()}
+API_KEYS = {name: key for key, (name, _) in KAFKA_APIS.items() if key in REQUESTS}
 
 
 class FaultSpecError(ValueError):
@@ -74,7 +74,7 @@ class Fault:
         return (self.delay_ms + (self.rng.uniform(0, self.jitter_ms) if self.jitter_ms else 0)) / 1000
 
     def view(self) -> dict[str, Any]:
-        name = REQUESTS[self.api_key].name.removesuffix("Request")
+        name = KAFKA_APIS[self.api_key][0]
         return {
             "id": self.id, "api": name, "api_key": self.api_key, "action": self.action,
             "error": self.error.name if self.action == "error" else None, "versions": list(self.versions),
@@ -186,7 +186,7 @@ def _api_key(value: Any, apis: dict[int, Handler]) -> int:
     else:
         raise FaultSpecError("'api' is required: an API name (\"Produce\") or key (0)")
     if key not in apis:
-        served = sorted(REQUESTS[served_key].name.removesuffix("Request") for served_key in apis)
+        served = sorted(KAFKA_APIS[served_key][0] for served_key in apis)
         raise FaultSpecError(f"unknown API {value!r}: this broker serves {', '.join(served)}")
     return key
 

@@ -16,7 +16,7 @@ from minibroker.control_api import nodes_view
 from minibroker.dump import batch_fields, json_ready
 from minibroker.internal_topics import read_batches
 from minibroker.observe import mark_aborted, partition_log, shown_record
-from minibroker.protocol.messages import REQUESTS
+from minibroker.protocol.messages import KAFKA_APIS
 from minibroker.protocol.records import decode_batch, iter_records
 from minibroker.storage.topic_names import INTERNAL_TOPICS
 from minibroker.storage.uuid import uuid_to_str
@@ -77,7 +77,7 @@ def setting_text(value: Any) -> str:
 
 
 def request_counts(broker: Broker) -> dict[str, Any]:
-    by_api = {REQUESTS[key].name.removesuffix("Request"): count for key, count in broker.request_counts.items()}
+    by_api = {KAFKA_APIS[key][0]: count for key, count in broker.request_counts.items()}
     return {"total": sum(by_api.values()), "by_api": by_api}
 
 

@@ -91,7 +91,7 @@ def api_table(kafka_version: str = "") -> str:
     """One row per implemented API: name, key and the version range ApiVersions advertises (with ``kafka_version``,
     that of a broker emulating the release: the APIs it served, capped at its versions)."""
     from minibroker.handlers import HANDLERS
-    from minibroker.protocol.messages import REQUESTS
+    from minibroker.protocol.messages import KAFKA_APIS
 
     apis = HANDLERS
     if kafka_version:
@@ -101,7 +101,7 @@ def api_table(kafka_version: str = "") -> str:
     rows = ["| API | key | versions |", "|---|---|---|"]
     for key in sorted(apis):
         handler = apis[key]
-        name = REQUESTS[key].name.removesuffix("Request")
+        name = KAFKA_APIS[key][0]
         rows.append(f"| {name} | {key} | {handler.min_version}-{handler.max_version} |")
     return "\n".join(rows) + "\n"
 

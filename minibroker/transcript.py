@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any, Callable
 
 from minibroker.protocol.errors import ErrorCode
-from minibroker.protocol.messages import REQUESTS
+from minibroker.protocol.messages import KAFKA_APIS
 from minibroker.protocol.records import iter_batches
 
 log = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ def entry(
 ) -> dict[str, Any]:
     summary: dict[str, Any] = {
         "time_ms": started_ms, "elapsed_ms": round(elapsed_ms, 3), "peer": peer, "node": node, "client_id": client_id,
-        "api": REQUESTS[api_key].name.removesuffix("Request"), "api_key": api_key, "version": version,
+        "api": KAFKA_APIS[api_key][0], "api_key": api_key, "version": version,
         "correlation_id": correlation_id, "outcome": outcome,
         "partitions": named_partitions(request, names),
         "errors": errors(response, names) if response is not None else [],
