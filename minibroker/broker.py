@@ -39,6 +39,7 @@ from minibroker.producer_ids import ProducerIdAllocator
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import EncodedAnswer
 from minibroker.protocol.key_partitions import partition_for
+from minibroker.racks import node_racks, rack_of
 from minibroker.replicas import replication_problem
 from minibroker.server import KafkaConnection, start_server
 from minibroker.storage.errors import InvalidConfigError, InvalidTopicError, TopicExistsError
@@ -107,7 +108,8 @@ class Broker:
         self.listeners: list[Listener] = []
         self.node_ids = [config.node_id] if config.nodes == 1 else list(range(1, config.nodes + 1))
         self.live_nodes = set(self.node_ids)
-        self.placements = Placements(config.data_dir, self.node_ids)
+        self.racks = node_racks(config.broker_rack, self.node_ids)  # node -> its broker.rack
+        self.placements = Placements(config.data_dir, self.node_ids, racks=self.racks)
         self._tls: ssl.SSLContext | None = None
         self.ssl_principal_mapper: PrincipalMapper | None = None  # ssl.principal.mapping.rules, with SSL listeners
         self.sasl: SaslAuthority | None = None
@@ -539,6 +541,9 @@ class Broker:
             del self._servers[bound:], self.listeners[bound:]
             raise
         self.node_ids.append(node_id)
+        rack = rack_of(self.config.broker_rack, index, node_id)
+        if rack is not None:
+            self.racks[node_id] = rack
         self.live_nodes.add(node_id)
         log.info("node %d added", node_id)
         return node_id
