@@ -507,7 +507,9 @@ def build_config(*sources: Mapping[str, str]) -> BrokerConfig:
 def check_rack_settings(config: BrokerConfig) -> None:
     """broker.rack must give every node a rack or none; replica.selector.class names Kafka's selector or nothing (a
     class of its own would not load in Kafka either)."""
-    from minibroker.racks import RACK_AWARE_SELECTOR, rack_problem
+    if not config.broker_rack and not config.replica_selector_class:
+        return
+    from minibroker.racks import RACK_AWARE_SELECTOR, rack_problem  # only when given
 
     problem = rack_problem(config.broker_rack, config.nodes)
     if problem is not None:

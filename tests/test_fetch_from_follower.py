@@ -91,6 +91,7 @@ def test_metadata_and_describe_cluster_name_each_nodes_rack(racked: Broker) -> N
         described = call(address, DESCRIBE_CLUSTER, 1, {"include_cluster_authorized_operations": False,
                                                          "endpoint_type": 1})
         assert {b["broker_id"]: b["rack"] for b in described["brokers"]} == RACKS
+    assert {n["id"]: n["rack"] for n in ControlClient(racked.control_url).health()["nodes"]} == RACKS
 
 
 def test_a_consumer_reads_from_the_replica_in_its_rack(racked: Broker, topic_name: str) -> None:
@@ -132,6 +133,26 @@ def test_the_leader_names_the_in_sync_replica_in_the_clients_rack(racked: Broker
         assert answer["preferred_read_replica"] == -1 and answer["records"]
     beyond = fetch(address, topic_name, 0, RECORDS + 1, rack=RACKS[leader % 3 + 1])  # no replica holds the offset
     assert (beyond["error_code"], beyond["preferred_read_replica"]) == (ErrorCode.OFFSET_OUT_OF_RANGE, -1)
+
+
+def test_an_incremental_session_answers_the_preferred_replica_each_time(racked: Broker, topic_name: str) -> None:
+    """Kafka's CachedPartition.maybeUpdateResponseData: a partition with a preferred read replica is always answered,
+    though nothing else about it changed."""
+    create_and_fill(racked.bootstrap_servers, topic_name, partitions=1)
+    [leader] = leaders(racked.bootstrap_servers, topic_name).values()
+    other = leader % 3 + 1
+    body = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": MIB, "isolation_level": 0,
+            "session_id": 0, "session_epoch": 0, "forgotten_topics_data": [], "rack_id": RACKS[other],
+            "topics": [{"topic": topic_name, "partitions": [
+                {"partition": 0, "fetch_offset": 0, "partition_max_bytes": MIB, "current_leader_epoch": -1},
+            ]}]}
+    with RawConnection(racked.node_addresses[leader]) as conn:
+        opened = decode_response(FETCH, 12, conn.request(FETCH, 12, body))[1]
+        assert opened["session_id"] != 0
+        for epoch in (1, 2):
+            again = {**body, "session_id": opened["session_id"], "session_epoch": epoch, "topics": []}
+            answer = decode_response(FETCH, 12, conn.request(FETCH, 12, again))[1]
+            assert [p["preferred_read_replica"] for t in answer["responses"] for p in t["partitions"]] == [other]
 
 
 def test_a_follower_serves_consumers_up_to_the_high_watermark(racked: Broker, topic_name: str) -> None:
@@ -185,3 +206,10 @@ def test_the_consumer_goes_back_to_the_leader_when_its_replica_stops(topic_name:
         led = leaders(broker.bootstrap_servers, topic_name)
         batches = served(broker.transcript(since), client_id)
         assert batches and all(node == led[partition] for node, partition in batches), (batches, led)
+
+
+def test_a_node_added_later_gets_its_rack_from_the_pattern() -> None:
+    with Broker(nodes=2, broker_rack="rack-{node}") as broker:
+        assert broker.add_node() == 3
+        assert {b["node_id"]: b["rack"] for b in metadata(broker.bootstrap_servers)["brokers"]} == {
+            1: "rack-1", 2: "rack-2", 3: "rack-3"}

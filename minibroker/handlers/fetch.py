@@ -3,7 +3,8 @@
 Fetch serves segment bytes as they are on disk, whole batches, without decoding them. A fetch
 that finds fewer than ``min_bytes`` waits until an append to one of its partitions wakes it or
 ``max_wait_ms`` passes. Incremental fetch sessions (KIP-227) are kept as Kafka keeps them (fetch_sessions.py), and
-from v13 topics are named by id (KIP-516).
+from v13 topics are named by id (KIP-516). A consumer's fetch (v11+) is served by followers too, and with Kafka's
+rack-aware replica selector the leader sends a consumer to the replica in its rack (KIP-392, racks.py).
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from minibroker.handlers.registry import api
 from minibroker.protocol.errors import NO_ERROR, ErrorCode
 from minibroker.protocol.primitives import ZERO_UUID, FileRegion
 from minibroker.protocol.records import iter_batches
-from minibroker.racks import NO_PREFERRED_REPLICA, RACK_AWARE_SELECTOR, preferred_read_replica
 from minibroker.storage.errors import OffsetOutOfRangeError
 from minibroker.storage.partition_log import PartitionLog
 
@@ -49,6 +49,7 @@ MAX_VERSION = 0x7FFF
 TOPIC_ID_VERSION = 13  # Fetch names topics by id (KIP-516)
 NODE_ENDPOINTS_VERSION = 16  # Fetch answers a moved partition's leader and its endpoint (KIP-951)
 CLIENT_METADATA_VERSION = 11  # Fetch carries the consumer's rack, and followers serve consumers (KIP-392)
+NO_PREFERRED_REPLICA = -1  # preferred_read_replica's default: read from the node asked
 UNRESOLVED = (ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 
 
@@ -91,8 +92,9 @@ def fetch_scope(ctx: RequestContext, body: dict[str, Any]) -> FetchScope:
     """Kafka's FetchParams: from v11 a consumer's fetch may be served by any replica, and with the rack-aware selector
     configured its rack picks the replica (a broker's own fetch is led by the leader, without selection)."""
     consumer = replica_id(body) < 0 and ctx.api_version >= CLIENT_METADATA_VERSION
-    selects = consumer and ctx.broker.config.replica_selector_class == RACK_AWARE_SELECTOR
-    return FetchScope(body["isolation_level"] == READ_COMMITTED, consumer, body.get("rack_id") or "" if selects else "")
+    selects = consumer and bool(ctx.broker.config.replica_selector_class)  # start-up allows Kafka's rack-aware one
+    rack = (body.get("rack_id") or "") if selects else ""
+    return FetchScope(body["isolation_level"] == READ_COMMITTED, consumer, rack)
 
 
 def settled(answer: dict[str, Any]) -> bool:
@@ -222,6 +224,8 @@ def read_replica(
     """Kafka's ReplicaManager.findPreferredReadReplica, on the leader only: among the in-sync (live) replicas that
     hold ``offset`` (all of them or none: the log is shared), the one the rack-aware selector picks for
     ``client_rack``; NO_PREFERRED_REPLICA when it is the leader."""
+    from minibroker.racks import preferred_read_replica  # only with the selector configured
+
     placed = ctx.broker.placements.of(name, index)
     if placed.leader != ctx.node_id:
         return NO_PREFERRED_REPLICA
