@@ -10,7 +10,7 @@ from typing import Any, Iterator
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import decode_response
 
@@ -213,3 +213,14 @@ def test_a_node_added_later_gets_its_rack_from_the_pattern() -> None:
         assert broker.add_node() == 3
         assert {b["node_id"]: b["rack"] for b in metadata(broker.bootstrap_servers)["brokers"]} == {
             1: "rack-1", 2: "rack-2", 3: "rack-3"}
+
+
+def test_describe_configs_names_each_brokers_rack(racked: Broker) -> None:
+    """librdkafka's fetch-from-follower test (0101) asks every replica's broker config for broker.rack and runs only
+    when they differ; the admin client sends a broker's resource to that broker."""
+    admin = AdminClient({"bootstrap.servers": racked.bootstrap_servers})
+    described = {}
+    for node in RACKS:  # librdkafka takes one broker resource per call
+        [configs] = admin.describe_configs([ConfigResource(ResourceType.BROKER, str(node))]).values()
+        described[node] = configs.result(TIMEOUT_S)["broker.rack"].value
+    assert described == RACKS

@@ -271,7 +271,9 @@ async def delete_records(ctx: RequestContext, body: dict[str, Any]) -> dict[str,
 def describe_broker(ctx: RequestContext, names: list[str] | None, synonyms: bool) -> list[dict]:
     given = dict(ctx.broker.config.given)
     entries = []
-    for name, value in ctx.broker.config.kafka_items().items():
+    items = ctx.broker.config.kafka_items()
+    items["broker.rack"] = ctx.broker.racks.get(ctx.node_id)  # the answering node's own rack (null: none)
+    for name, value in items.items():
         if names is not None and name not in names:
             continue
         source = SOURCE_STATIC_BROKER if name in given else SOURCE_DEFAULT
