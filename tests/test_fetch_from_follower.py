@@ -5,11 +5,11 @@ node served each Fetch)."""
 
 from __future__ import annotations
 
-import time
+import json
 from typing import Any, Iterator
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import decode_response
@@ -17,7 +17,7 @@ from minibroker.protocol.frames import decode_response
 from minibroker.control_client import ControlClient
 from minibroker.racks import RACK_AWARE_SELECTOR
 from minibroker.testing import Broker
-from tests.clientutil import TIMEOUT_S, RawConnection, confluent_consumer, drain
+from tests.clientutil import TIMEOUT_S, Deadline, RawConnection, confluent_consumer, drain
 
 FETCH, METADATA, DESCRIBE_CLUSTER = 1, 3, 60
 MIB = 1 << 20
@@ -224,3 +224,41 @@ def test_describe_configs_names_each_brokers_rack(racked: Broker) -> None:
         [configs] = admin.describe_configs([ConfigResource(ResourceType.BROKER, str(node))]).values()
         described[node] = configs.result(TIMEOUT_S)["broker.rack"].value
     assert described == RACKS
+
+
+def test_librdkafka_reads_most_bytes_from_the_preferred_replica(racked: Broker, topic_name: str) -> None:
+    """As librdkafka's test 0101: a subscribed consumer whose client.rack is a follower's reads 1000 records of 100
+    bytes in order, and its statistics show that follower sent it the most bytes, more than the records' size."""
+    create_and_fill(racked.bootstrap_servers, topic_name, partitions=1)
+    [leader] = leaders(racked.bootstrap_servers, topic_name).values()
+    follower = leader % 3 + 1
+    producer = Producer({"bootstrap.servers": racked.bootstrap_servers})
+    for i in range(1000):
+        producer.produce(topic_name, f"msg={i}\n".encode().ljust(100, b"."), partition=0)
+    assert producer.flush(TIMEOUT_S) == 0
+    rxbytes: dict[int, int] = {}
+
+    def stats(text: str) -> None:
+        for broker in json.loads(text)["brokers"].values():
+            if broker["nodeid"] >= 0:
+                rxbytes[broker["nodeid"]] = broker["rxbytes"]
+
+    consumer = Consumer({"bootstrap.servers": racked.bootstrap_servers, "group.id": topic_name,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False, "client.rack": RACKS[follower],
+                         "statistics.interval.ms": 200, "stats_cb": stats})
+    try:
+        consumer.subscribe([topic_name])
+        values = []
+        deadline = Deadline()
+        while len(values) < RECORDS + 1000 and deadline.left():
+            message = consumer.poll(0.2)
+            if message is not None and message.error() is None:
+                values.append(message.value())
+        assert [v.split(b"\n")[0] for v in values[RECORDS:]] == [f"msg={i}".encode() for i in range(1000)]
+        rxbytes.clear()
+        while len(rxbytes) < 3 and deadline.left():
+            consumer.poll(0.2)
+    finally:
+        consumer.close()
+    assert rxbytes[follower] > 1000 * 100, rxbytes
+    assert all(rxbytes[node] < rxbytes[follower] for node in RACKS if node != follower), rxbytes
