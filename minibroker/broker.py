@@ -112,7 +112,12 @@ class Broker:
         self.listeners: list[Listener] = []
         self.node_ids = [config.node_id] if config.nodes == 1 else list(range(1, config.nodes + 1))
         self.live_nodes = set(self.node_ids)
-        self.placements = Placements(config.data_dir, self.node_ids)
+        self.racks: dict[int, str] = {}  # node -> its broker.rack
+        if config.broker_rack:
+            from minibroker.racks import node_racks  # only with racks
+
+            self.racks.update(node_racks(config.broker_rack, self.node_ids))
+        self.placements = Placements(config.data_dir, self.node_ids, racks=self.racks)
         self._tls: ssl.SSLContext | None = None
         self.ssl_principal_mapper: PrincipalMapper | None = None  # ssl.principal.mapping.rules, with SSL listeners
         self.sasl: SaslAuthority | None = None
@@ -567,6 +572,12 @@ class Broker:
             del self._servers[bound:], self.listeners[bound:]
             raise
         self.node_ids.append(node_id)
+        if self.config.broker_rack:
+            from minibroker.racks import rack_of
+
+            rack = rack_of(self.config.broker_rack, index, node_id)
+            if rack is not None:
+                self.racks[node_id] = rack
         self.live_nodes.add(node_id)
         log.info("node %d added", node_id)
         return node_id

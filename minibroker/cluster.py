@@ -2,9 +2,9 @@
 
 Data is stored once per partition, whatever its replication factor: the replicas are a placement, so the in-sync
 replicas are the live ones and a follower is always caught up. New topics are placed as Kafka's
-``AdminUtils.assignReplicasToBrokers`` does without racks: round robin from a random start node, later replicas
-shifted by a random amount that grows by one every ``len(nodes)`` partitions; a partition's leader is its first
-(preferred) replica. The placement is kept in ``cluster-placement.json`` in the data directory (written atomically),
+``AdminUtils.assignReplicasToBrokers`` does: round robin from a random start node (over the nodes alternated by
+rack when they have racks), later replicas shifted by a random amount that grows by one every ``len(nodes)``
+partitions and spread over the racks; a partition's leader is its first (preferred) replica. The placement is kept in ``cluster-placement.json`` in the data directory (written atomically),
 so a restart keeps the leaders and their epochs; a partition the file does not know (a topic made before, or by a
 one-node broker) lives on the first node.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Mapping, NamedTuple
 
 from minibroker.storage.checkpoint import read_json, write_json_atomically
 
@@ -46,11 +46,29 @@ def first_live(replicas: tuple[int, ...], live: set[int]) -> int:
     return next((node for node in replicas if node in live), NO_LEADER)
 
 
+def rack_alternated(nodes: list[int], racks: Mapping[int, str]) -> list[int]:
+    """The nodes taken in turn from each rack, racks by name and each rack's nodes by id (Kafka's
+    ``AdminUtils.getRackAlternatedBrokerList``): racks a1 a2 b1 c1 c2 give a1 b1 c1 a2 c2."""
+    by_rack: dict[str, list[int]] = {}
+    for node in sorted(nodes):
+        by_rack.setdefault(racks.get(node, ""), []).append(node)
+    columns = [by_rack[rack] for rack in sorted(by_rack)]
+    return [column[row] for row in range(max(map(len, columns), default=0)) for column in columns if row < len(column)]
+
+
 def assign_replicas(
     nodes: list[int], partitions: int, replication_factor: int, rng: random.Random, first_partition: int = 0,
+    racks: Mapping[int, str] | None = None,
 ) -> list[tuple[int, ...]]:
-    """Replicas of ``partitions`` partitions numbered from ``first_partition`` (Kafka's rack-unaware placement)."""
-    count = len(nodes)
+    """Replicas of ``partitions`` partitions numbered from ``first_partition``, as Kafka's
+    ``AdminUtils.assignReplicasToBrokers``: the leaders round robin over the rack-alternated nodes from a random start,
+    each further replica at a shift that grows every ``len(nodes)`` partitions, skipping a node whose rack already
+    has a replica while some rack has none, and a node that has one while some node has none. Without racks every
+    node is in one rack and nothing is skipped: Kafka's rack-unaware placement."""
+    racks = racks or {}
+    arranged = rack_alternated(nodes, racks)
+    count = len(arranged)
+    rack_count = len({racks.get(node, "") for node in arranged})
     start = rng.randrange(count)
     shift = rng.randrange(count)
     placed = []
@@ -58,9 +76,19 @@ def assign_replicas(
         if partition > 0 and partition % count == 0:
             shift += 1
         first = (partition + start) % count
-        replicas = [nodes[first]]
-        for index in range(replication_factor - 1):
-            replicas.append(nodes[(first + 1 + (shift + index) % (count - 1)) % count])
+        replicas = [arranged[first]]
+        racks_used = {racks.get(arranged[first], "")}
+        step = 0
+        while len(replicas) < replication_factor:
+            node = arranged[(first + 1 + (shift * rack_count + step) % (count - 1)) % count]
+            rack = racks.get(node, "")
+            step += 1
+            if rack in racks_used and len(racks_used) < rack_count:
+                continue
+            if node in replicas and len(replicas) < count:
+                continue
+            replicas.append(node)
+            racks_used.add(rack)
         placed.append(tuple(replicas))
     return placed
 
@@ -68,9 +96,12 @@ def assign_replicas(
 class Placements:
     """Every partition's placement, by topic, as the data directory keeps it."""
 
-    def __init__(self, data_dir: Path, nodes: list[int], rng: random.Random | None = None) -> None:
+    def __init__(
+        self, data_dir: Path, nodes: list[int], rng: random.Random | None = None, racks: Mapping[int, str] | None = None,
+    ) -> None:
         self.path = Path(data_dir) / PLACEMENT_FILE
         self.nodes = nodes
+        self.racks = racks if racks is not None else {}  # node -> broker.rack; nodes without one have none
         self._rng = rng
         self._topics: dict[str, list[PartitionPlacement]] = {}
 
@@ -122,7 +153,7 @@ class Placements:
 
     def assign(self, partitions: int, replication_factor: int, live: set[int]) -> list[tuple[int, ...]]:
         """Replicas for a new topic, on the live nodes (as Kafka's controller places on registered brokers)."""
-        return assign_replicas(sorted(live), partitions, replication_factor, self.rng)
+        return assign_replicas(sorted(live), partitions, replication_factor, self.rng, racks=self.racks)
 
     def put(self, topic: str, replicas: list[tuple[int, ...]]) -> None:
         """A new topic's replicas, each partition led by its first; one node writes nothing (its default)."""
@@ -141,7 +172,8 @@ class Placements:
         placed = self._materialize(topic, old_total)
         if replicas is None:
             factor = min(len(placed[0].replicas), len(live))
-            replicas = assign_replicas(sorted(live), new_total - len(placed), factor, self.rng, first_partition=len(placed))
+            replicas = assign_replicas(
+                sorted(live), new_total - len(placed), factor, self.rng, first_partition=len(placed), racks=self.racks)
         placed += [PartitionPlacement(r, first_live(r, live)) for r in replicas]
         self._save()
 

@@ -43,6 +43,18 @@ class BrokerConfig(FrozenConfig):
         "Brokers served by this one process (a cluster in a box): node k listens on each listener's port + k - 1 "
         "(port 0: free ports), and partitions are placed on the nodes with their replication factor.", 1,
     )
+    broker_rack: str = setting(
+        "broker.rack", "",
+        "Rack of the nodes (Metadata, rack-aware replica placement, fetch from follower): one rack for every node, "
+        "comma-separated racks one per node (node k takes the k-th), or a pattern with {node} (rack-{node}: node k in "
+        "rack-k); empty: no racks.",
+    )
+    replica_selector_class: str = setting(
+        "replica.selector.class", "",
+        "org.apache.kafka.common.replica.RackAwareReplicaSelector: a partition's leader sends a consumer that names "
+        "its client.rack to an in-sync replica in that rack, which serves its fetches (KIP-392); empty: consumers read "
+        "from leaders.",
+    )
     control_port: int = setting(
         "control.port", -1,
         "Port of the control listener (HTTP/JSON test control: nodes, leaders; see the README); -1: off, 0: a free "
@@ -483,12 +495,29 @@ def build_config(*sources: Mapping[str, str]) -> BrokerConfig:
     from minibroker.acls.settings import check_authorizer_settings
 
     check_authorizer_settings(config)
+    check_rack_settings(config)
     try:
         config.log_config()
     except InvalidConfigError as exc:
         names = [broker for broker, _ in TOPIC_SYNONYMS.get(exc.name, ()) if broker in given]
         raise ConfigError(f"{', '.join(names) or exc.name}: {exc}") from None
     return config
+
+
+def check_rack_settings(config: BrokerConfig) -> None:
+    """broker.rack must give every node a rack or none; replica.selector.class names Kafka's selector or nothing (a
+    class of its own would not load in Kafka either)."""
+    if not config.broker_rack and not config.replica_selector_class:
+        return
+    from minibroker.racks import RACK_AWARE_SELECTOR, rack_problem  # only when given
+
+    problem = rack_problem(config.broker_rack, config.nodes)
+    if problem is not None:
+        raise ConfigError(problem)
+    if config.replica_selector_class not in ("", RACK_AWARE_SELECTOR):
+        raise ConfigError(
+            f"replica.selector.class: {config.replica_selector_class!r} is not served; {RACK_AWARE_SELECTOR} is"
+        )
 
 
 def load_config(properties: Path | None, environ: Mapping[str, str], overrides: Mapping[str, str]) -> BrokerConfig:

@@ -104,11 +104,12 @@ class RequestContext:
         return self.broker.node_ids[0]
 
     def led_partition(
-        self, topic: str, index: int, current_leader_epoch: int = NO_EPOCH,
+        self, topic: str, index: int, current_leader_epoch: int = NO_EPOCH, require_leader: bool = True,
     ) -> tuple[PartitionLog | None, ErrorCode]:
-        """The partition's log if the node asked leads it, else why not (Kafka's getPartitionOrError and its
-        leader epoch check, KIP-320): unknown; NOT_LEADER_OR_FOLLOWER, so the client looks the leader up again; a
-        client's epoch older than the leader's FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH (-1: not checked)."""
+        """The partition's log if the node asked leads it (or, without ``require_leader``, is one of its replicas: a
+        consumer fetching from a follower), else why not (Kafka's getPartitionOrError and its leader epoch check,
+        KIP-320): unknown; NOT_LEADER_OR_FOLLOWER, so the client looks the leader up again; a client's epoch older than
+        the leader's FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH (-1: not checked)."""
         partition_log = self.broker.partition(topic, index)
         if partition_log is None:
             return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -119,7 +120,7 @@ class RequestContext:
             return None, ErrorCode.FENCED_LEADER_EPOCH
         if current_leader_epoch != NO_EPOCH and current_leader_epoch > placed.leader_epoch:
             return None, ErrorCode.UNKNOWN_LEADER_EPOCH
-        if placed.leader != self.node_id:
+        if placed.leader != self.node_id and (require_leader or self.node_id not in placed.replicas):
             return None, ErrorCode.NOT_LEADER_OR_FOLLOWER
         return partition_log, NO_ERROR
 

@@ -111,6 +111,7 @@ def nodes_view(broker: Broker) -> list[dict[str, Any]]:
         {
             "id": node,
             "running": node in broker.live_nodes,
+            "rack": broker.racks.get(node),
             "listeners": [
                 {"name": lis.name, "address": "%s:%d" % lis.advertised, "security_protocol": lis.protocol.name}
                 for lis in broker.listeners if lis.node_id == node

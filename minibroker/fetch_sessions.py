@@ -39,7 +39,7 @@ class Wanted:
 
     def must_respond(self, answer: dict[str, Any], update: bool) -> bool:
         """Kafka's CachedPartition.maybeUpdateResponseData: new records, a changed high watermark or log start offset,
-        and errors are answered; an error also forgets the high watermark, so the partition is answered again once
+        a preferred read replica and errors are answered; an error also forgets the high watermark, so the partition is answered again once
         the error is gone."""
         respond = len(answer["records"]) > 0
         if answer["high_watermark"] != self.high_watermark:
@@ -51,6 +51,8 @@ class Wanted:
             respond = True
             if update:
                 self.log_start_offset = log_start_offset
+        if answer.get("preferred_read_replica", -1) >= 0:  # the consumer must learn where to read (KIP-392)
+            respond = True
         if answer["error_code"] != NO_ERROR:
             respond = True
             if update:

@@ -19,6 +19,9 @@ from typing import Any, Iterator
 
 import pytest
 
+from minibroker.control_client import ControlClient
+from minibroker.racks import RACK_AWARE_SELECTOR
+
 from tests import javautil
 from tests.brokerproc import BrokerProcess
 from tests.javautil import JavaClient, JavaUnavailable, build
@@ -31,7 +34,8 @@ SCENARIOS = [
     *(f"static_membership:{protocol}" for protocol in PROTOCOLS),
     *(f"regex_subscription:{protocol}" for protocol in PROTOCOLS),
     *(f"auto_commit:{protocol}" for protocol in PROTOCOLS),
-    "cooperative_sticky", "mixed_group", "large_message", "reset_past_end", "auto_create", "acks:0", "acks:1",
+    "cooperative_sticky", "mixed_group", "large_message", "reset_past_end", "rack_fetch", "auto_create", "acks:0",
+    "acks:1",
     *(f"transactions:{codec}" for codec in ("none", "zstd")),
     "idempotent", "consume_transform_produce", "pending_offsets", "fencing", "admin_transactions",
     "admin_cluster", "admin_records", "admin_groups", "admin_invalid_configs", "admin_broker_configs",
@@ -97,7 +101,9 @@ def run(request: pytest.FixtureRequest, java_client: JavaClient, tmp_path_factor
     nodes = request.param
     proc = BrokerProcess(tmp_path_factory.mktemp(f"java-{nodes}") / "data", f"nodes={nodes}",
                          "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
-                         "group.initial.rebalance.delay.ms=0", "control.port=0",
+                         "group.initial.rebalance.delay.ms=0", "control.port=0", "broker.rack=rack-{node}",
+                         f"replica.selector.class={RACK_AWARE_SELECTOR}", "transcript.enabled=true",
+                         "transcript.max.entries=1000000",
                          env={"MINIBROKER_SASL_USERS": f"{USER}:{PASSWORD}"})
     try:
         proc.start()
@@ -247,6 +253,19 @@ def test_a_pattern_subscription_picks_up_a_topic_created_later(run: Run, protoco
     early, late = f"{run.name(scenario)}-early", f"{run.name(scenario)}-late"
     assert result["assignment"] == [f"{early}-0", f"{late}-0"]
     assert result["values"] == [f"{topic}/v{i}" for topic in (early, late) for i in range(3)]
+
+
+def test_a_consumer_with_client_rack_reads_from_the_node_in_its_rack(run: Run) -> None:
+    """KIP-392 with the Java consumer (client.rack): the leader sends it to the replica in its rack, which serves it."""
+    result = run.result("rack_fetch")
+    assert result["racks"] == {str(node): f"rack-{node}" for node in run.node_ids}
+    assert result["client_rack"] == f"rack-{run.node_ids[-1]}"
+    assert result["values"] == sorted(f"v{i}" for i in range(30))  # every record, once
+    served = [(entry["node"], batch["partition"]) for entry in ControlClient(run.control).transcript()
+              if entry["api"] == "Fetch" and entry["client_id"] == run.name("rack_fetch")
+              for batch in entry.get("response_batches", [])]
+    assert {partition for _, partition in served} == {0, 1, 2}
+    assert {node for node, _ in served} == {run.node_ids[-1]}, served
 
 
 def test_producer_metadata_creates_a_missing_topic(run: Run) -> None:

@@ -334,11 +334,12 @@ def test_a_full_session_cache_evicts_only_stale_or_smaller_sessions(topic_name: 
 
 
 @pytest.mark.parametrize("version", [15, 16])
-def test_fetch_from_a_follower_names_the_leader_from_v16(topic_name: str, version: int) -> None:
-    """KIP-951 in Fetch: from v16 NOT_LEADER_OR_FOLLOWER comes with the partition's current leader and its endpoint."""
+def test_fetch_from_another_node_names_the_leader_from_v16(topic_name: str, version: int) -> None:
+    """KIP-951 in Fetch: from v16 NOT_LEADER_OR_FOLLOWER comes with the partition's current leader and its endpoint
+    (asked of a node that is not a replica: a follower serves consumers, KIP-392)."""
     with Broker(nodes=3) as cluster, RawConnection(cluster.bootstrap_servers) as conn:
         answer = call(conn, CREATE_TOPICS, 7, {"topics": [{
-            "name": topic_name, "num_partitions": 1, "replication_factor": 3, "assignments": [], "configs": [],
+            "name": topic_name, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": [],
         }], "timeout_ms": 5000, "validate_only": False})
         topic_id = answer["topics"][0]["topic_id"]
         described = call(conn, METADATA, 12, {"topics": [{"name": topic_name, "topic_id": ZERO_ID}],

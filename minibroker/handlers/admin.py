@@ -376,6 +376,7 @@ def describe_broker(ctx: RequestContext, name: str, names: list[str] | None, syn
         values: dict[str, str | None] = dict(default)
     else:
         values = (ctx.broker.config if node == ctx.broker.node_ids[0] else configs.effective(node)).kafka_items()
+        values["broker.rack"] = ctx.broker.racks.get(node)  # the node's own rack (null: none)
     layers = (
         (configs.layer(node) if node is not None else {}, SOURCE_DYNAMIC_BROKER), (default, SOURCE_DYNAMIC_DEFAULT),
         (dict(ctx.broker.static_config.given), SOURCE_STATIC_BROKER), (default_settings(), SOURCE_DEFAULT),

@@ -3,13 +3,14 @@
 Fetch serves segment bytes as they are on disk, whole batches, without decoding them. A fetch
 that finds fewer than ``min_bytes`` waits until an append to one of its partitions wakes it or
 ``max_wait_ms`` passes. Incremental fetch sessions (KIP-227) are kept as Kafka keeps them (fetch_sessions.py), and
-from v13 topics are named by id (KIP-516).
+from v13 topics are named by id (KIP-516). A consumer's fetch (v11+) is served by followers too, and with Kafka's
+rack-aware replica selector the leader sends a consumer to the replica in its rack (KIP-392, racks.py).
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 from minibroker.acl_operations import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME, DESCRIBE, READ, TOPIC
 from minibroker.context import RequestContext
@@ -47,6 +48,8 @@ LEADER_EPOCH_LIST_OFFSETS_VERSION = 4  # ListOffsets answers carry the offset's 
 MAX_VERSION = 0x7FFF
 TOPIC_ID_VERSION = 13  # Fetch names topics by id (KIP-516)
 NODE_ENDPOINTS_VERSION = 16  # Fetch answers a moved partition's leader and its endpoint (KIP-951)
+CLIENT_METADATA_VERSION = 11  # Fetch carries the consumer's rack, and followers serve consumers (KIP-392)
+NO_PREFERRED_REPLICA = -1  # preferred_read_replica's default: read from the node asked
 UNRESOLVED = (ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 
 
@@ -77,27 +80,51 @@ def refused_topics(ctx: RequestContext, names: set[str], operation: int) -> set[
     return names - ctx.allowed_names(operation, TOPIC, names)
 
 
+class FetchScope(NamedTuple):
+    """What a fetch may be answered, the same for each of its partitions."""
+
+    read_committed: bool
+    any_replica: bool  # a consumer's fetch with client metadata (v11+): a follower serves it too (Kafka's FetchParams)
+    client_rack: str  # the consumer's rack when the leader picks a preferred read replica for it, else ""
+
+
+def fetch_scope(ctx: RequestContext, body: dict[str, Any]) -> FetchScope:
+    """Kafka's FetchParams: from v11 a consumer's fetch may be served by any replica, and with the rack-aware selector
+    configured its rack picks the replica (a broker's own fetch is led by the leader, without selection)."""
+    consumer = replica_id(body) < 0 and ctx.api_version >= CLIENT_METADATA_VERSION
+    selects = consumer and bool(ctx.broker.config.replica_selector_class)  # start-up allows Kafka's rack-aware one
+    rack = (body.get("rack_id") or "") if selects else ""
+    return FetchScope(body["isolation_level"] == READ_COMMITTED, consumer, rack)
+
+
+def settled(answer: dict[str, Any]) -> bool:
+    """A partition answer waiting cannot change (an error, or a preferred read replica to go to): the fetch is
+    answered at once, as Kafka's ReplicaManager.fetchMessages answers these without delay."""
+    return answer["error_code"] != NO_ERROR or answer.get("preferred_read_replica", NO_PREFERRED_REPLICA) >= 0
+
+
 def read_partitions(
     ctx: RequestContext, body: dict[str, Any], parts: list[Wanted], denied: set[str],
 ) -> tuple[list[dict[str, Any]], int, bool]:
-    """One pass over the partitions of a session fetch: (their answers, bytes found, whether any partition erred); the
-    partitions of ``denied`` topics answer TOPIC_AUTHORIZATION_FAILED, those of an id no topic has UNKNOWN_TOPIC_ID."""
+    """One pass over the partitions of a session fetch: (their answers, bytes found, whether any partition is
+    settled); the partitions of ``denied`` topics answer TOPIC_AUTHORIZATION_FAILED, those of an id no topic has
+    UNKNOWN_TOPIC_ID."""
     budget = body["max_bytes"]
     total = 0
-    erred = False
+    urgent = False
     answers = []
-    read_committed = body["isolation_level"] == READ_COMMITTED
+    scope = fetch_scope(ctx, body)
     for wanted in parts:
-        answer = read_wanted(ctx, wanted, denied, max(budget - total, 0), total, read_committed)
-        if answer["error_code"] != NO_ERROR:
-            erred = True
+        answer = read_wanted(ctx, wanted, denied, max(budget - total, 0), total, scope)
+        if settled(answer):
+            urgent = True
         total += len(answer["records"])
         answers.append(answer)
-    return answers, total, erred
+    return answers, total, urgent
 
 
 def read_wanted(
-    ctx: RequestContext, wanted: Wanted, denied: set[str], budget: int, total: int, read_committed: bool,
+    ctx: RequestContext, wanted: Wanted, denied: set[str], budget: int, total: int, scope: FetchScope,
 ) -> dict[str, Any]:
     """A session partition's answer: read_partition's, unless its topic is unknown, refused, or (a session's partition
     of a re-created topic) now has another id."""
@@ -110,18 +137,19 @@ def read_wanted(
         info = ctx.broker.topic(name)
         if info is not None and info.topic_id != wanted.topic_id:  # a session's partition of a re-created topic
             return error_partition(index, ErrorCode.INCONSISTENT_TOPIC_ID)
-    return read_partition(ctx, name, index, wanted.request, budget, total, read_committed)
+    return read_partition(ctx, name, index, wanted.request, budget, total, scope)
 
 
 def read_topics(
     ctx: RequestContext, body: dict[str, Any], names: list[str | None], denied: set[str],
 ) -> tuple[list[dict[str, Any]], int, bool]:
     """One pass over the topics of a sessionless fetch, answered topic by topic as the request names them (``names``:
-    each topic's name, None for an id no topic has): (topic responses, bytes found, whether any partition erred)."""
+    each topic's name, None for an id no topic has): (topic responses, bytes found, whether any partition is
+    settled)."""
     budget = body["max_bytes"]
     total = 0
-    erred = False
-    read_committed = body["isolation_level"] == READ_COMMITTED
+    urgent = False
+    scope = fetch_scope(ctx, body)
     by_id = ctx.api_version >= TOPIC_ID_VERSION
     responses: list[dict[str, Any]] = []
     last = None
@@ -129,14 +157,13 @@ def read_topics(
         if name is None or (denied and name in denied):
             error = ErrorCode.UNKNOWN_TOPIC_ID if name is None else ErrorCode.TOPIC_AUTHORIZATION_FAILED
             partitions = [error_partition(request["partition"], error) for request in topic["partitions"]]
-            erred = True
+            urgent = True
         else:
             partitions = []
             for request in topic["partitions"]:
-                answer = read_partition(
-                    ctx, name, request["partition"], request, max(budget - total, 0), total, read_committed)
-                if answer["error_code"] != NO_ERROR:
-                    erred = True
+                answer = read_partition(ctx, name, request["partition"], request, max(budget - total, 0), total, scope)
+                if settled(answer):
+                    urgent = True
                 total += len(answer["records"])
                 partitions.append(answer)
         key = topic["topic_id"] if by_id else name
@@ -145,18 +172,24 @@ def read_topics(
         else:
             responses.append({"topic_id": key, "partitions": partitions} if by_id else {"topic": key, "partitions": partitions})
             last = key
-    return responses, total, erred
+    return responses, total, urgent
 
 
 def read_partition(
-    ctx: RequestContext, name: str, index: int, request: dict[str, Any], budget: int, total: int, read_committed: bool,
+    ctx: RequestContext, name: str, index: int, request: dict[str, Any], budget: int, total: int, scope: FetchScope,
 ) -> dict[str, Any]:
     """A named partition's answer: its records from ``request["fetch_offset"]`` within ``budget`` bytes (``total``:
-    those already found, so only the first partition with data may exceed the limits), or why it cannot be read."""
-    partition_log, error = ctx.led_partition(name, index, request["current_leader_epoch"])
+    those already found, so only the first partition with data may exceed the limits), or why it cannot be read. A
+    follower serves a consumer as the leader does, up to the high watermark (the same log: every follower is caught
+    up); a leader that prefers another replica for the consumer's rack names it and returns no records."""
+    partition_log, error = ctx.led_partition(name, index, request["current_leader_epoch"], not scope.any_replica)
     if partition_log is None:
         return ctx.with_current_leader(error_partition(index, error), name, index, NODE_ENDPOINTS_VERSION)
     stable = partition_log.last_stable_offset
+    offset = request["fetch_offset"]
+    preferred = NO_PREFERRED_REPLICA
+    if scope.client_rack:
+        preferred = read_replica(ctx, name, index, offset, partition_log, scope.client_rack)
     answer = {
         "partition_index": index,
         "error_code": NO_ERROR,
@@ -166,21 +199,40 @@ def read_partition(
         "aborted_transactions": None,
         "records": b"",
     }
+    if preferred != NO_PREFERRED_REPLICA:
+        answer["preferred_read_replica"] = preferred
+        return answer
     limit = min(request["partition_max_bytes"], budget)
-    offset = request["fetch_offset"]
     try:
         data, end = b"", None
         if limit > 0 or total == 0:
             # Large answers are FileRegions: the connection sends them from the segment file with sendfile.
-            data, end = partition_log.read_region(offset, limit, upper_offset=stable if read_committed else None)
+            data, end = partition_log.read_region(offset, limit, upper_offset=stable if scope.read_committed else None)
     except OffsetOutOfRangeError:
         return error_partition(index, ErrorCode.OFFSET_OUT_OF_RANGE)
     if data and total > 0 and len(data) > limit:
         data = b""  # only the first partition with data may exceed the limits (KIP-74)
-    if read_committed:
+    if scope.read_committed:
         answer["aborted_transactions"] = aborted_in(partition_log, offset, data, end)
     answer["records"] = data
     return answer
+
+
+def read_replica(
+    ctx: RequestContext, name: str, index: int, offset: int, partition_log: PartitionLog, client_rack: str,
+) -> int:
+    """Kafka's ReplicaManager.findPreferredReadReplica, on the leader only: among the in-sync (live) replicas that
+    hold ``offset`` (all of them or none: the log is shared), the one the rack-aware selector picks for
+    ``client_rack``; NO_PREFERRED_REPLICA when it is the leader."""
+    from minibroker.racks import preferred_read_replica  # only with the selector configured
+
+    placed = ctx.broker.placements.of(name, index)
+    if placed.leader != ctx.node_id:
+        return NO_PREFERRED_REPLICA
+    held = partition_log.log_start_offset <= offset <= partition_log.log_end_offset
+    live = ctx.broker.live_nodes
+    in_sync = [node for node in placed.replicas if node in live] if held else []
+    return preferred_read_replica(client_rack, placed.leader, in_sync, ctx.broker.racks)
 
 
 def replica_id(body: dict[str, Any]) -> int:
@@ -298,15 +350,15 @@ async def fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     denied = fetch_refusals(ctx, body, names)
     keys = None
     while True:
-        responses, total, erred = read_topics(ctx, body, names, denied)
-        if total >= body["min_bytes"] or erred:
+        responses, total, urgent = read_topics(ctx, body, names, denied)
+        if total >= body["min_bytes"] or urgent:
             break
         if keys is None:
             keys = [(name, p["partition"]) for t, name in zip(topics, names) if name is not None for p in t["partitions"]]
         if not keys or not await ctx.broker.wait_for_append(keys, deadline - time.monotonic()):
             break
     answer = {"error_code": NO_ERROR, "session_id": INVALID_SESSION_ID, "responses": responses}
-    if erred:
+    if urgent:
         answer["responses"] = unresolved_last(by_id, responses)
         with_endpoints(ctx, answer, (p for t in responses for p in t["partitions"]))
     return answer
@@ -322,14 +374,14 @@ async def session_fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, 
     denied = fetch_refusals(ctx, body, (wanted.name for wanted in parts))
     keys = None
     while True:
-        answers, total, erred = read_partitions(ctx, body, parts, denied)
-        if total >= body["min_bytes"] or erred:
+        answers, total, urgent = read_partitions(ctx, body, parts, denied)
+        if total >= body["min_bytes"] or urgent:
             break
         if keys is None:
             keys = [(w.name, w.index) for w in parts if w.name is not None]
         if not keys or not await ctx.broker.wait_for_append(keys, deadline - time.monotonic()):
             break
-    if erred:  # partitions that could not be named or read at all come last, as Kafka adds them after the others
+    if urgent:  # partitions that could not be named or read at all come last, as Kafka adds them after the others
         order = sorted(range(len(parts)), key=lambda i: answers[i]["error_code"] in UNRESOLVED)
         parts, answers = [parts[i] for i in order], [answers[i] for i in order]
     if session is not None:
@@ -344,7 +396,7 @@ async def session_fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, 
     else:
         session_id = INVALID_SESSION_ID
     answer = {"error_code": NO_ERROR, "session_id": session_id, "responses": topic_responses(ctx, parts, answers)}
-    return with_endpoints(ctx, answer, answers) if erred else answer
+    return with_endpoints(ctx, answer, answers) if urgent else answer
 
 
 def list_offset(

@@ -67,7 +67,7 @@ def broker_entries(ctx: RequestContext, id_field: str) -> list[dict[str, Any]]:
     for node_id in broker.node_ids:
         if node_id in broker.live_nodes:
             host, port = ctx.node_address(node_id)
-            entries.append({id_field: node_id, "host": host, "port": port, "rack": None})
+            entries.append({id_field: node_id, "host": host, "port": port, "rack": broker.racks.get(node_id)})
     return entries
 
 

@@ -1,6 +1,8 @@
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Collections;
+import java.util.Comparator;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -8,6 +10,7 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.Random;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.regex.Pattern;
@@ -26,6 +29,7 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
 
@@ -219,6 +223,40 @@ final class ClientScenarios {
                     .forEach(record -> values.add(record.value())), () -> values.size() >= 10);
         }
         return Map.of("values", values);
+    }
+
+    /**
+     * Fetch from follower (KIP-392): a consumer whose client.rack is the rack of the highest node reads every record
+     * once; the Python test checks in the transcript that the node in that rack served its fetches.
+     */
+    static Map<String, Object> rackFetch(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name;
+        int count = 30;
+        Map<String, Object> racks = new TreeMap<>();
+        try (Admin admin = Scenarios.admin(ctx)) {
+            for (Node node : Scenarios.await(admin.describeCluster().nodes())) {
+                racks.put(Integer.toString(node.id()), node.rack());
+            }
+            Scenarios.createTopics(admin, 3, topic);
+        }
+        String rack = (String) racks.get(Collections.max(racks.keySet(), Comparator.comparingInt(Integer::parseInt)));
+        produce(ctx, topic, 3, count);
+        List<String> values = new ArrayList<>();
+        Properties settings = Scenarios.props(ConsumerConfig.CLIENT_RACK_CONFIG, rack);
+        try (KafkaConsumer<String, String> consumer = Scenarios.consumer(ctx, settings)) {
+            List<TopicPartition> all = Scenarios.partitions(topic, 3);
+            consumer.assign(all);
+            consumer.seekToBeginning(all);
+            Scenarios.until(count + " records of " + topic, () -> consumer.poll(Scenarios.POLL)
+                    .forEach(record -> values.add(record.value())), () -> values.size() >= count);
+            consumer.poll(Scenarios.POLL).forEach(record -> values.add(record.value()));  // nothing more: read once
+        }
+        Collections.sort(values);
+        Map<String, Object> result = new LinkedHashMap<>();
+        result.put("racks", racks);
+        result.put("client_rack", rack);
+        result.put("values", values);
+        return result;
     }
 
     /** KIP-848's online migration: a consumer-protocol member joins a classic group, shares it, and leaves again. */

@@ -47,6 +47,7 @@ final class Scenarios {
         TABLE.put("mixed_group", ClientScenarios::mixedGroup);
         TABLE.put("large_message", ClientScenarios::largeMessage);
         TABLE.put("reset_past_end", ClientScenarios::resetPastEnd);
+        TABLE.put("rack_fetch", ClientScenarios::rackFetch);
         TABLE.put("failover", FailoverScenarios::crash);
         TABLE.put("transaction_failover", FailoverScenarios::transactionCoordinatorCrash);
         TABLE.put("idempotent", TransactionScenarios::idempotent);
