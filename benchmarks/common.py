@@ -54,6 +54,20 @@ class Throughput:
         return f"{self.phase:<10} {self.messages:>12,} {self.seconds:>9.2f} {self.mb_per_s:>10.1f} {self.msgs_per_s:>12,.0f}"
 
 
+class Meter:
+    """Started and stopped with a step's clock, so that what it measures covers the timed work only (not a
+    client's start-up nor its close); this one measures nothing (compare.py's measures CPU)."""
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
+NO_METER = Meter()
+
+
 def client_config(bootstrap: str, **config: object) -> dict[str, object]:
     return {"bootstrap.servers": bootstrap, "log_level": 4, **config}  # log_level 4: no notices
 
@@ -103,7 +117,7 @@ def new_consumer(bootstrap: str, **config: object) -> Consumer:
 
 def produce_all(
     bootstrap: str, topic: str, count: int, size: int, *, acks: str = "all", phase: str = "produce",
-    **config: object,
+    meter: Meter = NO_METER, **config: object,
 ) -> Throughput:
     """``count`` records of ``size`` bytes to partition 0, timed from the first produce() to the end of flush();
     ``config`` overrides producer settings."""
@@ -117,6 +131,7 @@ def produce_all(
     payload = bytes(size)
     produce = producer.produce
     poll = producer.poll
+    meter.start()
     start = time.perf_counter()
     try:
         for _ in range(count):
@@ -132,6 +147,7 @@ def produce_all(
         producer.purge()
         producer.close()
     seconds = time.perf_counter() - start
+    meter.stop()
     if remaining or errors:
         raise RuntimeError(f"produce failed: {remaining} undelivered, errors {errors[:3]}")
     return Throughput(phase, count, count * size, seconds)
@@ -151,7 +167,9 @@ def client_level_error(msg) -> bool:
     return msg.topic() is None and not msg.error().fatal()
 
 
-def consume_all(bootstrap: str, topic: str, count: int, offset: int = 0, phase: str = "consume") -> Throughput:
+def consume_all(
+    bootstrap: str, topic: str, count: int, offset: int = 0, phase: str = "consume", meter: Meter = NO_METER,
+) -> Throughput:
     """``count`` records of partition 0 from ``offset``, timed from assign() to the last record with the client
     set up: the leader has answered ListOffsets and the group coordinator OffsetFetch (librdkafka finds one for
     any group.id, and a broker may first make its offsets topic), so the steps measure fetching."""
@@ -168,6 +186,7 @@ def consume_all(bootstrap: str, topic: str, count: int, offset: int = 0, phase: 
         consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=TIMEOUT_S, cached=False)
         consumer.committed([TopicPartition(topic, 0)], timeout=TIMEOUT_S)
         consumer.assign([TopicPartition(topic, 0, offset)])
+        meter.start()
         start = time.perf_counter()
         deadline = time.monotonic() + TIMEOUT_S
         last_progress = time.monotonic()
@@ -185,6 +204,7 @@ def consume_all(bootstrap: str, topic: str, count: int, offset: int = 0, phase: 
             if received > before:
                 last_progress = time.monotonic()
         seconds = time.perf_counter() - start
+        meter.stop()
     finally:
         consumer.close()
     if received != count:
@@ -265,19 +285,24 @@ def latency_summary(latencies: list[float]) -> dict[str, float]:
     }
 
 
-def run_transactions(bootstrap: str, topic: str, transactions: int, per_transaction: int, size: int) -> float:
+def run_transactions(
+    bootstrap: str, topic: str, transactions: int, per_transaction: int, size: int, meter: Meter = NO_METER,
+) -> float:
     """Seconds for ``transactions`` committed transactions of ``per_transaction`` records each (after init)."""
     producer = Producer(client_config(bootstrap, **{"transactional.id": f"benchmark-{os.getpid()}-{time.monotonic_ns()}"}))
     payload = bytes(size)
     try:
         producer.init_transactions(TIMEOUT_S)
+        meter.start()
         start = time.perf_counter()
         for _ in range(transactions):
             producer.begin_transaction()
             for _ in range(per_transaction):
                 producer.produce(topic, payload, partition=0)
             producer.commit_transaction(TIMEOUT_S)
-        return time.perf_counter() - start
+        seconds = time.perf_counter() - start
+        meter.stop()
+        return seconds
     finally:
         producer.purge()
         producer.close()

@@ -52,7 +52,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import (  # noqa: E402  (needs the repository root on the path)
+    NO_METER,
     ROOT,
+    Meter,
     MockCluster,
     Throughput,
     consume_all,
@@ -376,27 +378,47 @@ class BrokerDied(Exception):
     pass
 
 
-def _step(result: RoundResult, running: Running | InProcess, name: str, fn, cpu_key: str | None = None) -> object:
-    """Run one step; a failure is recorded and the round goes on (unless the broker process is gone).
+class CpuMeter(Meter):
+    """The broker's CPU time and this process's (the client: Python and librdkafka's threads) while a step's
+    clock runs, as percentages of one core."""
 
-    With ``cpu_key``, the broker's CPU time during the step is recorded as a percentage of one core, and so is
-    this process's (the client: Python and librdkafka's threads): a broker far below 100 % while the client is
-    near or above it means the client, not the broker, sets the pace. A broker in this process has neither."""
-    try:
-        cpu = running.cpu() if cpu_key is not None else None
-        if cpu is None:
-            return fn()
-        client, wall = time.process_time(), time.perf_counter()
-        value = fn()
+    def __init__(self, running: Running) -> None:
+        self.running = running
+        self.broker_percent = self.client_percent = 0.0
+
+    def start(self) -> None:
+        self._marks = (self.running.cpu(), time.process_time(), time.perf_counter())
+
+    def stop(self) -> None:
+        broker, client, wall = self._marks
         seconds = time.perf_counter() - wall
-        result.values[cpu_key] = (running.cpu() - cpu) / seconds * 100
-        result.values["client_" + cpu_key] = (time.process_time() - client) / seconds * 100
-        return value
+        self.broker_percent = (self.running.cpu() - broker) / seconds * 100
+        self.client_percent = (time.process_time() - client) / seconds * 100
+
+
+def _step(result: RoundResult, running: Running | InProcess, name: str, fn) -> object:
+    """Run one step; a failure is recorded and the round goes on (unless the broker process is gone)."""
+    try:
+        return fn()
     except Exception as exc:  # noqa: BLE001  (any client or broker failure is a result to report)
         result.errors.append(f"{name}: {type(exc).__name__}: {str(exc)[:300]}")
         if not running.alive():
             raise BrokerDied(f"broker exited with {running.proc.returncode}:\n{running.log_tail()}") from None
         return None
+
+
+def _metered(result: RoundResult, running: Running | InProcess, name: str, fn, cpu_key: str) -> object:
+    """``fn(meter)`` as a step, with a ``CpuMeter`` that it starts and stops with its clock: a broker far below
+    100 % while the client is near or above it means the client, not the broker, sets the pace. A broker in this
+    process (its CPU is the client's) gets none."""
+    if running.cpu() is None:
+        return _step(result, running, name, lambda: fn(NO_METER))
+    meter = CpuMeter(running)
+    value = _step(result, running, name, lambda: fn(meter))
+    if value is not None:
+        result.values[cpu_key] = meter.broker_percent
+        result.values["client_" + cpu_key] = meter.client_percent
+    return value
 
 
 def _check_watermark(result: RoundResult, running: Running | InProcess, topic: str, count: int) -> None:
@@ -439,15 +461,15 @@ def run_broker_round(kind: BrokerKind, args: argparse.Namespace, workdir: Path) 
         for topic in ("bench-all", "bench-one", "bench-large", "bench-latency", "bench-txn"):
             _step(result, running, f"create {topic}", lambda topic=topic: running.create_topic(topic))
 
-        produced = _step(result, running, "produce acks=all",
-                         lambda: produce_all(bootstrap, "bench-all", args.messages, args.size, acks="all"), "cpu_produce_all")
+        produced = _metered(result, running, "produce acks=all", lambda meter: produce_all(
+            bootstrap, "bench-all", args.messages, args.size, acks="all", meter=meter), "cpu_produce_all")
         _record(result, "produce_all", produced)
         if produced is not None:
             _memory(result, "peak_rss_produce_mb", running.peak_rss())
             _step(result, running, "check acks=all", lambda: _check_watermark(result, running, "bench-all", args.messages))
             if "consume" not in kind.skips:
-                _record(result, "consume", _step(result, running, "consume",
-                                                 lambda: consume_all(bootstrap, "bench-all", args.messages), "cpu_consume"))
+                _record(result, "consume", _metered(result, running, "consume", lambda meter: consume_all(
+                    bootstrap, "bench-all", args.messages, meter=meter), "cpu_consume"))
             _record(result, "consume_tail", _step(result, running, "consume tail",
                                                   lambda: consume_tail(bootstrap, "bench-all", args.messages, args.size)))
 
@@ -457,17 +479,15 @@ def run_broker_round(kind: BrokerKind, args: argparse.Namespace, workdir: Path) 
         if produced is not None:
             _step(result, running, "check acks=1", lambda: _check_watermark(result, running, "bench-one", args.messages))
 
-        produced = _step(result, running, "produce large",
-                         lambda: produce_all(bootstrap, "bench-large", args.large_messages, args.large_size, acks="all"),
-                         "cpu_produce_large")
+        produced = _metered(result, running, "produce large", lambda meter: produce_all(
+            bootstrap, "bench-large", args.large_messages, args.large_size, acks="all", meter=meter), "cpu_produce_large")
         _record(result, "produce_large", produced)
         if produced is not None:
             _step(result, running, "check large",
                   lambda: _check_watermark(result, running, "bench-large", args.large_messages))
             if "consume" not in kind.skips:
-                _record(result, "consume_large", _step(result, running, "consume large",
-                                                       lambda: consume_all(bootstrap, "bench-large", args.large_messages),
-                                                       "cpu_consume_large"))
+                _record(result, "consume_large", _metered(result, running, "consume large", lambda meter: consume_all(
+                    bootstrap, "bench-large", args.large_messages, meter=meter), "cpu_consume_large"))
             _record(result, "consume_large_tail", _step(result, running, "consume large tail", lambda: consume_tail(
                 bootstrap, "bench-large", args.large_messages, args.large_size)))
 
@@ -479,8 +499,8 @@ def run_broker_round(kind: BrokerKind, args: argparse.Namespace, workdir: Path) 
                 for key in ("p50", "p99", "max"):
                     result.values[f"latency_{key}"] = summary[key]
 
-        seconds = _step(result, running, "transactions", lambda: run_transactions(
-            bootstrap, "bench-txn", args.transactions, args.txn_size, args.size), "cpu_txn")
+        seconds = _metered(result, running, "transactions", lambda meter: run_transactions(
+            bootstrap, "bench-txn", args.transactions, args.txn_size, args.size, meter=meter), "cpu_txn")
         if seconds is not None:
             result.values["txn_per_s"] = args.transactions / seconds
         _memory(result, "peak_rss_mb", running.peak_rss())
