@@ -20,14 +20,14 @@ class FrozenConfig:
     value equality: what ``@dataclass(frozen=True)`` generates, written once."""
 
     __slots__ = ()
-    _defaults: ClassVar[tuple[tuple[str, Any], ...]] = ()
+    _defaults: ClassVar[dict[str, Any]] = {}  # every field's default, in the order of the fields
     _shown: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, **values: Any) -> None:
-        for name, default in self._defaults:
-            object.__setattr__(self, name, values.pop(name, default))
-        if values:
-            raise TypeError(f"{type(self).__name__}() got unexpected keyword arguments: {', '.join(sorted(values))}")
+        if not values.keys() <= self._defaults.keys():
+            unknown = ", ".join(sorted(values.keys() - self._defaults.keys()))
+            raise TypeError(f"{type(self).__name__}() got unexpected keyword arguments: {unknown}")
+        object.__setattr__(self, "__dict__", {**self._defaults, **values})  # one dict for all fields: cheap to make
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise FrozenInstanceError(f"cannot assign to field {name!r}")
@@ -48,7 +48,7 @@ class FrozenConfig:
         return hash(self._values())
 
     def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name, _ in self._defaults)
+        return tuple(getattr(self, name) for name in self._defaults)
 
 
 @dataclass_transform(frozen_default=True, kw_only_default=True, field_specifiers=(field,))
@@ -62,6 +62,6 @@ def config_class(cls: ConfigClass) -> ConfigClass:
     missing = [f.name for f in described if f.default is MISSING]
     if missing:
         raise TypeError(f"{cls.__name__}: every field needs a plain default ({', '.join(missing)} has none)")
-    cls._defaults = tuple((f.name, f.default) for f in described)
+    cls._defaults = {f.name: f.default for f in described}
     cls._shown = tuple(f.name for f in described if f.repr)
     return cls
