@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from functools import cache
 from typing import Any, Callable
 
+from .codec_cache import CodeCache
 from .primitives import ProtocolError, Reader, Writer
 
 MAX_VERSION = 0x7FFF
@@ -356,7 +357,7 @@ def _struct_codec(fields: tuple[Field, ...], version: int, flexible: bool) -> St
     source = "\n".join(
         ["def decode(r):", *decoder.lines, "", "def encode(w, value):", "    buf = w.buf", *encoder.lines]
     )
-    exec(compile(source + "\n", f"<codec {version}>", "exec"), namespace)
+    exec(CODE_CACHE.compile(source + "\n", f"<codec {version}>"), namespace)
     return StructCodec(namespace["decode"], namespace["encode"])
 
 
@@ -672,6 +673,7 @@ class _EncoderSource(_Source):
 
 
 _CODECS: dict[tuple[str, int], StructCodec] = {}
+CODE_CACHE = CodeCache()  # compiled codec source, kept between processes
 
 
 def codec(message: Message, version: int) -> StructCodec:
