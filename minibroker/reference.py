@@ -113,7 +113,6 @@ CONTROLLER_ONLY = "Controller only: Kafka's brokers do not answer these either"
 UNSERVED_REASONS: dict[str, tuple[int, ...]] = {
     "KRaft cluster administration (brokers forward it to the controllers; there is no controller quorum)": (55, 64, 80, 81),
     "Delegation tokens": (38, 39, 40, 41),
-    "Client quotas": (48, 49),
     "Client metrics (KIP-714) and ListConfigResources (KIP-1142)": (71, 72, 74),
     "Share coordinator RPCs (a share partition's leader writes `__share_group_state` itself)": (83, 84, 85, 86, 87),
     "Streams groups (KIP-1071)": (88, 89),

@@ -16,6 +16,7 @@ import logging
 from collections import deque
 from typing import TYPE_CHECKING
 
+from minibroker.clock import sleep_ms
 from minibroker.dispatch import Disconnect, dispatch
 from minibroker.eager import start_eagerly
 from minibroker.protocol.frames import FrameReader, FrameTooLarge
@@ -51,6 +52,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.reading_paused = False
         self.closed_by_us = False
         self.close_after_answer = False  # set by a handler whose answer is the last (failed authentication)
+        self.muted_ms = 0  # a quota's throttle time: no request is read or served for that long (dispatch sets it)
+        self.muting = False  # waiting out the throttle time
+        self.answer_first = True  # while muted, the answer goes out first (KIP-219) or after the throttle time
         self.accepting = True  # False once shutdown began: the request being served is the last one
         self.writable = asyncio.Event()
         self.writable.set()
@@ -101,10 +105,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.update_reading()
 
     def update_reading(self) -> None:
-        """Read only while the queue has room, answers are flowing out and shutdown has not begun."""
+        """Read only while the queue has room, answers are flowing out, no quota mutes the client and shutdown has
+        not begun."""
         if self.transport is None or self.transport.is_closing():
             return
-        if len(self.queue) >= MAX_QUEUED_FRAMES or not self.writable.is_set() or not self.accepting:
+        if len(self.queue) >= MAX_QUEUED_FRAMES or not self.writable.is_set() or not self.accepting or self.muting:
             if not self.reading_paused:
                 self.reading_paused = True
                 self.transport.pause_reading()
@@ -151,6 +156,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self.broker.fetches_woken = False
                 await asyncio.sleep(0)  # the Fetches this request's appends woke answer first: the record is on
                 # its way to the consumer before the producer's acknowledgement (end-to-end latency 10 % lower)
+            if self.muted_ms and not self.answer_first:
+                await self.wait_muted()
             if parts is not None:
                 if len(parts) == 1:  # a small answer: encoded in one buffer
                     self.transport.write(parts[0])
@@ -162,10 +169,30 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if self.close_after_answer:
                 self.close_soon()
                 return
+            if self.muted_ms:
+                await self.wait_muted()
             if not self.writable.is_set():
                 await self.writable.wait()
             if self.reading_paused:
                 self.update_reading()
+
+    def mute(self, throttle_ms: int, answered_first: bool) -> None:
+        """Throttle the client for ``throttle_ms`` of the broker's clock, as Kafka mutes a throttled channel."""
+        self.muted_ms = throttle_ms
+        self.answer_first = answered_first
+
+    async def wait_muted(self) -> None:
+        """Read and serve nothing more from this client until its throttle time has passed."""
+        muted_ms, self.muted_ms = self.muted_ms, 0
+        if self.transport is None or self.transport.is_closing():
+            return
+        self.muting = True
+        self.update_reading()
+        try:
+            await sleep_ms(self.broker.clock, muted_ms)
+        finally:
+            self.muting = False
+        self.update_reading()
 
     async def write_with_regions(self, parts: list) -> None:
         """Write an answer holding FileRegions (large Fetch data): buffers with writelines, each region with

@@ -1,0 +1,53 @@
+"""What a request costs against its client's quotas, and the throttle time it earns (KafkaApis' use of its quota
+managers): Produce is charged its request size against ``producer_byte_rate``, Fetch its answer's size against
+``consumer_byte_rate`` (a throttled Fetch answers empty and is not charged its data), every request but the
+handshake ones its handler's thread time against ``request_percentage`` (not a Produce with acks=0: it has no
+answer). The larger throttle time goes into the answer's ``throttle_time_ms``, and the connection reads no further
+request for that long (server.KafkaConnection)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from minibroker.quotas.enforce import EXEMPT_APIS, names
+
+if TYPE_CHECKING:
+    from minibroker.context import RequestContext
+
+PRODUCE_KEY, FETCH_KEY = 0, 1
+# KIP-219: from these versions the client waits out the throttle itself and the broker answers at once; below
+# them the broker holds the answer back for the throttle time. Every other API's lowest served version is past its.
+CLIENT_THROTTLES_FROM = {PRODUCE_KEY: 6, FETCH_KEY: 8}
+
+
+def charge(ctx: RequestContext, request_size: int, cpu_seconds: float, answered: bool) -> int:
+    """Record the request (its size when a Produce, its time); the throttle time it earned in ms."""
+    node = ctx.broker.quotas.node(ctx.node_id)
+    user, client_id = names(ctx.principal, ctx.client_id)
+    now = ctx.broker.clock()
+    bandwidth = node.produce.record(user, client_id, request_size, now) if ctx.api_key == PRODUCE_KEY else 0
+    request = 0
+    if answered and ctx.api_key not in EXEMPT_APIS:
+        request = node.request.record(user, client_id, cpu_seconds * 100, now)
+    return max(bandwidth, request)
+
+
+def charge_fetch(ctx: RequestContext, response_size: int, request_throttle_ms: int) -> int:
+    """Record a Fetch answer's size; the throttle time it and the request time earned. When throttled, the data is
+    not sent (``throttled_fetch``), so not charged either."""
+    node = ctx.broker.quotas.node(ctx.node_id)
+    user, client_id = names(ctx.principal, ctx.client_id)
+    now = ctx.broker.clock()
+    throttle = max(node.fetch.record(user, client_id, response_size, now), request_throttle_ms)
+    if throttle:
+        node.fetch.unrecord(user, client_id, response_size, now)
+    return throttle
+
+
+def throttled_fetch(answer: dict[str, Any], throttle_ms: int) -> dict[str, Any]:
+    """Kafka's FetchContext.getThrottledResponse: the session's answer without data."""
+    return {**answer, "throttle_time_ms": throttle_ms, "responses": []}
+
+
+def client_throttles(api_key: int, api_version: int) -> bool:
+    return api_version >= CLIENT_THROTTLES_FROM.get(api_key, 0)
