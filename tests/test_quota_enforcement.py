@@ -1,0 +1,126 @@
+"""Client quotas enforced as Kafka enforces them, seen by real clients: a confluent-kafka producer over its
+``producer_byte_rate`` gets ``throttle_time_ms`` (its statistics report the throttle) and, its connection muted for
+that time, its throughput settles on the quota; a client no quota names is never throttled. The quota window is
+the broker's clock: on a virtual clock a throttled connection stays muted until the test advances it."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+from confluent_kafka import KafkaError, Producer
+
+from minibroker.protocol.frames import encode_request
+from minibroker.testing import Broker
+from tests.brokerproc import BrokerProcess
+from tests.clientutil import RawConnection, confluent_create_topic
+from tests.test_client_quotas import alter
+
+QUOTA = 100 * 1024  # bytes per second
+# Kafka's Rate pads a young window to all but one of its samples: a client starting at full speed is let through
+# quota x (samples - 1) seconds' worth at once, and the bytes of that burst leave the window together, letting the
+# next burst through (with Kafka's 11 samples, 1 MB every 11 s). Two samples of 1 s damp that within a few seconds.
+WINDOW_SETTINGS = ("quota.window.num=2", "quota.window.size.seconds=1")
+WARM_UP_S, MEASURED_S = 4.0, 10.0
+VALUE = b"q" * 4096
+
+
+@pytest.fixture
+def quota_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+    proc = BrokerProcess(tmp_path / "data", *WINDOW_SETTINGS)
+    try:
+        yield proc.start()
+    finally:
+        proc.stop()
+
+
+def run_producer(bootstrap: str, topic: str, client_id: str, seconds: float, measured_from: float) -> tuple[int, int]:
+    """Produce as fast as the broker lets for ``seconds``; the payload bytes acknowledged after ``measured_from``
+    seconds, and the largest throttle time (ms) the client's statistics reported."""
+    throttles: list[int] = []
+    acked: list[int] = [0]
+    start = time.monotonic()
+
+    def stats(text: str) -> None:
+        for broker in json.loads(text)["brokers"].values():
+            throttles.append(broker["throttle"]["max"])
+
+    failures: list[Any] = []
+
+    def delivered(err: Any, msg: Any) -> None:
+        if err is not None:  # the messages still queued at the end are purged
+            if err.code() not in (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT):
+                failures.append(err)
+        elif time.monotonic() - start < seconds and time.monotonic() - start >= measured_from:
+            acked[0] += len(msg.value())
+
+    producer = Producer({
+        "bootstrap.servers": bootstrap, "client.id": client_id, "statistics.interval.ms": 500, "stats_cb": stats,
+        "batch.size": 16384, "linger.ms": 5, "max.in.flight": 5, "queue.buffering.max.messages": 200,
+        "compression.type": "none",
+    })
+    try:
+        while time.monotonic() - start < seconds:
+            try:
+                producer.produce(topic, VALUE, on_delivery=delivered)
+            except BufferError:
+                producer.poll(0.05)
+            producer.poll(0)
+        producer.purge()
+        producer.flush(10)
+        producer.poll(1.0)  # the last statistics
+    finally:
+        del producer
+    assert not failures
+    return acked[0], max(throttles, default=0)
+
+
+def test_a_producer_over_its_byte_rate_is_throttled_to_it(
+    quota_broker: BrokerProcess, summary_line: Callable[[str], None],
+) -> None:
+    confluent_create_topic(quota_broker.bootstrap, "limited", partitions=1)
+    with RawConnection(quota_broker.bootstrap) as conn:
+        assert alter(conn, [({"client-id": "throttled"}, {"producer_byte_rate": float(QUOTA)})]) == [(0, None)]
+    acked, throttle_ms = run_producer(quota_broker.bootstrap, "limited", "throttled", WARM_UP_S + MEASURED_S, WARM_UP_S)
+    assert throttle_ms > 0
+    rate = acked / MEASURED_S
+    summary_line(f"producer_byte_rate {QUOTA} B/s: {rate:.0f} B/s acknowledged over {MEASURED_S:.0f} s "
+                 f"({rate / QUOTA:.1%}), largest throttle reported {throttle_ms} ms")
+    assert 0.9 * QUOTA <= rate <= 1.1 * QUOTA, f"{rate:.0f} B/s against a quota of {QUOTA}"
+
+    acked, throttle_ms = run_producer(quota_broker.bootstrap, "limited", "free", 2.0, 0.0)
+    assert throttle_ms == 0 and acked > 0
+
+
+def test_on_a_virtual_clock_a_throttled_client_waits_for_the_clock() -> None:
+    """A Produce over quota is answered with its throttle time; the next request is served only once the test
+    advances the broker's clock past it."""
+    with Broker(clock="virtual", control=True) as broker:
+        confluent_create_topic(broker.bootstrap_servers, "virtual-limited", partitions=1)
+        with RawConnection(broker.bootstrap_servers) as conn:
+            assert alter(conn, [({"client-id": "raw-test"}, {"producer_byte_rate": 1024.0})]) == [(0, None)]
+            answer = produce(conn, "virtual-limited", 20_000)
+            throttle_ms = answer["throttle_time_ms"]
+            assert throttle_ms > 0
+            conn.send(encode_request(18, 3, 2, "raw-test", {"client_software_name": "t", "client_software_version": "1"}))
+            conn.sock.settimeout(1.0)
+            with pytest.raises(TimeoutError):
+                conn.recv_frame()  # muted: the clock has not moved
+            broker.advance(throttle_ms)
+            conn.sock.settimeout(5.0)
+            assert conn.recv_frame()
+
+
+def produce(conn: RawConnection, topic: str, size: int) -> dict[str, Any]:
+    from minibroker.protocol.frames import decode_response
+    from minibroker.protocol.records import build_batch
+
+    batch = build_batch([(None, b"x" * size)])
+    body = {"transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": 0, "records": batch}]}]}
+    [response] = [decode_response(0, 9, conn.request(0, 9, body))[1]]
+    assert response["responses"][0]["partition_responses"][0]["error_code"] == 0, response
+    return response
