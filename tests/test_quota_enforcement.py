@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
-from confluent_kafka import KafkaError, Producer
+from confluent_kafka import Consumer, KafkaError, Producer
 
 from minibroker.protocol.frames import encode_request
 from minibroker.testing import Broker
@@ -37,9 +37,11 @@ def quota_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
         proc.stop()
 
 
-def run_producer(bootstrap: str, topic: str, client_id: str, seconds: float, measured_from: float) -> tuple[int, int]:
-    """Produce as fast as the broker lets for ``seconds``; the payload bytes acknowledged after ``measured_from``
-    seconds, and the largest throttle time (ms) the client's statistics reported."""
+def run_producer(bootstrap: str, topic: str, client_id: str, seconds: float, measured_from: float,
+                 count: int = 0) -> tuple[int, int]:
+    """Produce as fast as the broker lets for ``seconds`` (or ``count`` messages, all delivered); the payload bytes
+    acknowledged between ``measured_from`` and ``seconds``, and the largest throttle time (ms) the client's
+    statistics reported."""
     throttles: list[int] = []
     acked: list[int] = [0]
     start = time.monotonic()
@@ -63,12 +65,16 @@ def run_producer(bootstrap: str, topic: str, client_id: str, seconds: float, mea
         "compression.type": "none",
     })
     try:
-        while time.monotonic() - start < seconds:
+        sent = 0
+        while (count and sent < count) or (not count and time.monotonic() - start < seconds):
             try:
                 producer.produce(topic, VALUE, on_delivery=delivered)
+                sent += 1
             except BufferError:
                 producer.poll(0.05)
             producer.poll(0)
+        if count:
+            assert producer.flush(60) == 0
         producer.purge()
         producer.flush(10)
         producer.poll(1.0)  # the last statistics
@@ -93,6 +99,47 @@ def test_a_producer_over_its_byte_rate_is_throttled_to_it(
 
     acked, throttle_ms = run_producer(quota_broker.bootstrap, "limited", "free", 2.0, 0.0)
     assert throttle_ms == 0 and acked > 0
+
+
+def test_a_consumer_over_its_byte_rate_is_throttled_to_it(
+    quota_broker: BrokerProcess, summary_line: Callable[[str], None],
+) -> None:
+    confluent_create_topic(quota_broker.bootstrap, "to-read", partitions=1)
+    total = int(QUOTA * (WARM_UP_S + MEASURED_S) * 1.5)
+    run_producer(quota_broker.bootstrap, "to-read", "filler", 0.0, 0.0, count=total // len(VALUE))
+    with RawConnection(quota_broker.bootstrap) as conn:
+        assert alter(conn, [({"client-id": "slow-reader"}, {"consumer_byte_rate": float(QUOTA)})]) == [(0, None)]
+    throttles: list[int] = []
+
+    def stats(text: str) -> None:
+        for broker in json.loads(text)["brokers"].values():
+            throttles.append(broker["throttle"]["max"])
+
+    consumer = Consumer({
+        "bootstrap.servers": quota_broker.bootstrap, "client.id": "slow-reader", "group.id": "quota-readers",
+        "auto.offset.reset": "earliest", "enable.auto.commit": False, "statistics.interval.ms": 500,
+        "stats_cb": stats, "max.partition.fetch.bytes": 16384,
+    })
+    read = 0
+    try:
+        consumer.subscribe(["to-read"])
+        start = None
+        while start is None or time.monotonic() - start < WARM_UP_S + MEASURED_S:
+            msg = consumer.poll(0.1)
+            if msg is None or msg.error() is not None:
+                continue
+            if start is None:
+                start = time.monotonic()
+            elif time.monotonic() - start >= WARM_UP_S:
+                read += len(msg.value())
+        consumer.poll(1.0)  # the last statistics
+    finally:
+        consumer.close()
+    assert read < total - QUOTA  # the quota, not the data, ended the reading
+    assert max(throttles, default=0) > 0
+    rate = read / MEASURED_S
+    summary_line(f"consumer_byte_rate {QUOTA} B/s: {rate:.0f} B/s consumed over {MEASURED_S:.0f} s ({rate / QUOTA:.1%})")
+    assert 0.9 * QUOTA <= rate <= 1.1 * QUOTA, f"{rate:.0f} B/s against a quota of {QUOTA}"
 
 
 def test_on_a_virtual_clock_a_throttled_client_waits_for_the_clock() -> None:

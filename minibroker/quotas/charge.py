@@ -44,6 +44,19 @@ def charge_fetch(ctx: RequestContext, response_size: int, request_throttle_ms: i
     return throttle
 
 
+def within_fetch_quota(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    """A Fetch asks for no more than its client's quota lets through in one window (Kafka's
+    getMaxValueInQuotaWindow: quota x (samples - 1) x sample seconds), or every answer would be throttled."""
+    quotas = ctx.broker.quotas
+    resolved = quotas.node(ctx.node_id).fetch.resolve(*names(ctx.principal, ctx.client_id))
+    if resolved is None:
+        return body
+    limit = int(resolved[1] * (quotas.count - 1) * quotas.window_ms / 1000)
+    if body["max_bytes"] <= limit:
+        return body
+    return {**body, "max_bytes": limit, "min_bytes": min(body["min_bytes"], limit)}
+
+
 def throttled_fetch(answer: dict[str, Any], throttle_ms: int) -> dict[str, Any]:
     """Kafka's FetchContext.getThrottledResponse: the session's answer without data."""
     return {**answer, "throttle_time_ms": throttle_ms, "responses": []}
