@@ -161,13 +161,33 @@ def test_on_a_virtual_clock_a_throttled_client_waits_for_the_clock() -> None:
             assert conn.recv_frame()
 
 
-def produce(conn: RawConnection, topic: str, size: int) -> dict[str, Any]:
+def test_each_node_of_a_cluster_enforces_quotas_on_its_own() -> None:
+    """With ``nodes=2`` the quota holds per node, as per Kafka broker: what a client sends one node does not count on
+    the other."""
+    from tests.test_cluster import metadata
+
+    with Broker(nodes=2, clock="virtual") as broker:
+        confluent_create_topic(broker.bootstrap_servers, "per-node", partitions=2)
+        leaders = {p["leader_id"]: p["partition_index"]
+                   for p in metadata(broker.bootstrap_servers, ["per-node"])["topics"][0]["partitions"]}
+        assert set(leaders) == {1, 2}
+        addresses = broker.node_addresses
+        with RawConnection(addresses[1]) as conn:
+            assert alter(conn, [({"client-id": "raw-test"}, {"producer_byte_rate": 1024.0})]) == [(0, None)]
+        # Kafka's window is 10 s at first: 1024 B/s lets 10 KiB through before the first throttle
+        with RawConnection(addresses[1]) as one, RawConnection(addresses[2]) as two:
+            assert produce(one, "per-node", 6000, leaders[1])["throttle_time_ms"] == 0
+            assert produce(two, "per-node", 6000, leaders[2])["throttle_time_ms"] == 0
+            assert produce(one, "per-node", 6000, leaders[1])["throttle_time_ms"] > 0
+
+
+def produce(conn: RawConnection, topic: str, size: int, partition: int = 0) -> dict[str, Any]:
     from minibroker.protocol.frames import decode_response
     from minibroker.protocol.records import build_batch
 
     batch = build_batch([(None, b"x" * size)])
     body = {"transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [
-        {"name": topic, "partition_data": [{"index": 0, "records": batch}]}]}
+        {"name": topic, "partition_data": [{"index": partition, "records": batch}]}]}
     [response] = [decode_response(0, 9, conn.request(0, 9, body))[1]]
     assert response["responses"][0]["partition_responses"][0]["error_code"] == 0, response
     return response
