@@ -13,7 +13,8 @@ from typing import Any, Callable, Iterator
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer
 
-from minibroker.protocol.frames import encode_request
+from minibroker.protocol.frames import decode_response, encode_request
+from minibroker.protocol.records import build_batch
 from minibroker.testing import Broker
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import RawConnection, confluent_create_topic
@@ -182,12 +183,54 @@ def test_each_node_of_a_cluster_enforces_quotas_on_its_own() -> None:
 
 
 def produce(conn: RawConnection, topic: str, size: int, partition: int = 0) -> dict[str, Any]:
-    from minibroker.protocol.frames import decode_response
-    from minibroker.protocol.records import build_batch
-
     batch = build_batch([(None, b"x" * size)])
     body = {"transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [
         {"name": topic, "partition_data": [{"index": partition, "records": batch}]}]}
     [response] = [decode_response(0, 9, conn.request(0, 9, body))[1]]
     assert response["responses"][0]["partition_responses"][0]["error_code"] == 0, response
     return response
+
+
+def test_request_percentage_throttles_every_request_and_old_versions_wait_for_their_answer() -> None:
+    """``request_percentage`` of the default user (the anonymous user meets it): a Produce v5 earns throttle time
+    for its handler's time and, before KIP-219 the client not waiting by itself, is answered only once that time
+    has passed on the broker's clock."""
+    with Broker(clock="virtual") as broker:
+        confluent_create_topic(broker.bootstrap_servers, "timed", partitions=1)
+        with RawConnection(broker.bootstrap_servers) as conn:
+            assert alter(conn, [({"user": None}, {"request_percentage": 0.0001})]) == [(0, None)]
+            conn.send(encode_request(0, 5, 7, "raw-test", {"transactional_id": None, "acks": -1, "timeout_ms": 5000,
+                                                           "topic_data": [{"name": "timed", "partition_data": [
+                                                               {"index": 0, "records": build_batch([(None, b"v")])}]}]}))
+            conn.sock.settimeout(1.0)
+            with pytest.raises(TimeoutError):
+                conn.recv_frame()  # held back: the clock has not moved
+            broker.advance(100_000_000)  # past any throttle so small a quota earns (a day of virtual time)
+            conn.sock.settimeout(5.0)
+            _, answer = decode_response(0, 5, conn.recv_frame())
+            assert answer["throttle_time_ms"] > 0
+            assert answer["responses"][0]["partition_responses"][0]["error_code"] == 0
+
+
+def test_quotas_resolve_in_kafkas_order() -> None:
+    from minibroker.quotas.enforce import QuotaManager
+    from minibroker.quotas.store import QuotaStore
+
+    store = QuotaStore()
+    manager = QuotaManager(store, "producer_byte_rate", 11, 1000)
+    order = [
+        ({"user": "u", "client-id": "c"}, ("u", "c")), ({"user": "u", "client-id": None}, ("u", "c")),
+        ({"user": "u"}, ("u", "")), ({"user": None, "client-id": "c"}, ("u", "c")),
+        ({"user": None, "client-id": None}, ("u", "c")), ({"user": None}, ("u", "")),
+        ({"client-id": "c"}, ("", "c")), ({"client-id": None}, ("", "c")),
+    ]
+    entries = [{"entity": [{"entity_type": t, "entity_name": n} for t, n in entity.items()],
+                "ops": [{"key": "producer_byte_rate", "value": float(rank + 1), "remove": False}]}
+               for rank, (entity, _) in enumerate(order)]
+    assert all(code == 0 for _, code, _ in store.alter(entries, False))
+    for rank, (entity, tags) in enumerate(order):
+        assert manager.resolve("u", "c") == (tags, float(rank + 1))
+        store.alter([{"entity": [{"entity_type": t, "entity_name": n} for t, n in entity.items()],
+                      "ops": [{"key": "producer_byte_rate", "value": 0.0, "remove": True}]}], False)
+    assert manager.resolve("u", "c") is None
+    assert manager.resolve("other", "c") is None
