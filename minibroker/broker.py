@@ -60,8 +60,8 @@ if TYPE_CHECKING:
     from minibroker.acls.authorizer import Authorizer
     from minibroker.acls.ssl_mapping import PrincipalMapper
     from minibroker.faults import Fault, Faults
-    from minibroker.quotas.enforce import Quotas
     from minibroker.groups.service import GroupService, ShareGroupDirectory
+    from minibroker.quotas.enforce import Quotas
     from minibroker.sasl.credentials import CredentialStore
     from minibroker.sasl.session import SaslAuthority
     from minibroker.share.manager import SharePartitionManager

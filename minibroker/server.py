@@ -158,6 +158,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 # its way to the consumer before the producer's acknowledgement (end-to-end latency 10 % lower)
             if self.muted_ms and not self.answer_first:
                 await self.wait_muted()
+                if self.transport.is_closing():
+                    close_regions(parts)
+                    return
             if parts is not None:
                 if len(parts) == 1:  # a small answer: encoded in one buffer
                     self.transport.write(parts[0])
@@ -226,15 +229,17 @@ class KafkaConnection(asyncio.BufferedProtocol):
             log.info("closing %s: sending fetched data failed: %s", self.peer, exc)
             self.close()
         finally:
-            for part in parts:
-                if type(part) is FileRegion:
-                    part.close()
+            close_regions(parts)
 
     def stop_accepting(self) -> asyncio.Task | None:
-        """Shutdown, step one: read and start no more requests; returns the worker still answering one, if any."""
+        """Shutdown, step one: read and start no more requests; returns the worker still answering one, if any (one
+        waiting out a quota's throttle time is stopped: the throttle may not end before shutdown does)."""
         self.accepting = False
         self.queue.clear()
         self.update_reading()
+        if self.muting and self.worker is not None:
+            self.worker.cancel()
+            return None
         return self.worker if self.worker is not None and not self.worker.done() else None
 
     def close_soon(self) -> None:
@@ -255,6 +260,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self.reading_paused = False
                 self.transport.resume_reading()
             self.transport.close()
+
+
+def close_regions(parts: list | None) -> None:
+    """Close the file regions of an answer that was sent or will not be."""
+    for part in parts or ():
+        if type(part) is FileRegion:
+            part.close()
 
 
 async def start_server(broker: Broker, listener: Listener, tls: ssl.SSLContext | None = None) -> asyncio.base_events.Server:
