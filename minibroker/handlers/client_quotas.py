@@ -51,7 +51,12 @@ async def alter_client_quotas(ctx: RequestContext, body: dict[str, Any]) -> dict
         return {"entries": [{"error_code": ErrorCode.UNKNOWN_SERVER_ERROR, "error_message": None,
                              "entity": entry["entity"]} for entry in entries]}
     quotas.changed()
-    if not body["validate_only"] and any(code == ErrorCode.NONE for _, code, _ in results):
-        log.info("client quotas altered by %s: %d entit(ies) now have quotas", ctx.principal, len(quotas.store.quotas))
+    altered = [entry for entry, (_, code, _) in zip(entries, results) if code == ErrorCode.NONE]
+    if altered and not body["validate_only"]:
+        log.info("client quotas altered by %s: %s", ctx.principal, "; ".join(
+            ",".join(f"{e['entity_type']}={e['entity_name'] or '<default>'}" for e in entry["entity"]) + " "
+            + ",".join(f"{op['key']}={'(removed)' if op['remove'] else op['value']}" for op in entry["ops"])
+            for entry in altered
+        ))
     return {"entries": [{"error_code": code, "error_message": message, "entity": entity}
                         for entity, code, message in results]}
