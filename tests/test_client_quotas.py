@@ -198,3 +198,15 @@ def test_the_broker_names_the_quota_file_as_the_store_does() -> None:
     from minibroker.quotas.store import FILE_NAME
 
     assert QUOTAS_FILE == FILE_NAME
+
+
+def test_an_unreadable_quota_file_stops_start_up(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "client-quotas.json").write_text('{"version": 1, "entities": [{"entity": 5, "quotas": {}}]}')
+    proc = BrokerProcess(data)
+    try:
+        with pytest.raises(RuntimeError, match="client-quotas.json: malformed client quotas"):
+            proc.start()
+    finally:
+        proc.stop()
