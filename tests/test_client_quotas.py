@@ -144,6 +144,10 @@ def test_describe_refusals(quota_broker: BrokerProcess) -> None:
             ([("", ANY, None)], ErrorCode.INVALID_REQUEST),
             ([("ip", ANY, None), ("user", ANY, None)], ErrorCode.INVALID_REQUEST),
             ([("group", ANY, None)], ErrorCode.UNSUPPORTED_VERSION),
+            ([("user", EXACT, None)], ErrorCode.INVALID_REQUEST),
+            ([("user", DEFAULT, "a")], ErrorCode.INVALID_REQUEST),
+            ([("user", ANY, "a")], ErrorCode.INVALID_REQUEST),
+            ([("user", 7, None)], ErrorCode.INVALID_REQUEST),
         ]:
             answer = describe(conn, components)
             assert (answer["error_code"], answer["entries"]) == (code, None), components
@@ -180,9 +184,10 @@ def test_the_authorizer_guards_both_apis(secured: BrokerProcess) -> None:
     entry = ({"user": "x"}, {"producer_byte_rate": 1000.0})
     with login(secured, "nobody") as conn:
         answer = describe(conn, [])
-        assert (answer["error_code"], answer["entries"]) == (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
-        [(code, _)] = alter(conn, [entry])
-        assert code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        assert (answer["error_code"], answer["error_message"], answer["entries"]) == (
+            ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.", None)
+        [(code, message)] = alter(conn, [entry])
+        assert code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED and message.endswith("is not authorized.")
     grant(secured, "viewer", CLUSTER, "kafka-cluster", DESCRIBE_CONFIGS)
     grant(secured, "editor", CLUSTER, "kafka-cluster", ALTER_CONFIGS)
     with login(secured, "editor") as conn:

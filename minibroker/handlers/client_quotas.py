@@ -24,7 +24,9 @@ log = logging.getLogger(__name__)
 @api(48, 0, 1)
 async def describe_client_quotas(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     if ctx.broker.authorizer is not None and not ctx.allowed(DESCRIBE_CONFIGS, CLUSTER, CLUSTER_NAME):
-        return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "error_message": None, "entries": None}
+        # Kafka's getErrorResponse: the exception's message, Errors' own
+        return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "error_message": "Cluster authorization failed.",
+                "entries": None}
     try:
         found = ctx.broker.quotas.store.describe(body["components"], body["strict"])
     except QuotaError as exc:

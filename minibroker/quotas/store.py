@@ -195,7 +195,7 @@ class QuotaStore:
                     raise QuotaError(ErrorCode.INVALID_REQUEST, "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string.")
                 any_name.add(entity_type)
             else:
-                raise QuotaError(ErrorCode.INVALID_REQUEST, f"Unexpected match type {match_type}")
+                raise QuotaError(ErrorCode.INVALID_REQUEST, f"Unknown match type {match_type}")
         if (IP in exact or IP in any_name) and ({USER, CLIENT_ID} & (exact.keys() | any_name)):
             raise QuotaError(ErrorCode.INVALID_REQUEST, "Invalid entity filter component combination. IP filter "
                              "component should not be used with user or clientId filter component.")
