@@ -234,3 +234,39 @@ def test_quotas_resolve_in_kafkas_order() -> None:
                       "ops": [{"key": "producer_byte_rate", "value": 0.0, "remove": True}]}], False)
     assert manager.resolve("u", "c") is None
     assert manager.resolve("other", "c") is None
+
+
+def test_a_user_quota_follows_the_login(tmp_path: Path) -> None:
+    """A quota on a user entity meets the clients logged in as that user (the principal's name), whatever their
+    client id; another user is not throttled."""
+    from tests.test_security import raw_login
+
+    proc = BrokerProcess(tmp_path / "data", "listeners=SASL_PLAINTEXT://127.0.0.1:0",
+                         "sasl.users=alice:Alice-pw-1,bob:Bob-pw-1")
+    try:
+        proc.start()
+        address = f"127.0.0.1:{proc.listener_ports['SASL_PLAINTEXT']}"
+        connections = {user: RawConnection(address) for user in ("alice", "bob")}
+        try:
+            for user, conn in connections.items():
+                assert raw_login(conn, "PLAIN", user, f"{user.title()}-pw-1")["error_code"] == 0
+            assert alter(connections["alice"], [({"user": "alice"}, {"producer_byte_rate": 1024.0})]) == [(0, None)]
+            call_create_topic(connections["bob"], "users")
+            throttles = {user: [produce(conn, "users", 8000)["throttle_time_ms"] for _ in range(2)]
+                         for user, conn in connections.items()}
+        finally:
+            for conn in connections.values():
+                conn.close()
+    finally:
+        proc.stop()
+    assert throttles["alice"][0] == 0 and throttles["alice"][1] > 0  # 16 KB over a 10 s window of 1 KiB/s
+    assert throttles["bob"] == [0, 0]
+
+
+def call_create_topic(conn: RawConnection, name: str) -> None:
+    from tests.test_security import call
+
+    body = {"topics": [{"name": name, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}],
+            "timeout_ms": 5000, "validate_only": False}
+    [topic] = call(conn, 19, 7, body)["topics"]
+    assert topic["error_code"] == 0, topic
