@@ -178,7 +178,7 @@ class Broker:
             store = QuotaStore(path)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"{path}: malformed client quotas ({exc})") from None
-        return Quotas(store, self.clock, int(given.get("quota.window.num", 11)),
+        return Quotas(store, int(given.get("quota.window.num", 11)),
                       int(given.get("quota.window.size.seconds", 1)))
 
     @property

@@ -11,8 +11,6 @@ that takes the rate above the quota is throttled ``(rate - quota) / quota * wind
 
 from __future__ import annotations
 
-from typing import Callable
-
 from minibroker.quotas.store import CLIENT_ID, FETCH, PRODUCE, REQUEST, USER, Entity, QuotaStore
 
 # ClientRequestQuotaManager's exempt APIs that reach a broker's client listeners: the handshake ones.
@@ -136,9 +134,8 @@ class Quotas:
     its own, as each Kafka broker does). ``active`` is False while nothing is configured: requests then pay only
     that check."""
 
-    def __init__(self, store: QuotaStore, clock: Callable[[], int], count: int = 11, window_seconds: int = 1) -> None:
+    def __init__(self, store: QuotaStore, count: int = 11, window_seconds: int = 1) -> None:
         self.store = store
-        self.clock = clock
         self.count = count
         self.window_ms = window_seconds * 1000
         self.nodes: dict[int, NodeQuotas] = {}
