@@ -67,8 +67,30 @@ class KafkaConnection(asyncio.BufferedProtocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.broker.connections.add(self)
+        quotas = self.broker.quota_state
+        if quotas is not None and quotas.active and peer and self.connection_throttled(peer[0]):
+            return
         if self.listener.protocol.uses_tls and self.sasl is None:
             self.name_certificate()
+
+    def connection_throttled(self, address: str) -> bool:
+        """Kafka's connection_creation_rate: a connection over its address's quota is closed, unserved, once its
+        throttle time has passed on the broker's clock."""
+        from minibroker.quotas.charge import connection_throttle  # only with quotas configured
+
+        throttle_ms = connection_throttle(self.broker, self.listener.node_id, address)
+        if not throttle_ms:
+            return False
+        log.info("delaying closing of connection from %s for %d ms (connection_creation_rate)", address, throttle_ms)
+        self.accepting = False
+        self.muting = True
+        self.update_reading()
+        self.worker = self.loop.create_task(self.close_after(throttle_ms))
+        return True
+
+    async def close_after(self, ms: int) -> None:
+        await sleep_ms(self.broker.clock, ms)
+        self.close()
 
     def name_certificate(self) -> None:
         """On SSL the principal is known once the handshake is done; a certificate ``ssl.principal.mapping.rules``

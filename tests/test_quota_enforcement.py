@@ -270,3 +270,27 @@ def call_create_topic(conn: RawConnection, name: str) -> None:
             "timeout_ms": 5000, "validate_only": False}
     [topic] = call(conn, 19, 7, body)["topics"]
     assert topic["error_code"] == 0, topic
+
+
+def test_connections_over_an_ip_quota_are_closed_unserved_after_their_throttle_time() -> None:
+    """``connection_creation_rate`` of the default IP: Kafka's window of 10 s at first lets 10 connections a second
+    through; the next is not served and is closed once the broker's clock has passed its throttle time."""
+    with Broker(clock="virtual") as broker:
+        with RawConnection(broker.bootstrap_servers) as conn:
+            assert alter(conn, [({"ip": None}, {"connection_creation_rate": 1.0})]) == [(0, None)]
+        api_versions = encode_request(18, 3, 1, "raw-test", {"client_software_name": "t", "client_software_version": "1"})
+        served = [RawConnection(broker.bootstrap_servers) for _ in range(10)]
+        try:
+            for conn in served:
+                conn.send(api_versions)
+                assert conn.recv_frame()
+            with RawConnection(broker.bootstrap_servers) as refused:
+                refused.send(api_versions)
+                refused.sock.settimeout(1.0)
+                with pytest.raises(TimeoutError):
+                    refused.recv_frame()
+                broker.advance(2_000)
+                assert refused.closed_by_peer(within=5.0)
+        finally:
+            for conn in served:
+                conn.close()

@@ -3,7 +3,8 @@ managers): Produce is charged its request size against ``producer_byte_rate``, F
 ``consumer_byte_rate`` (a throttled Fetch answers empty and is not charged its data), every request but the
 handshake ones its handler's thread time against ``request_percentage`` (not a Produce with acks=0: it has no
 answer). The larger throttle time goes into the answer's ``throttle_time_ms``, and the connection reads no further
-request for that long (server.KafkaConnection)."""
+request for that long (server.KafkaConnection). A new connection is charged against its address's
+``connection_creation_rate``: over it, the connection is closed after its throttle time, unserved."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from minibroker.quotas.enforce import EXEMPT_APIS, names
 
 if TYPE_CHECKING:
+    from minibroker.broker import Broker
     from minibroker.context import RequestContext
 
 PRODUCE_KEY, FETCH_KEY = 0, 1
@@ -23,12 +25,12 @@ CLIENT_THROTTLES_FROM = {PRODUCE_KEY: 6, FETCH_KEY: 8}
 def charge(ctx: RequestContext, request_size: int, cpu_seconds: float, answered: bool) -> int:
     """Record the request (its size when a Produce, its time); the throttle time it earned in ms."""
     node = ctx.broker.quotas.node(ctx.node_id)
-    user, client_id = names(ctx.principal, ctx.client_id)
+    client = names(ctx.principal, ctx.client_id)
     now = ctx.broker.clock()
-    bandwidth = node.produce.record(user, client_id, request_size, now) if ctx.api_key == PRODUCE_KEY else 0
+    bandwidth = node.produce.record(client, request_size, now) if ctx.api_key == PRODUCE_KEY else 0
     request = 0
     if answered and ctx.api_key not in EXEMPT_APIS:
-        request = node.request.record(user, client_id, cpu_seconds * 100, now)
+        request = node.request.record(client, cpu_seconds * 100, now)
     return max(bandwidth, request)
 
 
@@ -36,11 +38,11 @@ def charge_fetch(ctx: RequestContext, response_size: int, request_throttle_ms: i
     """Record a Fetch answer's size; the throttle time it and the request time earned. When throttled, the data is
     not sent (``throttled_fetch``), so not charged either."""
     node = ctx.broker.quotas.node(ctx.node_id)
-    user, client_id = names(ctx.principal, ctx.client_id)
+    client = names(ctx.principal, ctx.client_id)
     now = ctx.broker.clock()
-    throttle = max(node.fetch.record(user, client_id, response_size, now), request_throttle_ms)
+    throttle = max(node.fetch.record(client, response_size, now), request_throttle_ms)
     if throttle:
-        node.fetch.unrecord(user, client_id, response_size, now)
+        node.fetch.unrecord(client, response_size, now)
     return throttle
 
 
@@ -60,6 +62,17 @@ def within_fetch_quota(ctx: RequestContext, body: dict[str, Any]) -> dict[str, A
 def throttled_fetch(answer: dict[str, Any], throttle_ms: int) -> dict[str, Any]:
     """Kafka's FetchContext.getThrottledResponse: the session's answer without data."""
     return {**answer, "throttle_time_ms": throttle_ms, "responses": []}
+
+
+def connection_throttle(broker: Broker, node_id: int, address: str) -> int:
+    """Record a new connection from ``address`` (Kafka's ConnectionQuotas); the throttle time it earned, after which
+    it is closed unserved. A refused connection does not count."""
+    manager = broker.quotas.node(node_id).connections
+    now = broker.clock()
+    throttle = manager.record((address,), 1, now)
+    if throttle:
+        manager.unrecord((address,), 1, now)
+    return throttle
 
 
 def client_throttles(api_key: int, api_version: int) -> bool:

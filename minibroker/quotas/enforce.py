@@ -11,13 +11,19 @@ that takes the rate above the quota is throttled ``(rate - quota) / quota * wind
 
 from __future__ import annotations
 
-from minibroker.quotas.store import CLIENT_ID, FETCH, PRODUCE, REQUEST, USER, Entity, QuotaStore
+from typing import Callable
+
+from minibroker.quotas.store import CLIENT_ID, CONNECTIONS, FETCH, IP, PRODUCE, REQUEST, USER, Entity, QuotaStore
 
 # ClientRequestQuotaManager's exempt APIs that reach a broker's client listeners: the handshake ones.
 EXEMPT_APIS = frozenset({17, 18, 36})  # SaslHandshake, ApiVersions, SaslAuthenticate
 
 
-def candidates(user: str, client_id: str) -> list[tuple[Entity, tuple[str, str]]]:
+Names = tuple[str, ...]  # who a rate is of: (user, client id) for client quotas, (address,) for IP quotas
+Candidates = Callable[..., list[tuple[Entity, Names]]]
+
+
+def candidates(user: str, client_id: str) -> list[tuple[Entity, Names]]:
     """Kafka's DefaultQuotaCallback order: each configured entity that could apply, with the metric tags (user,
     client id) that name whose rate it measures."""
     return [
@@ -69,28 +75,34 @@ class Rate:
         return sum(total for _, total in self.samples) / (window / 1000) if window > 0 else 0.0
 
 
-class QuotaManager:
-    """One node's rates of one kind of quota (``key``: a QuotaStore key), by metric tags."""
+def ip_candidates(address: str) -> list[tuple[Entity, Names]]:
+    """Kafka's ConnectionQuotas: the address's own quota, else the default IP quota, each measured per address."""
+    return [(((IP, address),), (address,)), (((IP, None),), (address,))]
 
-    def __init__(self, store: QuotaStore, key: str, count: int, window_ms: int) -> None:
+
+class QuotaManager:
+    """One node's rates of one kind of quota (``key``: a QuotaStore key), by metric tags; ``find`` lists the
+    entities that may set it for a client's names, most specific first."""
+
+    def __init__(self, store: QuotaStore, key: str, count: int, window_ms: int, find: Candidates = candidates) -> None:
         self.store = store
         self.key = key
         self.count = count
         self.window_ms = window_ms
-        self.rates: dict[tuple[str, str], Rate] = {}
-        self._resolved: dict[tuple[str, str], tuple[tuple[str, str], float] | None] = {}
+        self.find = find
+        self.rates: dict[Names, Rate] = {}
+        self._resolved: dict[Names, tuple[Names, float] | None] = {}
         self._version = -1
 
-    def resolve(self, user: str, client_id: str) -> tuple[tuple[str, str], float] | None:
+    def resolve(self, *names: str) -> tuple[Names, float] | None:
         """The metric tags and quota that apply to this client, or None when none does."""
         if self._version != self.store.version:
             self._resolved.clear()
             self._version = self.store.version
-        names = (user, client_id)
         if names not in self._resolved:
             found = None
             quotas = self.store.quotas
-            for entity, tags in candidates(user, client_id):
+            for entity, tags in self.find(*names):
                 value = quotas.get(entity, {}).get(self.key)
                 if value is not None:
                     found = (tags, value)
@@ -98,9 +110,9 @@ class QuotaManager:
             self._resolved[names] = found
         return self._resolved[names]
 
-    def record(self, user: str, client_id: str, value: float, now_ms: int) -> int:
+    def record(self, names: Names, value: float, now_ms: int) -> int:
         """Record ``value`` for the client; the throttle time (ms) it earned, 0 when within its quota."""
-        resolved = self.resolve(user, client_id)
+        resolved = self.resolve(*names)
         if resolved is None:
             return 0
         tags, quota = resolved
@@ -113,20 +125,22 @@ class QuotaManager:
             return 0
         return round((observed - quota) / quota * rate.window_size_ms(now_ms))
 
-    def unrecord(self, user: str, client_id: str, value: float, now_ms: int) -> None:
+    def unrecord(self, names: Names, value: float, now_ms: int) -> None:
         """Take back a recording whose data was not sent (a throttled Fetch answers empty)."""
-        resolved = self.resolve(user, client_id)
+        resolved = self.resolve(*names)
         if resolved is not None and resolved[0] in self.rates:
             self.rates[resolved[0]].record(-value, now_ms)
 
 
 class NodeQuotas:
-    """A node's three quota managers: produce bytes, fetch bytes, request time (percent of one thread)."""
+    """A node's quota managers: produce bytes, fetch bytes, request time (percent of one thread), new connections
+    per address."""
 
     def __init__(self, store: QuotaStore, count: int, window_ms: int) -> None:
         self.produce = QuotaManager(store, PRODUCE, count, window_ms)
         self.fetch = QuotaManager(store, FETCH, count, window_ms)
         self.request = QuotaManager(store, REQUEST, count, window_ms)
+        self.connections = QuotaManager(store, CONNECTIONS, count, window_ms, ip_candidates)
 
 
 class Quotas:
@@ -152,6 +166,6 @@ class Quotas:
         return managers
 
 
-def names(principal: str, client_id: str | None) -> tuple[str, str]:
+def names(principal: str, client_id: str | None) -> Names:
     """The quota user (the principal's name, without its type) and client id of a request."""
     return principal.partition(":")[2], client_id or ""

@@ -19,9 +19,10 @@ FORMAT_VERSION = 1
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
 ENTITY_TYPES = (USER, CLIENT_ID, IP)
 PRODUCE, FETCH, REQUEST = "producer_byte_rate", "consumer_byte_rate", "request_percentage"
+CONNECTIONS = "connection_creation_rate"
 # QuotaConfig's keys and their types: integral ones must be whole numbers.
 CLIENT_KEYS = {PRODUCE: "LONG", FETCH: "LONG", REQUEST: "DOUBLE", "controller_mutation_rate": "DOUBLE"}
-IP_KEYS = {"connection_creation_rate": "INT"}
+IP_KEYS = {CONNECTIONS: "INT"}
 INTEGRAL_LIMITS = {"SHORT": (2**15 - 1, "a SHORT"), "INT": (2**31 - 1, "an INT"), "LONG": (2**63 - 1, "a LONG")}
 MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY = 0, 1, 2
 
