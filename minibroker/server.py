@@ -6,7 +6,8 @@ pipelined requests are answered in request order. Reading pauses while too many 
 or the transport's write buffer is above its high-water mark, so a client that never reads its
 answers cannot grow our memory. Each connection belongs to one listener (its security protocol and
 advertised address) and, on SASL listeners, carries its authentication state. A connection with no
-traffic either way for ``connections.max.idle.ms`` is closed by the broker's idle sweep.
+traffic either way for ``connections.max.idle.ms`` is closed by the broker's idle sweep. A client over one of its
+quotas (minibroker.quotas) is muted: nothing more is read from it or served until its throttle time has passed.
 """
 
 from __future__ import annotations

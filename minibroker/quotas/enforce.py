@@ -4,9 +4,11 @@ Each request's client is named by its user (the principal's name) and client id;
 fetch bytes, request time) resolves to the most specific configured entity in Kafka's order (user and client id,
 user and default client id, user, default user and client id, default user and default client id, default user,
 client id, default client id). Clients that meet a default share nothing: each is measured on its own, as Kafka's
-metric tags keep the actual names. A rate is what Kafka's Rate measures: the total over ``quota.window.num`` samples
-of ``quota.window.size.seconds``, divided by the time they span (at least all but one full samples). A recording
-that takes the rate above the quota is throttled ``(rate - quota) / quota * window`` ms, all on the broker's clock.
+metric tags keep the actual names. New connections are measured per address against the address's
+``connection_creation_rate``, else the default IP's (Kafka's ConnectionQuotas). A rate is what Kafka's Rate
+measures: the total over ``quota.window.num`` samples of ``quota.window.size.seconds``, divided by the time they
+span (at least all but one full samples). A recording that takes the rate above the quota is throttled
+``(rate - quota) / quota * window`` ms, all on the broker's clock.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ INTEGRAL_LIMITS = {"SHORT": (2**15 - 1, "a SHORT"), "INT": (2**31 - 1, "an INT")
 MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY = 0, 1, 2
 
 Entity = tuple[tuple[str, str | None], ...]  # (type, name) pairs sorted by type; name None: the default
+Result = tuple[list[dict[str, Any]], ErrorCode, str | None]  # an AlterClientQuotas entry's entity, error, message
 
 
 class QuotaError(Exception):
@@ -35,6 +36,10 @@ class QuotaError(Exception):
     def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+def invalid(message: str) -> QuotaError:
+    return QuotaError(ErrorCode.INVALID_REQUEST, message)
 
 
 def entity_text(entity: Entity) -> str:
@@ -67,7 +72,7 @@ def check_entity(pairs: list[tuple[str, str | None]]) -> tuple[Entity, dict[str,
     seen: dict[str, str | None] = {}
     for entity_type, name in pairs:
         if entity_type in seen:
-            raise QuotaError(ErrorCode.INVALID_REQUEST, f"Invalid client quota entity, duplicate entity entry {entity_type}")
+            raise invalid(f"Invalid client quota entity, duplicate entity entry {entity_type}")
         if entity_type not in ENTITY_TYPES:
             raise QuotaError(ErrorCode.INVALID_REQUEST, f"Unhandled client quota entity type: {entity_type}")
         if name is not None and not name:
@@ -125,10 +130,10 @@ class QuotaStore:
             self._save()
         return had
 
-    def alter(self, entries: Iterable[dict[str, Any]], validate_only: bool) -> list[tuple[list[dict], ErrorCode, str | None]]:
+    def alter(self, entries: Iterable[dict[str, Any]], validate_only: bool) -> list[Result]:
         """Apply AlterClientQuotas' entries, each checked on its own as Kafka's controller checks it: per entry its
         request entity, error and message. Stored before returning (OSError when it cannot be)."""
-        results: list[tuple[list[dict], ErrorCode, str | None]] = []
+        results: list[Result] = []
         changes: dict[Entity, dict[str, float | None]] = {}
         for entry in entries:
             pairs = [(item["entity_type"], item["entity_name"]) for item in entry["entity"]]
@@ -179,21 +184,21 @@ class QuotaStore:
             if not entity_type:
                 raise QuotaError(ErrorCode.INVALID_REQUEST, "Invalid empty entity type.")
             if entity_type in exact or entity_type in any_name:
-                raise QuotaError(ErrorCode.INVALID_REQUEST, f"Entity type {entity_type} cannot appear more than once in the filter.")
+                raise invalid(f"Entity type {entity_type} cannot appear more than once in the filter.")
             if entity_type not in ENTITY_TYPES:
                 raise QuotaError(ErrorCode.UNSUPPORTED_VERSION, f"Unsupported entity type {entity_type}")
             match_type, match = component["match_type"], component["match"]
             if match_type == MATCH_EXACT:
                 if match is None:
-                    raise QuotaError(ErrorCode.INVALID_REQUEST, f"Request specified MATCH_TYPE_EXACT, but set match string to null.")
+                    raise invalid("Request specified MATCH_TYPE_EXACT, but set match string to null.")
                 exact[entity_type] = match
             elif match_type == MATCH_DEFAULT:
                 if match is not None:
-                    raise QuotaError(ErrorCode.INVALID_REQUEST, "Request specified MATCH_TYPE_DEFAULT, but also specified a match string.")
+                    raise invalid("Request specified MATCH_TYPE_DEFAULT, but also specified a match string.")
                 exact[entity_type] = None
             elif match_type == MATCH_ANY:
                 if match is not None:
-                    raise QuotaError(ErrorCode.INVALID_REQUEST, "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string.")
+                    raise invalid("Request specified MATCH_TYPE_SPECIFIED, but also specified a match string.")
                 any_name.add(entity_type)
             else:
                 raise QuotaError(ErrorCode.INVALID_REQUEST, f"Unknown match type {match_type}")
