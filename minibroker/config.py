@@ -7,7 +7,7 @@ properties file, environment (``KAFKA_*``, then ``MINIBROKER_*``), command line.
 
 Every Apache Kafka broker setting is known (``kafka_settings``, facts from Kafka's own definitions), in three
 kinds, as a Kafka configuration carries over: minibroker's fields and the broker synonyms of topic configs are
-applied; the rest (quorum, threads, socket buffers, quotas, ...) are checked as Kafka checks them and have no
+applied; the rest (quorum, threads, socket buffers, replication quotas, ...) are checked as Kafka checks them and have no
 effect in one process; names Kafka does not know get Kafka's warning and start-up goes on.
 """
 
@@ -325,7 +325,7 @@ class BrokerConfig(FrozenConfig):
         return items
 
     def ignored_settings(self) -> list[str]:
-        """Kafka settings that were given but mean nothing to one process (quorum, threads, quotas, ...)."""
+        """Kafka settings that were given but mean nothing to one process (quorum, threads, replication quotas, ...)."""
         from minibroker.groups.group_configs import BROKER_SETTINGS_READ
 
         applied = _BY_KAFKA_NAME.keys() | BROKER_SYNONYMS.keys() | ALIASES.keys() | BROKER_SETTINGS_READ | QUOTA_SETTINGS
