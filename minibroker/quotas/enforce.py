@@ -158,8 +158,10 @@ class Quotas:
         self.active = bool(store.quotas)
 
     def changed(self) -> None:
-        """The store changed (AlterClientQuotas, reset, restore)."""
+        """The store changed (AlterClientQuotas, reset, restore); with no quota left, so do the rates measured."""
         self.active = bool(self.store.quotas)
+        if not self.active:
+            self.nodes.clear()
 
     def node(self, node_id: int) -> NodeQuotas:
         managers = self.nodes.get(node_id)
