@@ -17,9 +17,13 @@ if TYPE_CHECKING:
     from minibroker.context import RequestContext
 
 PRODUCE_KEY, FETCH_KEY = 0, 1
-# KIP-219: from these versions the client waits out the throttle itself and the broker answers at once; below
-# them the broker holds the answer back for the throttle time. Every other API's lowest served version is past its.
-CLIENT_THROTTLES_FROM = {PRODUCE_KEY: 6, FETCH_KEY: 8}
+# KIP-219 (each response's shouldClientThrottle): from these versions the client waits out a throttle itself and the
+# broker answers at once; below them, and for every API not named here, the broker holds the answer back instead.
+CLIENT_THROTTLES_FROM = {
+    PRODUCE_KEY: 6, FETCH_KEY: 8, 2: 3, 3: 6, 8: 4, 9: 4, 10: 2, 11: 3, 12: 2, 13: 2, 14: 2, 15: 2, 16: 2, 18: 2, 19: 3,
+    20: 2, 21: 1, 22: 1, 24: 1, 25: 1, 26: 1, 28: 1, 29: 1, 30: 1, 31: 1, 32: 2, 33: 1, 34: 1, 35: 1, 37: 1, 42: 1,
+    43: 0, 44: 0, 45: 0, 46: 0, 47: 0, 50: 0, 51: 0, 75: 0,
+}
 
 
 def charge(ctx: RequestContext, request_size: int, cpu_seconds: float, answered: bool) -> int:
@@ -76,4 +80,5 @@ def connection_throttle(broker: Broker, node_id: int, address: str) -> int:
 
 
 def client_throttles(api_key: int, api_version: int) -> bool:
-    return api_version >= CLIENT_THROTTLES_FROM.get(api_key, 0)
+    first = CLIENT_THROTTLES_FROM.get(api_key)
+    return first is not None and api_version >= first
