@@ -123,6 +123,10 @@ def test_other_incompatibility_kinds():
     assert kinds(record(f("a", "int"), name="P"), record(f("a", "int"))) == ["NAME_MISMATCH"]
     assert kinds(record(f("a", "string")), record(f("a", ["null", "string"]))) == ["TYPE_MISMATCH"]
     assert kinds(record(f("a", ["null", "int"])), record(f("a", "string"))) == ["MISSING_UNION_BRANCH"]
+    assert check("BACKWARD", parse_avro(record(f("a", ["null", "int"]))),
+                 [parse_avro(record(f("a", ["null", "string"])))])[0].startswith(
+        "{errorType:'MISSING_UNION_BRANCH', description:'The new schema is missing a type inside a union field at "
+        "path '/fields/0/type/1' in the old schema', additionalInfo:'reader union lacking writer type: STRING'}")
     fixed = lambda n: record(f("h", {"type": "fixed", "name": "H", "size": n}))  # noqa: E731
     assert kinds(fixed(4), fixed(8)) == ["FIXED_SIZE_MISMATCH"]
 
@@ -143,7 +147,6 @@ INVALID = [
     ("no field type", '{"type": "record", "name": "R", "fields": [{"name": "a"}]}'),
     ("invalid record name", record(f("a", "int"), name="1User")),
     ("invalid field name", record(f("a-b", "int"))),
-    ("invalid namespace", record(f("a", "int"), namespace="com.-x")),
     ("named after a primitive", record(f("a", "int"), name="int")),
     ("duplicate field", record(f("a", "int"), f("a", "long"))),
     ("record redefined", record(f("a", {"type": "fixed", "name": "F", "size": 1}),
@@ -151,8 +154,13 @@ INVALID = [
     ("string default for int", record(f("a", "int", default="1"))),
     ("int default out of range", record(f("a", "int", default=2**31))),
     ("null default for string", record(f("a", "string", default=None))),
-    ("union default not the first branch", record(f("a", ["null", "int"], default=1))),
-    ("enum default for a missing symbol", record(f("c", COLOR, default="BLUE"))),
+    ("union default matching no branch", record(f("a", ["null", "int"], default="x"))),
+    ("enum default not a string", record(f("c", COLOR, default=1))),
+    ("double default not a number", record(f("d", "double", default="one"))),
+    ("a schema object's type must be a name", '{"type": {"type": "int"}}'),
+    ("record redefined differently", record(f("a", {"type": "fixed", "name": "F", "size": 1}),
+                                            f("b", {"type": "fixed", "name": "F", "size": 1, "doc": "x"}))),
+    ("unterminated comment", '"int" /* '),
     ("record default missing a field", record(f("n", {"type": "record", "name": "N", "fields": [f("x", "int")]},
                                                 default={}))),
     ("array default of the wrong items", record(f("a", {"type": "array", "items": "int"}, default=["x"]))),
@@ -190,6 +198,15 @@ VALID = [
         f("u", ["string", "null"], default="x"), f("c", COLOR, default="RED"),
     )),
     ("error type", '{"type": "error", "name": "Oops", "fields": []}'),
+    # Avro (1.12) accepts a union default matching any branch, and checks only that an enum default is a string.
+    ("union default of a later branch", record(f("a", ["null", "int"], default=1))),
+    ("enum field default not a symbol", record(f("c", COLOR, default="BLUE"))),
+    ("double defaults as Java strings", record(f("d", "double", default="NaN"), f("e", "float", default="1.5f"))),
+    ("field order in any case", record(f("a", "int", order="DESCENDING"))),
+    ("the same type defined twice alike", record(f("a", {"type": "fixed", "name": "F", "size": 1}),
+                                                 f("b", {"type": "fixed", "name": "F", "size": 1}))),
+    ("comments, which Avro's JSON parser allows", '/* a comment */ {"type": "int" // another\n}'),
+    ("a name that is a type's name in a namespace", record(f("a", "int"), name="n.record")),
 ]
 
 
@@ -245,6 +262,19 @@ def test_canonical_writes_namespaces_as_avro_does():
     assert '{"type":"record","name":"S","namespace":"","fields":[]}' in nested.canonical
 
 
+def test_canonical_names_of_types_that_shadow_type_names_stay_qualified():
+    schema = parse_avro('{"type":"record","name":"n.record","fields":[{"name":"next","type":["null","record"]}]}')
+    assert schema.canonical == (
+        '{"type":"record","name":"record","namespace":"n","fields":[{"name":"next","type":["null","n.record"]}]}'
+    )
+
+
+def test_double_defaults_given_as_strings_print_as_numbers():
+    schema = parse_avro(record(f("d", "double", default="2.5"), f("n", "double", default="NaN")))
+    assert '"default":2.5}' in schema.canonical
+    assert '"default":"NaN"}' in schema.canonical
+
+
 def test_canonical_numbers_and_strings_as_jackson_writes_them():
     schema = parse_avro(record(f("big", "double", default=1e10), f("small", "double", default=0.0001),
                                f("s", "string", default="é\u0001")))
@@ -278,6 +308,15 @@ def test_references_define_types_the_schema_uses():
     moved = parse_avro(text, {"com.acme.Address": changed.text})
     assert check("BACKWARD", moved, [user]) != []
     assert check("BACKWARD", user, [user]) == []
+
+
+def test_only_a_references_own_name_is_written_by_name():
+    """Confluent passes Avro the referenced schemas themselves: types nested in them are written out in full."""
+    outer = '{"type":"record","name":"Outer","fields":[{"name":"k","type":{"type":"enum","name":"K","symbols":["A"]}}]}'
+    schema = parse_avro('{"type":"record","name":"R","fields":[{"name":"o","type":"Outer"},{"name":"k","type":"K"}]}',
+                        {"Outer": outer})
+    assert schema.canonical == ('{"type":"record","name":"R","fields":[{"name":"o","type":"Outer"},'
+                                '{"name":"k","type":{"type":"enum","name":"K","symbols":["A"]}}]}')
 
 
 def test_references_may_build_on_each_other():

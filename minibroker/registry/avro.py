@@ -10,6 +10,8 @@ form, and validating what Java Avro rejects takes only this module.
 from __future__ import annotations
 
 import json
+import math
+import re
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any, Mapping
@@ -103,18 +105,48 @@ class AvroSchema:
 def parse_avro(text: str, references: Mapping[str, str] | None = None) -> AvroSchema:
     """Parse `text`; `references` maps referenced names to their schema texts, in dependency order."""
     names: dict[str, Schema] = {}
+    referenced = set()
     for ref_text in (references or {}).values():
-        _Parser(names).parse(_load(ref_text), None)
-    referenced = frozenset(names)
+        ref = _Parser(names).parse(_load(ref_text), None)
+        if ref.fullname:
+            referenced.add(ref.fullname)
     root = _Parser(names).parse(_load(text), None)
-    return AvroSchema(root, text, referenced)
+    return AvroSchema(root, text, frozenset(referenced))
 
 
 def _load(text: str) -> Any:
+    """JSON as Avro's Jackson parser reads it: comments allowed, NaN and Infinity not."""
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(_strip_comments(text) if "/" in text else text, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as e:
         raise InvalidSchemaError(f"Invalid schema: {e}") from None
+
+
+def _strip_comments(text: str) -> str:
+    """Drop // and /* */ comments outside strings."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i:j + 1])
+            i = j + 1
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            if end < 0:
+                raise ValueError("unterminated comment")
+            out.append(" ")
+            i = end + 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
 
 
 def _reject_constant(name: str) -> Any:
@@ -150,8 +182,6 @@ class _Parser:
         if not isinstance(node, dict):
             raise InvalidSchemaError(f"No type: {json.dumps(node)}")
         kind = node.get("type")
-        if isinstance(kind, (dict, list)):
-            return self.parse(kind, space)
         if not isinstance(kind, str):
             raise InvalidSchemaError(f"No type: {json.dumps(node)}")
         props = {k: v for k, v in node.items() if k not in _SCHEMA_RESERVED and not (kind == "enum" and k == "default")}
@@ -190,15 +220,11 @@ class _Parser:
         if not isinstance(name, str):
             raise InvalidSchemaError(f"No name in schema: {json.dumps(node)}")
         explicit = node.get("namespace")
-        if explicit is not None and not isinstance(explicit, str):
-            raise InvalidSchemaError(f"Invalid namespace: {json.dumps(explicit)}")
-        fullname = _full_name(name, explicit if explicit is not None else space)
-        for part in fullname.split("."):
-            _check_name(part)
-        if fullname.rpartition(".")[2] in PRIMITIVES:
+        fullname = _full_name(name, explicit if isinstance(explicit, str) else space)
+        _check_name(fullname.rpartition(".")[2])
+        if fullname in PRIMITIVES:
             raise InvalidSchemaError(f"Schemas may not be named after primitives: {fullname}")
-        if fullname in self.names:
-            raise InvalidSchemaError(f"Can't redefine: {fullname}")
+        earlier = self.names.get(fullname)
         own_space = fullname.rpartition(".")[0] or None
         doc = node.get("doc")
         schema = Schema(
@@ -206,7 +232,7 @@ class _Parser:
             props,
             fullname=fullname,
             doc=doc if isinstance(doc, str) else None,
-            aliases=tuple(_full_name(a, own_space) for a in _aliases(node)),
+            aliases=tuple(dict.fromkeys(_full_name(a, own_space) for a in _aliases(node))),
             is_error=kind == "error",
         )
         if kind == "fixed":
@@ -217,12 +243,19 @@ class _Parser:
         elif kind == "enum":
             schema.symbols = self._symbols(node)
             default = node.get("default")
+            if default is not None and not isinstance(default, str):
+                default = None
             if default is not None and default not in schema.symbols:
                 raise InvalidSchemaError(f"The Enum Default: {default} is not in the enum symbol set: {list(schema.symbols)}")
             schema.enum_default = default
-        self.names[fullname] = schema  # before the fields: a record may refer to itself
+        if earlier is None:
+            self.names[fullname] = schema  # before the fields: a record may refer to itself
         if kind in ("record", "error"):
             schema.fields = self._fields(node, own_space, fullname)
+        if earlier is not None:
+            if _printed(earlier) != _printed(schema):
+                raise InvalidSchemaError(f"Can't redefine: {fullname}")
+            return earlier
         return schema
 
     @staticmethod
@@ -251,16 +284,19 @@ class _Parser:
                 raise InvalidSchemaError(f"No field type: {json.dumps(f)}")
             ftype = self.parse(f["type"], space)
             order = f.get("order", "ascending")
-            if order not in ORDERS:
-                raise InvalidSchemaError(f"No enum constant for field order: {order}")
+            if not isinstance(order, str) or order.lower() not in ORDERS:
+                raise InvalidSchemaError(f"No enum constant for field order: {json.dumps(order)}")
             default = f.get("default", NO_DEFAULT)
+            if isinstance(default, str) and ftype.type in ("float", "double"):
+                default = _parse_double(name, default)
             if default is not NO_DEFAULT and not _valid_default(ftype, default):
                 raise InvalidSchemaError(f"Invalid default for field {name}: {json.dumps(default)} not a {_brief(ftype)}")
             if any(existing.name == name for existing in fields):
                 raise InvalidSchemaError(f"Duplicate field {name} in record {record}")
             doc = f.get("doc")
             fields.append(Field(
-                name, ftype, doc if isinstance(doc, str) else None, default, order, tuple(_aliases(f)),
+                name, ftype, doc if isinstance(doc, str) else None, default, order.lower(),
+                tuple(dict.fromkeys(_aliases(f))),
                 {k: v for k, v in f.items() if k not in _FIELD_RESERVED},
             ))
         return fields
@@ -279,6 +315,23 @@ def _aliases(node: dict) -> list[str]:
     return aliases
 
 
+_JAVA_DOUBLE = re.compile(r"[+-]?(NaN|Infinity|(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[fFdD]?)")
+
+
+def _parse_double(field_name: str, text: str) -> float:
+    """Avro reads a float or double default given as a string with Java's `Double.parseDouble`."""
+    stripped = text.strip()
+    if not _JAVA_DOUBLE.fullmatch(stripped):
+        raise InvalidSchemaError(f"Invalid default for field {field_name}: {json.dumps(text)}")
+    return float(stripped.rstrip("fFdD").replace("Infinity", "inf"))
+
+
+def _printed(schema: Schema) -> str:
+    out: list[str] = []
+    _write(schema, None, set(), out)
+    return "".join(out)
+
+
 def _brief(schema: Schema) -> str:
     return json.dumps(schema.fullname) if schema.fullname else json.dumps(schema.type)
 
@@ -288,7 +341,7 @@ def _is_int(v: Any) -> bool:
 
 
 def _valid_default(schema: Schema, value: Any) -> bool:
-    """Avro's `Schema.isValidDefault`: a union's default matches its first branch."""
+    """Avro's `Schema.isValidDefault`: an enum's default need only be a string; a union's may match any branch."""
     t = schema.type
     if t == "null":
         return value is None
@@ -300,16 +353,14 @@ def _valid_default(schema: Schema, value: Any) -> bool:
         return _is_int(value) and -(2**63) <= value < 2**63
     if t in ("float", "double"):
         return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if t in ("bytes", "string", "fixed"):
+    if t in ("bytes", "string", "fixed", "enum"):
         return isinstance(value, str)
-    if t == "enum":
-        return isinstance(value, str) and value in schema.symbols
     if t == "array":
         return isinstance(value, list) and all(_valid_default(schema.items, v) for v in value)
     if t == "map":
         return isinstance(value, dict) and all(_valid_default(schema.items, v) for v in value.values())
     if t == "union":
-        return bool(schema.branches) and _valid_default(schema.branches[0], value)
+        return any(_valid_default(b, value) for b in schema.branches)
     if t == "record":
         return isinstance(value, dict) and all(
             _valid_default(f.type, value[f.name]) if f.name in value else f.has_default for f in schema.fields
@@ -331,7 +382,7 @@ def _json(value: Any) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        return _java_double(value)
+        return _java_double(value) if math.isfinite(value) else f'"{_NON_FINITE[repr(value)]}"'
     if isinstance(value, str):
         return _string(value)
     if isinstance(value, list):
@@ -347,6 +398,9 @@ def _string(s: str) -> str:
     return parts[0] + "".join("\\u" + p[:4].upper() + p[4:] for p in parts[1:])
 
 
+_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
 def _java_double(x: float) -> str:
     """Java's `Double.toString`: plain between 1e-3 and 1e7, else d.dddE±n."""
     if x == 0:
@@ -359,9 +413,13 @@ def _java_double(x: float) -> str:
     return ("-" if sign else "") + f"{mantissa}E{len(text) - 1 + exponent}"
 
 
+_TYPE_NAMES = set(PRIMITIVES) | {"record", "enum", "array", "map", "union", "fixed"}
+
+
 def _qualified(fullname: str, space: str | None) -> str:
+    """Avro's `Name.getQualified`: the short name only within its own namespace, and never for a type's name."""
     ns, _, name = fullname.rpartition(".")
-    return name if not ns or ns == space else fullname
+    return name if not ns or (ns == space and name not in _TYPE_NAMES) else fullname
 
 
 def _props(props: dict[str, Any], out: list[str]) -> None:

@@ -115,25 +115,35 @@ class _Resolver:
             if rt == "map":
                 return self._at("values", reader.items, writer.items, path)
             if rt == "union":
-                return self._writer_branches(reader, writer, path)
+                return self._union_branches(reader, writer, path)
             if rt in ("fixed", "enum", "record"):
-                if not _names_match(reader, writer):
-                    return [Incompatibility("NAME_MISMATCH", _location(path + ["name"]), f"expected: {writer.fullname}")]
+                found = [] if _names_match(reader, writer) else [
+                    Incompatibility("NAME_MISMATCH", _location(path + ["name"]), f"expected: {writer.fullname}")
+                ]
                 if rt == "fixed":
-                    return self._fixed(reader, writer, path)
+                    return found + self._fixed(reader, writer, path)
                 if rt == "enum":
-                    return self._enum(reader, writer, path)
-                return self._record(reader, writer, path)
+                    return found + self._enum(reader, writer, path)
+                return found + self._record(reader, writer, path)
             return []
         if wt == "union":
             return self._writer_branches(reader, writer, path)
         if wt in _PROMOTIONS.get(rt, ()):
             return []
         if rt == "union":
-            if any(not self.check(branch, writer, path) for branch in reader.branches):
+            if any(not self.check(branch, writer, []) for branch in reader.branches):
                 return []
             return [Incompatibility("MISSING_UNION_BRANCH", _location(path), f"reader union lacking writer type: {wt.upper()}")]
         return [_type_mismatch(reader, writer, path)]
+
+    def _union_branches(self, reader: Schema, writer: Schema, path: list[str]) -> list[Incompatibility]:
+        """Both unions: each writer branch must resolve in the reader; Avro reports only the branch, not why."""
+        return [
+            Incompatibility("MISSING_UNION_BRANCH", _location(path + [str(i)]),
+                            f"reader union lacking writer type: {branch.type.upper()}")
+            for i, branch in enumerate(writer.branches)
+            if self.check(reader, branch, [])
+        ]
 
     def _writer_branches(self, reader: Schema, writer: Schema, path: list[str]) -> list[Incompatibility]:
         found: list[Incompatibility] = []
