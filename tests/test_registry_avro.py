@@ -294,6 +294,33 @@ def test_normalized_sorts_properties_and_aliases_and_qualifies_names():
     assert '"aliases":["n.X","n.Y"],"a":2,"b":1}' in a.normalized
 
 
+def test_normalize_gives_the_schema_the_registry_keeps():
+    a = parse_avro('{"type":"record","name":"R","namespace":"n","aliases":["Y","X"],"b":1,"a":2,'
+                   '"fields":[{"name":"f","type":"int","aliases":["q","p"],"order":"ascending"}]}')
+    b = parse_avro('{"a":2,"b":1,"fields":[{"aliases":["p","q"],"type":"int","name":"f"}],"aliases":["X","Y"],'
+                   '"type":"record","name":"n.R"}')
+    assert a.canonical != b.canonical
+    assert a.normalize().canonical == b.normalize().canonical == (
+        '{"type":"record","name":"R","namespace":"n","fields":[{"name":"f","type":"int","aliases":["p","q"]}],'
+        '"a":2,"b":1,"aliases":["X","Y"]}'
+    )
+
+
+def test_normalize_keeps_references():
+    address = '{"type":"record","name":"Address","namespace":"com.acme","fields":[{"name":"city","type":"string"}]}'
+    user = parse_avro('{"type":"record","name":"User","namespace":"com.acme","fields":[{"name":"home","type":"Address"}]}',
+                      {"com.acme.Address": address})
+    assert user.normalize().canonical == user.canonical
+
+
+def test_a_field_matching_two_writer_fields_is_reported_as_confluent_does():
+    old = parse_avro(record(f("a", "int"), f("b", "int")))
+    new = parse_avro(record(f("a", "int", aliases=["b"])))
+    messages = check("BACKWARD", new, [old])
+    assert messages[0].startswith("Unexpected exception during compatibility check: Reader record field a type:INT pos:0")
+    assert check("FORWARD", new, [old]) != []
+
+
 def test_references_define_types_the_schema_uses():
     address = '{"type":"record","name":"Address","namespace":"com.acme","fields":[{"name":"city","type":"string"}]}'
     text = '{"type":"record","name":"User","namespace":"com.acme","fields":[{"name":"home","type":"Address"}]}'

@@ -77,10 +77,12 @@ class Schema:
 
 @dataclass(eq=False)
 class AvroSchema:
-    """A registered or proposed schema: its root, the text it came from and the names its references define."""
+    """A registered or proposed schema: its root, the text it came from, the texts of its references and the
+    names they define at their top level."""
 
     root: Schema
     text: str
+    references: Mapping[str, str] = field(default_factory=dict)
     referenced: frozenset[str] = frozenset()
     version: int | None = None  # the subject version, for the "{oldSchemaVersion: n}" line of incompatibilities
 
@@ -95,8 +97,13 @@ class AvroSchema:
     def normalized(self) -> str:
         """Confluent's normalized form (`?normalize=true`): sorted properties and aliases, names fully qualified."""
         out: list[str] = []
-        _write_normalized(self.root, {name: json.dumps(name) for name in self.referenced}, out)
+        _write_normalized(self.root, {name: _string(name) for name in self.referenced}, out)
         return "".join(out)
+
+    def normalize(self) -> AvroSchema:
+        """Confluent's `AvroSchema.normalize()`: the schema parsed back from its normalized form, so that its
+        `canonical` is the string the registry keeps and compares when asked to normalize."""
+        return parse_avro(self.normalized, self.references)
 
     def with_version(self, version: int) -> AvroSchema:
         return replace(self, version=version)
@@ -111,7 +118,7 @@ def parse_avro(text: str, references: Mapping[str, str] | None = None) -> AvroSc
         if ref.fullname:
             referenced.add(ref.fullname)
     root = _Parser(names).parse(_load(text), None)
-    return AvroSchema(root, text, frozenset(referenced))
+    return AvroSchema(root, text, dict(references or {}), frozenset(referenced))
 
 
 def _load(text: str) -> Any:
@@ -163,9 +170,10 @@ def _check_name(name: str) -> None:
 
 
 def _full_name(name: str, space: str | None) -> str:
-    if "." in name or not space:
-        return name
-    return f"{space}.{name}"
+    """Avro's `Name`: a dotted name carries its own namespace, and an empty namespace is none."""
+    if "." in name:
+        space, _, name = name.rpartition(".")
+    return f"{space}.{name}" if space else name
 
 
 class _Parser:
@@ -237,7 +245,7 @@ class _Parser:
         )
         if kind == "fixed":
             size = node.get("size")
-            if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            if not _is_int(size) or not 0 <= size < 2**31:
                 raise InvalidSchemaError(f"Invalid or no size: {json.dumps(node)}")
             schema.size = size
         elif kind == "enum":
@@ -253,7 +261,7 @@ class _Parser:
         if kind in ("record", "error"):
             schema.fields = self._fields(node, own_space, fullname)
         if earlier is not None:
-            if _printed(earlier) != _printed(schema):
+            if to_json(earlier) != to_json(schema):
                 raise InvalidSchemaError(f"Can't redefine: {fullname}")
             return earlier
         return schema
@@ -326,7 +334,8 @@ def _parse_double(field_name: str, text: str) -> float:
     return float(stripped.rstrip("fFdD").replace("Infinity", "inf"))
 
 
-def _printed(schema: Schema) -> str:
+def to_json(schema: Schema) -> str:
+    """A node printed as Avro Java's `Schema.toString()` prints it, every named type in full."""
     out: list[str] = []
     _write(schema, None, set(), out)
     return "".join(out)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from minibroker.registry.avro import AvroSchema, Schema
+from minibroker.registry.avro import AvroSchema, Schema, to_json
 
 LEVELS = (
     "NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE",
@@ -69,11 +69,10 @@ def check(level: str, new: AvroSchema, previous: list[AvroSchema]) -> list[str]:
 def _check_one(mode: str, new: AvroSchema, old: AvroSchema) -> list[str]:
     """Confluent's strategies: canRead (BACKWARD), canBeRead (FORWARD), mutualRead (FULL)."""
     if mode == "BACKWARD":
-        return _with_old(old, [i.describe("new", "old") for i in incompatibilities(new.root, old.root)])
+        return _with_old(old, _backward(new, old, "new", "old"))
     if mode == "FORWARD":
-        return _with_old(old, [i.describe("old", "new") for i in incompatibilities(old.root, new.root)])
-    forward = [i.describe("old", "new") for i in incompatibilities(old.root, new.root)]
-    return forward + _with_old(old, [i.describe("new", "old") for i in incompatibilities(new.root, old.root)])
+        return _with_old(old, _backward(old, new, "old", "new"))
+    return _backward(old, new, "old", "new") + _with_old(old, _backward(new, old, "new", "old"))
 
 
 def _with_old(old: AvroSchema, messages: list[str]) -> list[str]:
@@ -82,6 +81,15 @@ def _with_old(old: AvroSchema, messages: list[str]) -> list[str]:
     if old.version is not None:
         messages.append(f"{{oldSchemaVersion: {old.version}}}")
     return messages + [f"{{oldSchema: '{old.canonical}'}}"]
+
+
+def _backward(reader: AvroSchema, writer: AvroSchema, reader_word: str, writer_word: str) -> list[str]:
+    """Confluent's `AvroSchema.isBackwardCompatible`, worded for this direction."""
+    try:
+        found = incompatibilities(reader.root, writer.root)
+    except _AmbiguousField as e:
+        return [f"Unexpected exception during compatibility check: {e}"]
+    return [i.describe(reader_word, writer_word) for i in found]
 
 
 def incompatibilities(reader: Schema, writer: Schema) -> list[Incompatibility]:
@@ -169,9 +177,13 @@ class _Resolver:
         found: list[Incompatibility] = []
         for pos, rf in enumerate(reader.fields):
             at = path + ["fields", str(pos)]
-            wf = writer.field_named(rf.name) or next(
-                (w for w in map(writer.field_named, rf.aliases) if w is not None), None
-            )
+            matches = [w for w in map(writer.field_named, (rf.name, *rf.aliases)) if w is not None]
+            if len(matches) > 1:
+                raise _AmbiguousField(
+                    f"Reader record field {rf.name} type:{rf.type.type.upper()} pos:{pos} matches multiple fields "
+                    f"in writer record schema {to_json(writer)}"
+                )
+            wf = matches[0] if matches else None
             if wf is not None:
                 found += self._at("type", rf.type, wf.type, at)
             elif rf.has_default:
@@ -181,6 +193,10 @@ class _Resolver:
             else:
                 found.append(Incompatibility("READER_FIELD_MISSING_DEFAULT_VALUE", _location(at), rf.name))
         return found
+
+
+class _AmbiguousField(Exception):
+    """A reader field that names, directly or by alias, more than one writer field (Avro throws)."""
 
 
 def _names_match(reader: Schema, writer: Schema) -> bool:
