@@ -306,6 +306,17 @@ def test_normalize_gives_the_schema_the_registry_keeps():
     )
 
 
+def test_normalize_puts_a_valid_logical_types_attributes_first():
+    a = parse_avro('{"type":"bytes","scale":2,"x":1,"precision":4,"logicalType":"decimal"}')
+    b = parse_avro('{"logicalType":"decimal","x":1,"type":"bytes","precision":4,"scale":2}')
+    assert a.canonical != b.canonical
+    assert a.normalize().canonical == b.normalize().canonical == (
+        '{"type":"bytes","logicalType":"decimal","precision":4,"scale":2,"x":1}'
+    )
+    invalid = parse_avro('{"type":"bytes","x":1,"logicalType":"decimal"}')
+    assert invalid.normalize().canonical == '{"type":"bytes","logicalType":"decimal","x":1}'
+
+
 def test_normalize_keeps_references():
     address = '{"type":"record","name":"Address","namespace":"com.acme","fields":[{"name":"city","type":"string"}]}'
     user = parse_avro('{"type":"record","name":"User","namespace":"com.acme","fields":[{"name":"home","type":"Address"}]}',

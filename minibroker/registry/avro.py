@@ -514,6 +514,7 @@ _LOGICAL = {
     "local-timestamp-micros": ("long",),
     "local-timestamp-nanos": ("long",),
     "duration": ("fixed",),
+    "big-decimal": ("bytes",),
 }
 
 
@@ -535,20 +536,19 @@ def _logical(s: Schema) -> str | None:
     return lt
 
 
-def _logical_props(s: Schema, lt: str, out: list[str]) -> set[str]:
+def _logical_props(s: Schema, lt: str, out: list[str]) -> None:
+    """The logical type's attributes first; Confluent then writes every property again, these included, and a
+    JSON reader keeps a repeated key where it first appeared with its last value, as Jackson does."""
     out.append(f',"logicalType":"{lt}"')
-    if lt != "decimal":
-        return {"logicalType"}
-    out.append(f',"precision":{s.props["precision"]}')
-    if s.props.get("scale", 0):
-        out.append(f',"scale":{s.props["scale"]}')
-    return {"logicalType", "precision", "scale"}
+    if lt == "decimal":
+        out.append(f',"precision":{s.props["precision"]}')
+        if s.props.get("scale", 0):
+            out.append(f',"scale":{s.props["scale"]}')
 
 
-def _sorted_props(props: dict[str, Any], out: list[str], skip: set[str] = frozenset()) -> None:
+def _sorted_props(props: dict[str, Any], out: list[str]) -> None:
     for k in sorted(props):
-        if k not in skip:
-            out.append(f",{_string(k)}:{_json(props[k])}")
+        out.append(f",{_string(k)}:{_json(props[k])}")
 
 
 def _write_normalized(s: Schema, env: dict[str, str], out: list[str]) -> None:
@@ -571,7 +571,8 @@ def _write_normalized(s: Schema, env: dict[str, str], out: list[str]) -> None:
     elif t in PRIMITIVES:
         if lt is not None:
             out.append(f'{{"type":"{t}"')
-            _sorted_props(s.props, out, _logical_props(s, lt, out))
+            _logical_props(s, lt, out)
+            _sorted_props(s.props, out)
             out.append("}")
         elif s.props:
             out.append(f'{{"type":"{t}"')
@@ -584,13 +585,12 @@ def _write_normalized(s: Schema, env: dict[str, str], out: list[str]) -> None:
     else:
         env[s.fullname] = _string(s.fullname)
         out.append(f'{{"name":{env[s.fullname]},"type":"{t}"')
-        skip: set[str] = set()
         if t == "enum":
             out.append(f',"symbols":{_json(list(s.symbols))}')
         elif t == "fixed":
             out.append(f',"size":{s.size}')
             if lt is not None:
-                skip = _logical_props(s, lt, out)
+                _logical_props(s, lt, out)
         else:
             out.append(',"fields":[')
             for i, f in enumerate(s.fields):
@@ -612,5 +612,5 @@ def _write_normalized(s: Schema, env: dict[str, str], out: list[str]) -> None:
             out.append(f',"aliases":{_json(sorted(set(s.aliases)))}')
         if t == "enum" and s.enum_default is not None:
             out.append(f',"default":{_string(s.enum_default)}')
-        _sorted_props(s.props, out, skip)
+        _sorted_props(s.props, out)
         out.append("}")
