@@ -1,0 +1,1 @@
+"""Schema registry speaking Confluent Schema Registry's REST API (issue 30)."""
