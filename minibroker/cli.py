@@ -210,6 +210,11 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "control.port)",
     )
     parser.add_argument(
+        "--schema-registry-port", type=int, metavar="PORT",
+        help="serve a schema registry (Confluent Schema Registry's REST API, AVRO) on PORT, on loopback (0: a free "
+        "port; the setting schema.registry.port)",
+    )
+    parser.add_argument(
         "--inspect", type=int, metavar="PORT",
         help="serve the web inspector, read-only, on PORT on loopback: the control listener with control.read.only "
         "(0: a free port; with --control-port, the inspector is on that listener and may change things)",
@@ -332,6 +337,8 @@ def flag_settings(args: argparse.Namespace) -> dict[str, str]:
         items["nodes"] = str(args.nodes)
     if args.control_port is not None:
         items["control.port"] = str(args.control_port)
+    if args.schema_registry_port is not None:
+        items["schema.registry.port"] = str(args.schema_registry_port)
     elif args.inspect is not None:
         items["control.port"] = str(args.inspect)
         items["control.read.only"] = "true"
