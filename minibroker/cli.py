@@ -138,6 +138,11 @@ def add_dump_command(commands: argparse._SubParsersAction, width: int) -> None:
         "--share-group-state-decoder", dest="decoder", action="store_const", const="share-group-state",
         help="decode records as __share_group_state snapshots and updates (implies --print-data)",
     )
+    decoders.add_argument(
+        "--schemas-decoder", dest="decoder", action="store_const", const="schemas",
+        help="decode records as a schema registry's _schemas records (Confluent's JSON keys and values; automatic "
+        "for _schemas-N)",
+    )
     dump.add_argument("--json", action="store_true", help="one JSON object per batch, for scripts")
 
 

@@ -240,3 +240,26 @@ def test_a_restart_keeps_subjects_versions_ids_configs_and_soft_deletes(tmp_path
     keys = [json.loads(record["key"]) for batch in records["batches"] for record in batch["records"]]
     assert {"keytype": "SCHEMA", "subject": "kept", "version": 1, "magic": 1} in keys
     assert {"keytype": "CONFIG", "subject": None, "magic": 0} in keys
+
+
+def test_dump_decodes_the_schemas_topic(tmp_path: Path) -> None:
+    import io
+
+    from minibroker.dump import dump_paths
+
+    with Broker(schema_registry=True, data_dir=tmp_path) as broker:
+        url = broker.schema_registry_url
+        call(url, "POST", "/subjects/s/versions", {"schema": V1})
+        call(url, "DELETE", "/subjects/s")
+        call(url, "DELETE", "/subjects/s?permanent=true")
+    out, err = io.StringIO(), io.StringIO()
+    assert dump_paths([tmp_path / "_schemas-0"], print_data=False, decoder_name=None, as_json=True, out=out, err=err) == 0
+    decoded = [record["decoded"] for line in out.getvalue().splitlines() for record in json.loads(line)["records"]]
+    assert decoded[0]["key"] == {"keytype": "SCHEMA", "subject": "s", "version": 1, "magic": 1}
+    assert decoded[0]["value"]["id"] == 1 and decoded[0]["value"]["deleted"] is False
+    assert decoded[1] == {"key": {"keytype": "DELETE_SUBJECT", "subject": "s", "magic": 0},
+                          "value": {"subject": "s", "version": 1}}
+    assert {"key": {"keytype": "SCHEMA", "subject": "s", "version": 1, "magic": 1}, "value": None} in decoded
+    text = io.StringIO()
+    dump_paths([tmp_path / "_schemas-0"], print_data=False, decoder_name=None, as_json=False, out=text, err=err)
+    assert 'key: {"keytype":"SCHEMA","subject":"s","version":1,"magic":1} payload: <DELETE>' in text.getvalue()
