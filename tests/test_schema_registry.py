@@ -263,3 +263,41 @@ def test_dump_decodes_the_schemas_topic(tmp_path: Path) -> None:
     text = io.StringIO()
     dump_paths([tmp_path / "_schemas-0"], print_data=False, decoder_name=None, as_json=False, out=text, err=err)
     assert 'key: {"keytype":"SCHEMA","subject":"s","version":1,"magic":1} payload: <DELETE>' in text.getvalue()
+
+
+def test_the_command_line_flag_names_the_setting() -> None:
+    from minibroker.cli import build_parser, flag_settings, with_default_command
+
+    args = build_parser().parse_args(with_default_command(["serve", "--schema-registry-port", "8081"]))
+    assert flag_settings(args)["schema.registry.port"] == "8081"
+
+
+def test_the_control_api_shows_the_registrys_url() -> None:
+    from minibroker.control_client import ControlClient
+
+    with Broker(control=True, schema_registry=True) as broker:
+        assert ControlClient(broker.control_url).health()["schema_registry_url"] == broker.schema_registry_url
+    with Broker(control=True) as broker:
+        assert ControlClient(broker.control_url).health()["schema_registry_url"] is None
+        with pytest.raises(RuntimeError):
+            broker.schema_registry_url
+
+
+def test_a_broker_process_keeps_its_schemas_across_a_crash(tmp_path: Path) -> None:
+    import re
+
+    from tests.brokerproc import BrokerProcess
+
+    process = BrokerProcess(tmp_path / "data", "schema.registry.port=0")
+    try:
+        process.start()
+        url = re.findall(r"schema registry on (http://\S+)", process.log_path.read_text())[-1]
+        assert call(url, "POST", "/subjects/s/versions", {"schema": V1}) == (200, {"id": 1})
+        call(url, "PUT", "/config/s", {"compatibility": "FULL"})
+        process.kill()
+        process.start()
+        url = re.findall(r"schema registry on (http://\S+)", process.log_path.read_text())[-1]
+        assert call(url, "GET", "/subjects/s/versions/1")[1]["id"] == 1
+        assert call(url, "GET", "/config/s") == (200, {"compatibilityLevel": "FULL"})
+    finally:
+        process.stop()
