@@ -700,7 +700,7 @@ class Broker:
         if self._control is not None:
             self._control.close()
         if self.schema_registry is not None:
-            self.schema_registry.close()
+            await self.schema_registry.stop()
         if self.faults is not None:
             self.faults.clear()  # stalled requests are answered, so they do not hold up the shutdown
         for server in self._servers:

@@ -48,6 +48,7 @@ class SchemaRegistry:
             broker, r.SCHEMAS_TOPIC, 1, min(KAFKA_INTERNAL_REPLICATION_FACTOR, len(broker.node_ids)), self.flushes,
         )
         self._server: asyncio.base_events.Server | None = None
+        self._connections: dict[asyncio.StreamWriter, asyncio.Task[None]] = {}  # open connections, ended by ``stop``
         self.address: tuple[str, int] | None = None
 
     def load(self) -> None:
@@ -81,12 +82,22 @@ class SchemaRegistry:
         self._server = await asyncio.start_server(self._serve, host, port, limit=64 * 1024)
         self.address = self._server.sockets[0].getsockname()[:2]
 
-    def close(self) -> None:
+    async def stop(self) -> None:
+        """Stop listening and end the open keep-alive connections: each one's loop sees the end of its stream and
+        returns before the broker's event loop goes."""
         if self._server is not None:
             self._server.close()
+        tasks = list(self._connections.values())
+        for writer in list(self._connections):
+            writer.close()
+        if tasks:
+            await asyncio.wait(tasks, timeout=1.0)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Requests one after another until the client closes, asks to close, or sends what cannot be read."""
+        task = asyncio.current_task()
+        if task is not None:
+            self._connections[writer] = task
         try:
             while True:
                 try:
@@ -112,4 +123,5 @@ class SchemaRegistry:
         except (ConnectionError, OSError):
             pass
         finally:
+            self._connections.pop(writer, None)
             writer.close()
