@@ -11,6 +11,8 @@ from typing import Any
 
 from minibroker.control_http import HttpRequest, RawBody
 from minibroker.registry import records as r
+# The one line the merge switches to minibroker.registry.avro (AvroSchema, InvalidSchemaError, parse_avro) and
+# minibroker.registry.compatibility (check).
 from minibroker.registry.avro_standin import AvroSchema, InvalidSchemaError, check, parse_avro
 from minibroker.registry.state import RegistryState, Version, schema_identity
 
@@ -196,7 +198,8 @@ class RegistryApi:
             parsed = self._parsed[identity] = self._parse(version.schema_type, version.schema, version.references)
         return parsed
 
-    def _request_schema(self, body: dict[str, Any]) -> tuple[str, list[r.Json], AvroSchema]:
+    def _request_schema(self, request: HttpRequest, body: dict[str, Any]) -> tuple[str, list[r.Json], AvroSchema]:
+        """The request's schema parsed (``?normalize=true``: in Confluent's normalized form, which is then kept)."""
         text = body.get("schema")
         if not isinstance(text, str) or not text.strip():
             raise invalid_schema("Empty schema")
@@ -204,7 +207,8 @@ class RegistryApi:
         references = body.get("references") or []
         if not isinstance(schema_type, str) or not isinstance(references, list):
             raise invalid_schema("schemaType must be a string and references a list")
-        return schema_type, references, self._parse(schema_type, text, references)
+        parsed = self._parse(schema_type, text, references)
+        return schema_type, references, parsed.normalize() if flag(request, "normalize") else parsed
 
     def _writable(self, subject: str | None) -> None:
         if self.state.mode(subject) in ("READONLY", "READONLY_OVERRIDE"):
@@ -212,7 +216,7 @@ class RegistryApi:
 
     def _incompatibilities(self, subject: str, new: AvroSchema, against: list[Version]) -> list[str]:
         level = self.state.compatibility(subject)
-        return check(level, new, [self._parsed_version(v) for v in against])
+        return check(level, new, [self._parsed_version(v).with_version(v.version) for v in against])
 
     # ---- schemas ----
 
@@ -271,7 +275,7 @@ class RegistryApi:
         deleted = flag(request, "deleted")
         if not self.state.versions(subject, deleted):
             raise subject_not_found(subject)
-        schema_type, references, parsed = self._request_schema(body)
+        schema_type, references, parsed = self._request_schema(request, body)
         identity = schema_identity(schema_type, parsed.canonical, references)
         for version in reversed(self.state.versions(subject, deleted)):
             if version.identity() == identity:
@@ -283,7 +287,7 @@ class RegistryApi:
         async with self.changes:
             mode = self.state.mode(subject)
             self._writable(subject)
-            schema_type, references, parsed = self._request_schema(body)
+            schema_type, references, parsed = self._request_schema(request, body)
             identity = schema_identity(schema_type, parsed.canonical, references)
             live = self.state.versions(subject)
             for version in live:
@@ -360,7 +364,7 @@ class RegistryApi:
 
     async def compatibility(self, request: HttpRequest, subject: str, version: str | None = None) -> Answer:
         body = self._body(request)
-        _, _, parsed = self._request_schema(body)
+        _, _, parsed = self._request_schema(request, body)
         live = self.state.versions(subject)
         if version is None:
             against = live

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
@@ -21,6 +21,13 @@ class InvalidSchemaError(Exception):
 class AvroSchema:
     parsed: Any
     canonical: str
+    version: int | None = None
+
+    def normalize(self) -> AvroSchema:
+        return self
+
+    def with_version(self, version: int) -> AvroSchema:
+        return replace(self, version=version)
 
 
 def parse_avro(text: str, references: Mapping[str, str]) -> AvroSchema:
