@@ -301,3 +301,20 @@ def test_a_broker_process_keeps_its_schemas_across_a_crash(tmp_path: Path) -> No
         assert call(url, "GET", "/config/s") == (200, {"compatibilityLevel": "FULL"})
     finally:
         process.stop()
+
+
+def test_a_snapshot_restore_brings_the_registry_back(module_broker: Broker, url: str) -> None:
+    call(url, "POST", "/subjects/s/versions", {"schema": V1})
+    module_broker.snapshot("one-subject")
+    call(url, "POST", "/subjects/s/versions", {"schema": V2})
+    call(url, "POST", "/subjects/t/versions", {"schema": V1})
+    module_broker.restore("one-subject")
+    assert call(url, "GET", "/subjects") == (200, ["s"])
+    assert call(url, "GET", "/subjects/s/versions") == (200, [1])
+
+
+def test_a_cluster_keeps_the_registry_on_its_nodes() -> None:
+    with Broker(nodes=3, schema_registry=True) as broker:
+        url = broker.schema_registry_url
+        assert call(url, "POST", "/subjects/s/versions", {"schema": V1}) == (200, {"id": 1})
+        assert call(url, "GET", "/subjects/s/versions/latest")[1]["id"] == 1

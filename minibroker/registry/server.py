@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 from minibroker.control_http import REASONS, ClosedBeforeRequest, HttpError, RawBody, read_request
 from minibroker.internal_topics import KAFKA_INTERNAL_REPLICATION_FACTOR, InternalTopic, PendingFlushes, replay
 from minibroker.registry import records as r
-from minibroker.registry.api import CONTENT_TYPE, RegistryApi
+from minibroker.registry.api import CONTENT_TYPE, RegistryApi, RegistryError
 from minibroker.registry.state import RegistryState
+from minibroker.storage.errors import StorageError
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
@@ -71,8 +72,12 @@ class SchemaRegistry:
 
     async def write(self, records: list[r.Record]) -> None:
         """Append the records to ``_schemas`` as one batch, then apply them: the state never runs ahead of the log."""
-        await self.topic.create()
-        self.topic.append(0, [r.encode(record) for record in records])
+        try:
+            await self.topic.create()
+            self.topic.append(0, [r.encode(record) for record in records])
+        except (StorageError, OSError, LookupError) as exc:  # nothing applied: the state still matches the log
+            log.warning("%s: write failed: %s", r.SCHEMAS_TOPIC, exc)
+            raise RegistryError(500, 50001, f"Error while writing to the Kafka store: {exc}") from None
         for record in records:
             self.state.apply(record)
         await self.flushes.flush()
