@@ -140,6 +140,7 @@ def test_soft_and_permanent_deletes(url: str) -> None:
     assert call(url, "GET", "/schemas/ids/1")[1]["error_code"] == 40403
     assert call(url, "POST", "/subjects/s/versions", {"schema": V1}) == (200, {"id": 3})  # ids are never reused
     assert call(url, "GET", "/subjects/s/versions") == (200, [1])
+    assert call(url, "POST", "/subjects/t/versions", {"schema": V1}) == (200, {"id": 3})  # its new id is global
 
 
 def test_reregistering_after_a_soft_delete_keeps_the_id_in_a_new_version(url: str) -> None:

@@ -41,13 +41,15 @@ class RegistryState:
     configs: dict[str | None, r.Json] = field(default_factory=dict)  # subject (None: global) -> ConfigValue
     modes: dict[str | None, str] = field(default_factory=dict)
     max_id: int = 0
-    _ids: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    _ids: dict[tuple[str, str, str], int] = field(default_factory=dict)  # schema identity -> its id
+    _holders: dict[int, dict[tuple[str, int], None]] = field(default_factory=dict)  # id -> (subject, version)s
 
     def clear(self) -> None:
         self.subjects.clear()
         self.configs.clear()
         self.modes.clear()
         self._ids.clear()
+        self._holders.clear()
         self.max_id = 0
 
     # ---- applying records ----
@@ -78,8 +80,13 @@ class RegistryState:
 
     def _apply_schema(self, subject: str, number: int, value: r.Json | None) -> None:
         versions = self.subjects.setdefault(subject, {})
+        replaced = versions.pop(number, None)
+        if replaced is not None:
+            holders = self._holders.get(replaced.schema_id, {})
+            holders.pop((subject, number), None)
+            if not holders:
+                self._holders.pop(replaced.schema_id, None)
         if value is None:
-            versions.pop(number, None)
             if not versions:
                 del self.subjects[subject]
             return
@@ -88,7 +95,9 @@ class RegistryState:
             value.get("references") or [], bool(value.get("deleted", False)),
         )
         versions[number] = version
-        self._ids.setdefault(version.identity(), version.schema_id)
+        if self.id_for(version.identity()) is None:
+            self._ids[version.identity()] = version.schema_id
+        self._holders.setdefault(version.schema_id, {})[(subject, number)] = None
         self.max_id = max(self.max_id, version.schema_id)
 
     # ---- queries ----
@@ -103,18 +112,14 @@ class RegistryState:
 
     def by_id(self, schema_id: int) -> Version | None:
         """A version holding the schema with this id (soft-deleted ones too: their ids still decode data)."""
-        for versions in self.subjects.values():
-            for version in versions.values():
-                if version.schema_id == schema_id:
-                    return version
+        for subject, number in self._holders.get(schema_id, ()):
+            return self.subjects[subject][number]
         return None
 
     def id_for(self, identity: tuple[str, str, str]) -> int | None:
         """The id a schema already has, if some version still holds it."""
         schema_id = self._ids.get(identity)
-        if schema_id is not None and self.by_id(schema_id) is not None:
-            return schema_id
-        return None
+        return schema_id if schema_id in self._holders else None
 
     def referenced_by(self, subject: str, number: int) -> list[int]:
         """Ids of the live schemas whose references name this subject and version."""
