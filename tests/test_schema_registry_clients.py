@@ -107,3 +107,18 @@ def test_the_pytest_plugin_serves_a_registry_fixture(tmp_path: Path) -> None:
     result = run_user_tests(tmp_path, tests=PLUGIN_USER_TESTS)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "RESULT url=http://127.0.0.1:" in result.stdout
+
+
+def test_a_serializer_that_does_not_register_looks_the_schema_up(registry: SchemaRegistryClient) -> None:
+    topic = "lookups"
+    context = SerializationContext(topic, MessageField.VALUE)
+    registered = registry.register_schema(f"{topic}-value", Schema(json.dumps(USER_V1), "AVRO"))
+    serializer = AvroSerializer(registry, json.dumps(USER_V1), conf={"auto.register.schemas": False})
+    data = serializer({"name": "a", "favorite": 1}, context)
+    assert int.from_bytes(data[1:5], "big") == registered
+    latest = AvroSerializer(registry, conf={"auto.register.schemas": False, "use.latest.version": True})
+    assert latest({"name": "b", "favorite": 2}, context)[1:5] == data[1:5]
+    unknown = AvroSerializer(registry, json.dumps(USER_V2), conf={"auto.register.schemas": False})
+    with pytest.raises(SchemaRegistryError) as missing:
+        unknown({"name": "c", "favorite": 3, "email": None}, context)
+    assert missing.value.error_code == 40403

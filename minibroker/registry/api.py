@@ -99,18 +99,7 @@ class RegistryApi:
         self.write = write
         self.changes = asyncio.Lock()  # one change at a time: ids and versions are taken from the state
         self._parsed: dict[tuple[str, str, str], AvroSchema] = {}
-
-    def forget_parsed(self) -> None:
-        self._parsed.clear()
-
-    async def handle(self, request: HttpRequest) -> Answer:
-        try:
-            return await self._route(request, request.method, request.segments)
-        except RegistryError as exc:
-            return exc.status, exc.body()
-
-    async def _route(self, request: HttpRequest, method: str, path: list[str]) -> Answer:
-        routes: dict[tuple[str, ...], dict[str, Callable[..., Awaitable[Answer]]]] = {
+        self.routes: dict[tuple[str, ...], dict[str, Callable[..., Awaitable[Answer]]]] = {
             (): {"GET": self.root},
             ("schemas", "types"): {"GET": self.schema_types},
             ("schemas", "ids", "*"): {"GET": self.schema_by_id},
@@ -129,7 +118,18 @@ class RegistryApi:
             ("mode",): {"GET": self.get_mode, "PUT": self.put_mode},
             ("mode", "*"): {"GET": self.get_mode, "PUT": self.put_mode, "DELETE": self.delete_mode},
         }
-        for pattern, methods in routes.items():
+
+    def forget_parsed(self) -> None:
+        self._parsed.clear()
+
+    async def handle(self, request: HttpRequest) -> Answer:
+        try:
+            return await self._route(request, request.method, request.segments)
+        except RegistryError as exc:
+            return exc.status, exc.body()
+
+    async def _route(self, request: HttpRequest, method: str, path: list[str]) -> Answer:
+        for pattern, methods in self.routes.items():
             if len(pattern) == len(path) and all(p in ("*", s) for p, s in zip(pattern, path)):
                 operation = methods.get(method)
                 if operation is None:
