@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from minibroker.acls.ssl_mapping import PrincipalMapper
     from minibroker.faults import Fault, Faults
     from minibroker.groups.service import GroupService, ShareGroupDirectory
+    from minibroker.quotas.enforce import Quotas
     from minibroker.sasl.credentials import CredentialStore
     from minibroker.sasl.session import SaslAuthority
     from minibroker.share.manager import SharePartitionManager
@@ -85,6 +86,9 @@ def _end_wait(waiter: asyncio.Future) -> None:
     """A Fetch's wait for data timed out (None: woken by no partition)."""
     if not waiter.done():
         waiter.set_result(None)
+
+
+QUOTAS_FILE = "client-quotas.json"  # minibroker.quotas.store.FILE_NAME, named here to know without importing it
 
 
 class Broker:
@@ -149,6 +153,9 @@ class Broker:
         # producer ids never go back; ACLs are not the topics' state
         self._snapshots: SnapshotStore | None = None  # made on first use (the control API)
         self.group_configs = GroupConfigs.of(config, config.data_dir)
+        # The client quotas, read at start-up when the data directory has some, else made by the first request that
+        # names them; None till then, so a broker without quotas never imports minibroker.quotas.
+        self.quota_state: Quotas | None = self._read_quotas() if (config.data_dir / QUOTAS_FILE).exists() else None
         self.request_counts: Counter[int] = Counter()  # requests served by API key, for the inspector's rates
         self.api_versions_answers: dict[int, EncodedAnswer] = {}  # by version: the same answer for every request
         self._fetch_sessions: FetchSessionCache | None = None  # made by the first Fetch
@@ -164,6 +171,29 @@ class Broker:
             return BrokerConfigs(config, config.data_dir / BROKER_CONFIGS_FILE)
         except BrokerConfigFileError as exc:
             raise ConfigError(str(exc)) from None
+
+    def _read_quotas(self) -> Quotas:
+        """The client quotas kept in the data directory, with the quota window settings (an unreadable file is a
+        ConfigError)."""
+        from minibroker.config import ConfigError
+        from minibroker.quotas.enforce import Quotas
+        from minibroker.quotas.store import QuotaStore
+
+        path = self.static_config.data_dir / QUOTAS_FILE
+        given = dict(self.static_config.given)
+        try:
+            store = QuotaStore(path)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(f"{path}: malformed client quotas ({exc})") from None
+        return Quotas(store, int(given.get("quota.window.num", 11)),
+                      int(given.get("quota.window.size.seconds", 1)))
+
+    @property
+    def quotas(self) -> Quotas:
+        """The client quotas (AlterClientQuotas, DescribeClientQuotas), read on first use."""
+        if self.quota_state is None:
+            self.quota_state = self._read_quotas()
+        return self.quota_state
 
     def reconfigure(self) -> None:
         """Apply the dynamic broker configs at once (Kafka's DynamicBrokerConfig.updateCurrentConfig): the process's
@@ -383,6 +413,8 @@ class Broker:
         self.group_configs.clear()
         if self.broker_configs.clear():
             self.reconfigure()
+        if self.quota_state is not None and self.quota_state.store.clear():
+            self.quota_state.changed()
         if self.faults is not None:
             self.faults.clear()
         if self.transcript is not None:
@@ -414,6 +446,9 @@ class Broker:
         self.group_configs.reload()
         self.broker_configs.reload()
         self.reconfigure()
+        if self.quota_state is not None or (self.config.data_dir / QUOTAS_FILE).exists():
+            self.quotas.store.reload()
+            self.quotas.changed()
         await self._load_data("restore", floors)
         if self.schema_registry is not None:
             self.schema_registry.load()

@@ -101,3 +101,17 @@ async def _run(action: Callable[[], Awaitable[None] | None]) -> None:
             await result
     except Exception:
         log.exception("background task %s failed", getattr(action, "__name__", action))
+
+
+async def sleep_ms(clock: Callable[[], int], ms: int) -> None:
+    """Wait ``ms`` of ``clock``: on a virtual clock until a test advances it that far, else asyncio's sleep."""
+    if isinstance(clock, VirtualClock):
+        woken = asyncio.get_running_loop().create_future()
+        handle = clock.call_at(clock.now_ms + ms, lambda: woken.done() or woken.set_result(None))
+        try:
+            await woken
+        finally:
+            if not woken.done():
+                clock.cancel(handle)
+        return
+    await asyncio.sleep(ms / 1000)

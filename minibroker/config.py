@@ -7,7 +7,7 @@ properties file, environment (``KAFKA_*``, then ``MINIBROKER_*``), command line.
 
 Every Apache Kafka broker setting is known (``kafka_settings``, facts from Kafka's own definitions), in three
 kinds, as a Kafka configuration carries over: minibroker's fields and the broker synonyms of topic configs are
-applied; the rest (quorum, threads, socket buffers, quotas, ...) are checked as Kafka checks them and have no
+applied; the rest (quorum, threads, socket buffers, replication quotas, ...) are checked as Kafka checks them and have no
 effect in one process; names Kafka does not know get Kafka's warning and start-up goes on.
 """
 
@@ -345,10 +345,10 @@ class BrokerConfig(FrozenConfig):
         return items
 
     def ignored_settings(self) -> list[str]:
-        """Kafka settings that were given but mean nothing to one process (quorum, threads, quotas, ...)."""
+        """Kafka settings that were given but mean nothing to one process (quorum, threads, replication quotas, ...)."""
         from minibroker.groups.group_configs import BROKER_SETTINGS_READ
 
-        applied = _BY_KAFKA_NAME.keys() | BROKER_SYNONYMS.keys() | ALIASES.keys() | BROKER_SETTINGS_READ
+        applied = _BY_KAFKA_NAME.keys() | BROKER_SYNONYMS.keys() | ALIASES.keys() | BROKER_SETTINGS_READ | QUOTA_SETTINGS
         return sorted(name for name, _ in self.given if name not in applied)
 
 
@@ -357,6 +357,8 @@ def setting_fields() -> tuple[dataclasses.Field, ...]:
 
 
 SETTING_FIELDS = setting_fields()
+# Kafka settings the client quotas read (minibroker.quotas): the samples of a quota's rate.
+QUOTA_SETTINGS = frozenset({"quota.window.num", "quota.window.size.seconds"})
 _BY_KAFKA_NAME = {f.metadata["kafka"]: f for f in SETTING_FIELDS}
 
 # Kafka's ServerTopicConfigSynonyms: the broker settings that give a topic config its default, first match wins,

@@ -27,7 +27,7 @@ from minibroker.protocol.frames import (
     parse_request_header,
 )
 from minibroker.protocol.messages import THROTTLED_APIS
-from minibroker.protocol.primitives import ProtocolError
+from minibroker.protocol.primitives import FileRegion, ProtocolError
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
@@ -105,6 +105,8 @@ async def dispatch(broker: Broker, frame: memoryview, peer: str, connection: Kaf
         raise Disconnect from None
     ctx = RequestContext(broker, header.api_key, header.api_version, header.correlation_id, header.client_id, peer, connection)
     started = time.perf_counter() if broker.transcript is not None else 0.0
+    quotas_on = broker.quota_state is not None and broker.quota_state.active and connection is not None
+    cpu_started = time.thread_time() if quotas_on else 0.0
     fault = None
     response = None
     outcome = "disconnected"
@@ -122,17 +124,29 @@ async def dispatch(broker: Broker, frame: memoryview, peer: str, connection: Kaf
             except Exception:
                 log.exception("closing %s: handler for API key %d v%d failed", peer, header.api_key, header.api_version)
                 raise Disconnect from None
+        throttle_ms = 0
+        if quotas_on:
+            from minibroker.quotas.charge import charge  # only with quotas configured
+
+            throttle_ms = charge(ctx, len(frame), time.thread_time() - cpu_started, response is not None)
         if response is None:
+            if throttle_ms:
+                connection.mute(throttle_ms, answered_first=True)
             outcome = "no answer"
             return None
         if fault is not None and fault.action == "throttle":
             response = {**answer_body(response), "throttle_time_ms": fault.throttle_ms}
+        elif throttle_ms and header.api_key in THROTTLED_APIS:
+            response = {**answer_body(response), "throttle_time_ms": throttle_ms}
         elif header.api_key in THROTTLED_APIS and type(response) is dict:
-            # Every answer that carries ThrottleTimeMs gets it (0: minibroker does not throttle unless a fault says
-            # so), as Kafka's request channel sets it for its quotas.
+            # Every answer that carries ThrottleTimeMs gets it (0 when no quota throttles it), as Kafka's request
+            # channel sets it for its quotas.
             response.setdefault("throttle_time_ms", 0)
         outcome = "answered"
-        return encode_response(header.api_key, header.api_version, header.correlation_id, response)
+        parts = encode_response(header.api_key, header.api_version, header.correlation_id, response)
+        if quotas_on:
+            parts = quota_answer(ctx, header.correlation_id, response, parts, throttle_ms)
+        return parts
     finally:
         if broker.transcript is not None:
             broker.transcript.note(
@@ -141,6 +155,27 @@ async def dispatch(broker: Broker, frame: memoryview, peer: str, connection: Kaf
                 (time.perf_counter() - started) * 1000,
                 None if fault is None else fault.id, outcome, broker.topic_name,
             )
+
+
+def quota_answer(ctx: RequestContext, correlation_id: int, response: dict[str, Any] | EncodedAnswer, parts: Parts,
+                 throttle_ms: int) -> Parts:
+    """With quotas configured: a Fetch is charged its answer's size (a throttled one answers without data), and a
+    throttled answer mutes the connection (sent first where the client waits out the throttle itself, KIP-219)."""
+    from minibroker.quotas.charge import FETCH_KEY, charge_fetch, client_throttles, throttled_fetch
+
+    if ctx.api_key == FETCH_KEY:
+        size = sum(len(part) for part in parts) - 4
+        fetch_throttle_ms = charge_fetch(ctx, size, throttle_ms)
+        if fetch_throttle_ms:
+            for part in parts:
+                if type(part) is FileRegion:
+                    part.close()
+            throttle_ms = fetch_throttle_ms
+            parts = encode_response(ctx.api_key, ctx.api_version, correlation_id,
+                                    throttled_fetch(answer_body(response), throttle_ms))
+    if throttle_ms:
+        ctx.connection.mute(throttle_ms, answered_first=client_throttles(ctx.api_key, ctx.api_version))
+    return parts
 
 
 def answer_body(response: dict[str, Any] | EncodedAnswer) -> dict[str, Any]:

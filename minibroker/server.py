@@ -6,7 +6,8 @@ pipelined requests are answered in request order. Reading pauses while too many 
 or the transport's write buffer is above its high-water mark, so a client that never reads its
 answers cannot grow our memory. Each connection belongs to one listener (its security protocol and
 advertised address) and, on SASL listeners, carries its authentication state. A connection with no
-traffic either way for ``connections.max.idle.ms`` is closed by the broker's idle sweep.
+traffic either way for ``connections.max.idle.ms`` is closed by the broker's idle sweep. A client over one of its
+quotas (minibroker.quotas) is muted: nothing more is read from it or served until its throttle time has passed.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import logging
 from collections import deque
 from typing import TYPE_CHECKING
 
+from minibroker.clock import sleep_ms
 from minibroker.dispatch import Disconnect, dispatch
 from minibroker.eager import start_eagerly
 from minibroker.protocol.frames import FrameReader, FrameTooLarge
@@ -51,6 +53,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.reading_paused = False
         self.closed_by_us = False
         self.close_after_answer = False  # set by a handler whose answer is the last (failed authentication)
+        self.muted_ms = 0  # a quota's throttle time: no request is read or served for that long (dispatch sets it)
+        self.muting = False  # waiting out the throttle time
+        self.answer_first = True  # while muted, the answer goes out first (KIP-219) or after the throttle time
         self.accepting = True  # False once shutdown began: the request being served is the last one
         self.writable = asyncio.Event()
         self.writable.set()
@@ -63,8 +68,30 @@ class KafkaConnection(asyncio.BufferedProtocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.broker.connections.add(self)
+        quotas = self.broker.quota_state
+        if quotas is not None and quotas.active and peer and self.connection_throttled(peer[0]):
+            return
         if self.listener.protocol.uses_tls and self.sasl is None:
             self.name_certificate()
+
+    def connection_throttled(self, address: str) -> bool:
+        """Kafka's connection_creation_rate: a connection over its address's quota is closed, unserved, once its
+        throttle time has passed on the broker's clock."""
+        from minibroker.quotas.charge import connection_throttle  # only with quotas configured
+
+        throttle_ms = connection_throttle(self.broker, self.listener.node_id, address)
+        if not throttle_ms:
+            return False
+        log.info("delaying closing of connection from %s for %d ms (connection_creation_rate)", address, throttle_ms)
+        self.accepting = False
+        self.muting = True
+        self.update_reading()
+        self.worker = self.loop.create_task(self.close_after(throttle_ms))
+        return True
+
+    async def close_after(self, ms: int) -> None:
+        await sleep_ms(self.broker.clock, ms)
+        self.close()
 
     def name_certificate(self) -> None:
         """On SSL the principal is known once the handshake is done; a certificate ``ssl.principal.mapping.rules``
@@ -101,10 +128,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.update_reading()
 
     def update_reading(self) -> None:
-        """Read only while the queue has room, answers are flowing out and shutdown has not begun."""
+        """Read only while the queue has room, answers are flowing out, no quota mutes the client and shutdown has
+        not begun."""
         if self.transport is None or self.transport.is_closing():
             return
-        if len(self.queue) >= MAX_QUEUED_FRAMES or not self.writable.is_set() or not self.accepting:
+        if len(self.queue) >= MAX_QUEUED_FRAMES or not self.writable.is_set() or not self.accepting or self.muting:
             if not self.reading_paused:
                 self.reading_paused = True
                 self.transport.pause_reading()
@@ -151,6 +179,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self.broker.fetches_woken = False
                 await asyncio.sleep(0)  # the Fetches this request's appends woke answer first: the record is on
                 # its way to the consumer before the producer's acknowledgement (end-to-end latency 10 % lower)
+            if self.muted_ms and not self.answer_first:
+                await self.wait_muted()
+                if self.transport.is_closing():
+                    close_regions(parts)
+                    return
             if parts is not None:
                 if len(parts) == 1:  # a small answer: encoded in one buffer
                     self.transport.write(parts[0])
@@ -162,10 +195,30 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if self.close_after_answer:
                 self.close_soon()
                 return
+            if self.muted_ms:
+                await self.wait_muted()
             if not self.writable.is_set():
                 await self.writable.wait()
             if self.reading_paused:
                 self.update_reading()
+
+    def mute(self, throttle_ms: int, answered_first: bool) -> None:
+        """Throttle the client for ``throttle_ms`` of the broker's clock, as Kafka mutes a throttled channel."""
+        self.muted_ms = throttle_ms
+        self.answer_first = answered_first
+
+    async def wait_muted(self) -> None:
+        """Read and serve nothing more from this client until its throttle time has passed."""
+        muted_ms, self.muted_ms = self.muted_ms, 0
+        if self.transport is None or self.transport.is_closing():
+            return
+        self.muting = True
+        self.update_reading()
+        try:
+            await sleep_ms(self.broker.clock, muted_ms)
+        finally:
+            self.muting = False
+        self.update_reading()
 
     async def write_with_regions(self, parts: list) -> None:
         """Write an answer holding FileRegions (large Fetch data): buffers with writelines, each region with
@@ -199,15 +252,17 @@ class KafkaConnection(asyncio.BufferedProtocol):
             log.info("closing %s: sending fetched data failed: %s", self.peer, exc)
             self.close()
         finally:
-            for part in parts:
-                if type(part) is FileRegion:
-                    part.close()
+            close_regions(parts)
 
     def stop_accepting(self) -> asyncio.Task | None:
-        """Shutdown, step one: read and start no more requests; returns the worker still answering one, if any."""
+        """Shutdown, step one: read and start no more requests; returns the worker still answering one, if any (one
+        waiting out a quota's throttle time is stopped: the throttle may not end before shutdown does)."""
         self.accepting = False
         self.queue.clear()
         self.update_reading()
+        if self.muting and self.worker is not None:
+            self.worker.cancel()
+            return None
         return self.worker if self.worker is not None and not self.worker.done() else None
 
     def close_soon(self) -> None:
@@ -228,6 +283,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self.reading_paused = False
                 self.transport.resume_reading()
             self.transport.close()
+
+
+def close_regions(parts: list | None) -> None:
+    """Close the file regions of an answer that was sent or will not be."""
+    for part in parts or ():
+        if type(part) is FileRegion:
+            part.close()
 
 
 async def start_server(broker: Broker, listener: Listener, tls: ssl.SSLContext | None = None) -> asyncio.base_events.Server:

@@ -48,6 +48,8 @@ TABLE: dict[int, tuple[int, int, str]] = {
     45: (0, 1, "reassignments"),  # alter_partition_reassignments
     46: (0, 0, "reassignments"),  # list_partition_reassignments
     47: (0, 0, "groups"),  # offset_delete
+    48: (0, 1, "client_quotas"),  # describe_client_quotas
+    49: (0, 1, "client_quotas"),  # alter_client_quotas
     50: (0, 0, "scram_users"),  # describe_user_scram_credentials
     51: (0, 0, "scram_users"),  # alter_user_scram_credentials
     57: (0, 2, "features"),  # update_features

@@ -341,6 +341,11 @@ async def fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     """Sessions and topic ids as Kafka's KafkaApis.handleFetchRequest; what a partition is answered is the same
     whether it is named by id or by name, in a session or not. A fetch outside any session (session id 0, epoch -1:
     what most clients send) is read topic by topic, without a session's bookkeeping of each partition."""
+    quotas = ctx.broker.quota_state
+    if quotas is not None and quotas.active:
+        from minibroker.quotas.charge import within_fetch_quota  # only with quotas configured
+
+        body = within_fetch_quota(ctx, body)
     if body["session_id"] != INVALID_SESSION_ID or body["session_epoch"] != FINAL_EPOCH:
         return await session_fetch(ctx, body)
     topics = body["topics"]

@@ -58,6 +58,9 @@ _DESCRIPTIONS = Descriptions(__name__, globals(), {
     'LIST_PARTITION_REASSIGNMENTS_REQUEST': 'list_partition_reassignments',
     'LIST_PARTITION_REASSIGNMENTS_RESPONSE': 'list_partition_reassignments',
     'OFFSET_DELETE_REQUEST': 'offset_delete', 'OFFSET_DELETE_RESPONSE': 'offset_delete',
+    'DESCRIBE_CLIENT_QUOTAS_REQUEST': 'describe_client_quotas',
+    'DESCRIBE_CLIENT_QUOTAS_RESPONSE': 'describe_client_quotas',
+    'ALTER_CLIENT_QUOTAS_REQUEST': 'alter_client_quotas', 'ALTER_CLIENT_QUOTAS_RESPONSE': 'alter_client_quotas',
     'DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST': 'describe_user_scram_credentials',
     'DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE': 'describe_user_scram_credentials',
     'ALTER_USER_SCRAM_CREDENTIALS_REQUEST': 'alter_user_scram_credentials',
@@ -160,6 +163,8 @@ REQUESTS = _DESCRIPTIONS.table({
     45: 'ALTER_PARTITION_REASSIGNMENTS_REQUEST',
     46: 'LIST_PARTITION_REASSIGNMENTS_REQUEST',
     47: 'OFFSET_DELETE_REQUEST',
+    48: 'DESCRIBE_CLIENT_QUOTAS_REQUEST',
+    49: 'ALTER_CLIENT_QUOTAS_REQUEST',
     50: 'DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST',
     51: 'ALTER_USER_SCRAM_CREDENTIALS_REQUEST',
     57: 'UPDATE_FEATURES_REQUEST',
@@ -219,6 +224,8 @@ RESPONSES = _DESCRIPTIONS.table({
     45: 'ALTER_PARTITION_REASSIGNMENTS_RESPONSE',
     46: 'LIST_PARTITION_REASSIGNMENTS_RESPONSE',
     47: 'OFFSET_DELETE_RESPONSE',
+    48: 'DESCRIBE_CLIENT_QUOTAS_RESPONSE',
+    49: 'ALTER_CLIENT_QUOTAS_RESPONSE',
     50: 'DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE',
     51: 'ALTER_USER_SCRAM_CREDENTIALS_RESPONSE',
     57: 'UPDATE_FEATURES_RESPONSE',
@@ -322,6 +329,10 @@ BY_NAME = _DESCRIPTIONS.table({
     'ListPartitionReassignmentsResponse': 'LIST_PARTITION_REASSIGNMENTS_RESPONSE',
     'OffsetDeleteRequest': 'OFFSET_DELETE_REQUEST',
     'OffsetDeleteResponse': 'OFFSET_DELETE_RESPONSE',
+    'DescribeClientQuotasRequest': 'DESCRIBE_CLIENT_QUOTAS_REQUEST',
+    'DescribeClientQuotasResponse': 'DESCRIBE_CLIENT_QUOTAS_RESPONSE',
+    'AlterClientQuotasRequest': 'ALTER_CLIENT_QUOTAS_REQUEST',
+    'AlterClientQuotasResponse': 'ALTER_CLIENT_QUOTAS_RESPONSE',
     'DescribeUserScramCredentialsRequest': 'DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST',
     'DescribeUserScramCredentialsResponse': 'DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE',
     'AlterUserScramCredentialsRequest': 'ALTER_USER_SCRAM_CREDENTIALS_REQUEST',
@@ -398,7 +409,7 @@ BY_NAME = _DESCRIPTIONS.table({
 # The APIs whose responses carry ThrottleTimeMs: the broker fills it in for every handler.
 THROTTLED_APIS = frozenset({
     0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 21, 22, 23, 24, 25, 26, 28, 29, 30, 31, 32, 33, 34,
-    35, 37, 42, 43, 44, 45, 46, 47, 50, 51, 57, 60, 61, 65, 66, 68, 69, 75, 76, 77, 78, 79, 90, 91, 92,
+    35, 37, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 57, 60, 61, 65, 66, 68, 69, 75, 76, 77, 78, 79, 90, 91, 92,
 })
 # Every API of Kafka's definitions that has versions, served here or not: key -> (name, listeners: which of
 # Kafka's servers answer it, "broker" and/or "controller").
