@@ -11,9 +11,8 @@ from typing import Any
 
 from minibroker.control_http import HttpRequest, RawBody
 from minibroker.registry import records as r
-# The one line the merge switches to minibroker.registry.avro (AvroSchema, InvalidSchemaError, parse_avro) and
-# minibroker.registry.compatibility (check).
-from minibroker.registry.avro_standin import AvroSchema, InvalidSchemaError, check, parse_avro
+from minibroker.registry.avro import AvroSchema, InvalidSchemaError, parse_avro
+from minibroker.registry.compatibility import check
 from minibroker.registry.state import RegistryState, Version, schema_identity
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
