@@ -319,3 +319,31 @@ def test_a_cluster_keeps_the_registry_on_its_nodes() -> None:
         url = broker.schema_registry_url
         assert call(url, "POST", "/subjects/s/versions", {"schema": V1}) == (200, {"id": 1})
         assert call(url, "GET", "/subjects/s/versions/latest")[1]["id"] == 1
+
+
+A_INT = record_schema("T", {"name": "a", "type": "int"})
+NO_A = record_schema("T")
+A_STRING = record_schema("T", {"name": "a", "type": "string", "default": "x"})
+
+
+# v1 has a:int, v2 no a; the new schema has a:string with a default. Against v2 alone it is compatible both ways
+# (each side ignores or defaults a); against v1 neither way (int and string do not resolve): only the transitive
+# levels, which check every version, refuse it.
+@pytest.mark.parametrize(("level", "compatible"), [
+    ("NONE", True), ("BACKWARD", True), ("FORWARD", True), ("FULL", True),
+    ("BACKWARD_TRANSITIVE", False), ("FORWARD_TRANSITIVE", False), ("FULL_TRANSITIVE", False),
+])
+def test_the_subjects_level_decides_which_versions_a_new_schema_is_checked_against(
+    url: str, level: str, compatible: bool,
+) -> None:
+    call(url, "PUT", "/config/t", {"compatibility": "NONE"})
+    call(url, "POST", "/subjects/t/versions", {"schema": A_INT})
+    call(url, "POST", "/subjects/t/versions", {"schema": NO_A})
+    call(url, "PUT", "/config/t", {"compatibility": level})
+    status, answer = call(url, "POST", "/compatibility/subjects/t/versions?verbose=true", {"schema": A_STRING})
+    assert status == 200 and answer["is_compatible"] is compatible, answer
+    status, registered = call(url, "POST", "/subjects/t/versions", {"schema": A_STRING})
+    assert (status == 200) is compatible, registered
+    if not compatible:
+        assert (status, registered["error_code"]) == (409, 40901)
+        assert answer["messages"] and "TYPE_MISMATCH" in registered["message"]
