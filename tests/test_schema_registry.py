@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -53,6 +54,14 @@ def test_register_fetch_and_global_ids(url: str) -> None:
     status, found = call(url, "POST", "/subjects/a-value", {"schema": V2})
     assert status == 200 and (found["version"], found["id"]) == (2, 2)
     assert call(url, "GET", "/subjects/a-value/versions/1/referencedby") == (200, [])
+    assert call(url, "GET", "/contexts") == (200, ["."])
+    assert [(v["subject"], v["version"]) for v in call(url, "GET", "/schemas")[1]] == [
+        ("a-value", 1), ("a-value", 2), ("b-value", 1)]
+    assert [(v["subject"], v["id"]) for v in call(url, "GET", "/schemas?latestOnly=true&subjectPrefix=a")[1]] == [
+        ("a-value", 2)]
+    odd = "/subjects/" + urllib.parse.quote("a/b c?", safe="")
+    assert call(url, "POST", odd + "/versions", {"schema": V1}) == (200, {"id": 1})
+    assert call(url, "GET", odd + "/versions/latest")[1]["subject"] == "a/b c?"
 
 
 def test_answers_carry_confluents_content_type_over_one_keep_alive_connection(url: str) -> None:
@@ -127,6 +136,8 @@ def test_soft_and_permanent_deletes(url: str) -> None:
     assert call(url, "DELETE", "/subjects/s/versions/1")[1]["error_code"] == 40406
     assert call(url, "GET", "/subjects/s/versions") == (200, [2])
     assert call(url, "GET", "/subjects/s/versions?deleted=true") == (200, [1, 2])
+    assert call(url, "GET", "/subjects/s/versions?deletedOnly=true") == (200, [1])
+    assert [v["version"] for v in call(url, "GET", "/schemas?deleted=true")[1]] == [1, 2]
     assert call(url, "GET", "/subjects/s/versions/1")[1]["error_code"] == 40402
     assert call(url, "GET", "/subjects/s/versions/1?deleted=true")[1]["version"] == 1
     assert call(url, "GET", "/schemas/ids/1")[0] == 200  # a soft-deleted schema still decodes data

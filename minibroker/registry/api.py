@@ -100,6 +100,8 @@ class RegistryApi:
         self._parsed: dict[tuple[str, str, str], AvroSchema] = {}
         self.routes: dict[tuple[str, ...], dict[str, Callable[..., Awaitable[Answer]]]] = {
             (): {"GET": self.root},
+            ("contexts",): {"GET": self.contexts},
+            ("schemas",): {"GET": self.list_schemas},
             ("schemas", "types"): {"GET": self.schema_types},
             ("schemas", "ids", "*"): {"GET": self.schema_by_id},
             ("schemas", "ids", "*", "schema"): {"GET": self.schema_text_by_id},
@@ -225,6 +227,20 @@ class RegistryApi:
     async def schema_types(self, request: HttpRequest) -> Answer:
         return 200, SCHEMA_TYPES
 
+    async def contexts(self, request: HttpRequest) -> Answer:
+        return 200, ["."]  # the default context: the only one served
+
+    async def list_schemas(self, request: HttpRequest) -> Answer:
+        """Every subject's versions (``latestOnly``: its newest), filtered by ``subjectPrefix``."""
+        prefix = request.query.get("subjectPrefix", [""])[-1]
+        deleted, latest_only = flag(request, "deleted"), flag(request, "latestOnly")
+        found = []
+        for subject in self.state.subject_names(deleted):
+            if subject.startswith(prefix):
+                versions = self.state.versions(subject, deleted)
+                found += [version_view(v) for v in (versions[-1:] if latest_only else versions)]
+        return 200, found
+
     def _by_id(self, text: str) -> Version:
         version = self.state.by_id(int(text)) if text.lstrip("-").isdigit() else None
         if version is None:
@@ -253,10 +269,11 @@ class RegistryApi:
         return 200, [s for s in self.state.subject_names(flag(request, "deleted")) if s.startswith(prefix)]
 
     async def list_versions(self, request: HttpRequest, subject: str) -> Answer:
-        versions = self.state.versions(subject, flag(request, "deleted"))
+        deleted_only = flag(request, "deletedOnly")
+        versions = self.state.versions(subject, deleted_only or flag(request, "deleted"))
         if not versions:
             raise subject_not_found(subject)
-        return 200, [v.version for v in versions]
+        return 200, [v.version for v in versions if v.deleted or not deleted_only]
 
     async def get_version(self, request: HttpRequest, subject: str, version: str) -> Answer:
         return 200, version_view(self._find(subject, parse_version(version), flag(request, "deleted")))
