@@ -186,6 +186,17 @@ def test_mode(url: str) -> None:
     assert call(url, "PUT", "/mode", {"mode": "IMPORT"})[1]["error_code"] == 42205  # subjects exist
 
 
+def test_import_mode_keeps_the_ids_and_versions_it_is_given(url: str) -> None:
+    assert call(url, "PUT", "/mode", {"mode": "IMPORT"}) == (200, {"mode": "IMPORT"})
+    assert call(url, "POST", "/subjects/s/versions", {"schema": V1, "id": 100, "version": 5}) == (200, {"id": 100})
+    status, answer = call(url, "POST", "/subjects/t/versions", {"schema": V2, "id": 100})
+    assert (status, answer["error_code"]) == (422, 42207)
+    call(url, "PUT", "/mode", {"mode": "READWRITE"})
+    assert call(url, "GET", "/subjects/s/versions") == (200, [5])
+    assert call(url, "POST", "/subjects/s/versions", {"schema": V2}) == (200, {"id": 101})
+    assert call(url, "GET", "/subjects/s/versions") == (200, [5, 6])
+
+
 def test_backward_compatibility_on_register_and_on_the_compatibility_route(url: str) -> None:
     call(url, "POST", "/subjects/s/versions", {"schema": V1})
     assert call(url, "POST", "/compatibility/subjects/s/versions/latest", {"schema": V2}) == (

@@ -317,15 +317,30 @@ class RegistryApi:
                         f'"{subject}", details: [{", ".join(problems)}]',
                     )
             schema_id = self.state.id_for(identity)
-            if schema_id is None:
-                given = body.get("id")
-                schema_id = given if mode == "IMPORT" and isinstance(given, int) and given > 0 else self.state.max_id + 1
             every = self.state.versions(subject, deleted=True)
             number = (every[-1].version if every else 0) + 1
+            if mode == "IMPORT":  # ids and versions as another registry gave them
+                schema_id, number = self._imported(body, identity, schema_id, number)
+            elif schema_id is None:
+                schema_id = self.state.max_id + 1
             self._parsed[identity] = parsed
             await self.write([(r.schema_key(subject, number), r.schema_value(
                 subject, number, schema_id, parsed.canonical, schema_type, references, deleted=False))])
         return 200, {"id": schema_id}
+
+    def _imported(
+        self, body: dict[str, Any], identity: tuple[str, str, str], known: int | None, number: int,
+    ) -> tuple[int, int]:
+        """The id and version an IMPORT registration asks for; 42207 for an id another schema holds."""
+        given, version = body.get("id"), body.get("version")
+        if isinstance(version, int) and version > 0:
+            number = version
+        if not isinstance(given, int) or given <= 0:
+            return (known if known is not None else self.state.max_id + 1), number
+        holder = self.state.by_id(given)
+        if holder is not None and holder.identity() != identity:
+            raise RegistryError(422, 42207, f"Overwrite new schema with id {given} is not permitted.")
+        return given, number
 
     async def delete_version(self, request: HttpRequest, subject: str, version: str) -> Answer:
         number, permanent = parse_version(version), flag(request, "permanent")
