@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from minibroker.share.manager import SharePartitionManager
     from minibroker.share.state_store import ShareStateStore
     from minibroker.storage.cleaner import LogCleaner
+    from minibroker.registry.server import SchemaRegistry
     from minibroker.transactions.service import TransactionService
     from minibroker.transcript import Transcript
 
@@ -146,6 +147,7 @@ class Broker:
         self._share_state: ShareStateStore | None = None
         self._control: asyncio.base_events.Server | None = None
         self.control_address: tuple[str, int] | None = None  # (host, port) of the control listener, when on
+        self.schema_registry: SchemaRegistry | None = None  # schema.registry.port
         self.faults: Faults | None = None  # injected faults, from the first one on
         self.transcript: Transcript | None = None  # with transcript.enabled or transcript.file
         # producer ids never go back; ACLs are not the topics' state
@@ -266,6 +268,8 @@ class Broker:
         await self._start_listeners()
         if self.config.control_port >= 0:
             await self._start_control()
+        if self.config.schema_registry_port >= 0:
+            await self.start_schema_registry(self.config.schema_registry_port)
         first = self.listeners[0]
         self.port = first.port
         self.advertised_host, self.advertised_port = first.advertised
@@ -364,6 +368,28 @@ class Broker:
         log.info("control listener on http://%s:%d%s", *self.control_address,
                  " (bearer token required)" if self.config.control_token else "")
 
+    async def start_schema_registry(self, port: int) -> None:
+        """The schema registry's listener (loopback: it has no authentication), its state read from _schemas; at
+        start-up with schema.registry.port, or later for a test that asks for it (a no-op when it is running)."""
+        if self.schema_registry is not None:
+            return
+        from minibroker.config import ConfigError
+        from minibroker.registry.server import SchemaRegistry  # only when asked for
+
+        host = self.config.schema_registry_host
+        if not is_loopback(host):
+            for server in self._servers:
+                server.close()
+            raise ConfigError(f"schema.registry.host {host} is not a loopback address (the registry has no authentication)")
+        self.schema_registry = SchemaRegistry(self)
+        await self.schema_registry.start(host, port)
+        log.info("schema registry on http://%s:%d", *self.schema_registry.address)
+
+    @property
+    def schema_registry_url(self) -> str | None:
+        registry = self.schema_registry
+        return None if registry is None or registry.address is None else "http://%s:%d" % registry.address
+
     async def reset(self) -> int:
         """Forget every topic, group and transaction, and clear faults and the transcript, so one broker serves
         independent tests (the control API's POST /v1/reset); returns how many topics were deleted. Clients
@@ -393,6 +419,8 @@ class Broker:
             self.faults.clear()
         if self.transcript is not None:
             self.transcript.clear()
+        if self.schema_registry is not None:  # its topic went with the others
+            self.schema_registry.clear()
         log.info("reset: %d topic(s) deleted, groups and transactions forgotten", len(names))
         return len(names)
 
@@ -422,6 +450,8 @@ class Broker:
             self.quotas.store.reload()
             self.quotas.changed()
         await self._load_data("restore", floors)
+        if self.schema_registry is not None:
+            self.schema_registry.load()
         log.info("restored snapshot %s: %d topic(s)", name, len(self.logs.topics))
         return info
 
@@ -704,6 +734,8 @@ class Broker:
     async def stop(self) -> None:
         if self._control is not None:
             self._control.close()
+        if self.schema_registry is not None:
+            await self.schema_registry.stop()
         if self.faults is not None:
             self.faults.clear()  # stalled requests are answered, so they do not hold up the shutdown
         for server in self._servers:

@@ -138,6 +138,11 @@ def add_dump_command(commands: argparse._SubParsersAction, width: int) -> None:
         "--share-group-state-decoder", dest="decoder", action="store_const", const="share-group-state",
         help="decode records as __share_group_state snapshots and updates (implies --print-data)",
     )
+    decoders.add_argument(
+        "--schemas-decoder", dest="decoder", action="store_const", const="schemas",
+        help="decode records as a schema registry's _schemas records (Confluent's JSON keys and values; automatic "
+        "for _schemas-N)",
+    )
     dump.add_argument("--json", action="store_true", help="one JSON object per batch, for scripts")
 
 
@@ -208,6 +213,11 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "--control-port", type=int, metavar="PORT",
         help="serve the control API (HTTP/JSON test control) on PORT, on loopback (0: a free port; the setting "
         "control.port)",
+    )
+    parser.add_argument(
+        "--schema-registry-port", type=int, metavar="PORT",
+        help="serve a schema registry (Confluent Schema Registry's REST API, AVRO) on PORT, on loopback (0: a free "
+        "port; the setting schema.registry.port)",
     )
     parser.add_argument(
         "--inspect", type=int, metavar="PORT",
@@ -332,6 +342,8 @@ def flag_settings(args: argparse.Namespace) -> dict[str, str]:
         items["nodes"] = str(args.nodes)
     if args.control_port is not None:
         items["control.port"] = str(args.control_port)
+    if args.schema_registry_port is not None:
+        items["schema.registry.port"] = str(args.schema_registry_port)
     elif args.inspect is not None:
         items["control.port"] = str(args.inspect)
         items["control.read.only"] = "true"

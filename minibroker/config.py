@@ -71,6 +71,14 @@ class BrokerConfig(FrozenConfig):
         "Serve the control listener's views only (the inspector and GET routes): changes (faults, nodes, topics, the "
         "clock, resets) are refused with 403.",
     )
+    schema_registry_port: int = setting(
+        "schema.registry.port", -1,
+        "Port of the schema registry (Confluent Schema Registry's REST API, schemas kept in _schemas; see the README); "
+        "-1: off, 0: a free port.", -1,
+    )
+    schema_registry_host: str = setting(
+        "schema.registry.host", "127.0.0.1", "Address of the schema registry's listener (loopback only).",
+    )
     clock: str = setting(
         "clock", "system",
         "system, or virtual: broker timeouts (sessions, transactions, expirations, retention) follow a clock that moves "

@@ -133,6 +133,7 @@ async def health(broker: Broker, request: HttpRequest, params: list[str]) -> Ans
         "uptime_ms": int((time.monotonic() - broker.started_at) * 1000),
         "read_only": broker.config.control_read_only,
         "nodes": nodes_view(broker),
+        "schema_registry_url": broker.schema_registry_url,
     }
 
 

@@ -37,6 +37,10 @@ class HttpError(Exception):
         self.status = status
 
 
+class ClosedBeforeRequest(HttpError):
+    """The client closed the connection without starting a request (a keep-alive connection's normal end)."""
+
+
 @dataclass
 class HttpRequest:
     method: str
@@ -72,13 +76,15 @@ Answer = tuple[int, Any]  # (status, JSON value or RawBody; None: no body)
 Handler = Callable[[HttpRequest], Awaitable[Answer]]
 
 
-async def read_request(reader: asyncio.StreamReader) -> HttpRequest:
+async def read_request(reader: asyncio.StreamReader, max_body: int = MAX_BODY_BYTES) -> HttpRequest:
     """One request from the stream; HttpError for whatever is not a request this server serves."""
     try:
         head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), READ_TIMEOUT_S)
     except asyncio.LimitOverrunError:
         raise HttpError(413, f"request headers above {MAX_HEADER_BYTES} bytes") from None
-    except asyncio.IncompleteReadError:
+    except asyncio.IncompleteReadError as exc:
+        if not exc.partial:
+            raise ClosedBeforeRequest(400, "the connection closed before a request") from None
         raise HttpError(400, "the request ended before its headers did") from None
     lines = head.decode("latin-1").split("\r\n")
     parts = lines[0].split(" ")
@@ -98,8 +104,8 @@ async def read_request(reader: asyncio.StreamReader) -> HttpRequest:
         length = int(headers.get("content-length", "0"))
     except ValueError:
         raise HttpError(400, f"Content-Length is not a number: {headers['content-length']!r}") from None
-    if not 0 <= length <= MAX_BODY_BYTES:
-        raise HttpError(413, f"a body of {length} bytes (at most {MAX_BODY_BYTES})")
+    if not 0 <= length <= max_body:
+        raise HttpError(413, f"a body of {length} bytes (at most {max_body})")
     try:
         body = await asyncio.wait_for(reader.readexactly(length), READ_TIMEOUT_S) if length else b""
     except asyncio.IncompleteReadError:

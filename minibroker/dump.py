@@ -253,9 +253,13 @@ def _control_text(control: dict[str, Any]) -> str:
 
 
 def _decoded_text(decoded: dict[str, Any]) -> str:
-    """kafka-dump-log's offsets/transaction decoders: compact JSON with the type and version as strings."""
+    """kafka-dump-log's offsets/transaction decoders: compact JSON with the type and version as strings (JSON records
+such as _schemas' as their JSON)."""
     if "error" in decoded:
         return f"key: {decoded['error']}"
+    if "type" not in decoded["key"]:  # a record that is JSON itself (_schemas): shown as it is
+        value = decoded["value"]
+        return f"key: {_compact(decoded['key'])} payload: {'<DELETE>' if value is None else _compact(value)}"
     key = {"type": str(decoded["key"]["type"]), "data": decoded["key"]["data"]}
     value = decoded["value"]
     payload = "<DELETE>" if value is None else _compact({"version": str(value["version"]), "data": value["data"]})

@@ -25,8 +25,10 @@ from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, SHARE_GROUP_S
 OFFSETS = "offsets"
 TRANSACTION_LOG = "transaction-log"
 SHARE_GROUP_STATE = "share-group-state"
+SCHEMAS = "schemas"
 DECODER_BY_TOPIC = {
     CONSUMER_OFFSETS_TOPIC: OFFSETS, TRANSACTION_STATE_TOPIC: TRANSACTION_LOG, SHARE_GROUP_STATE_TOPIC: SHARE_GROUP_STATE,
+    "_schemas": SCHEMAS,
 }
 
 _VERSION = struct.Struct(">h")
@@ -46,6 +48,7 @@ def decoder_named(name: str) -> RecordDecoder:
         OFFSETS: decode_offsets_record,
         TRANSACTION_LOG: decode_transaction_record,
         SHARE_GROUP_STATE: decode_share_state_record,
+        SCHEMAS: decode_schemas_record,
     }
     return decoders[name]
 
@@ -101,6 +104,17 @@ def _coordinator_record(
         message = kind.value.message
         decoded["value"] = {"version": version, "data": kafka_json(message, version, codec(message, version).decode(reader))}
     return decoded
+
+
+def decode_schemas_record(record: Record) -> Decoded:
+    """A schema registry's ``_schemas`` record (Confluent's JSON key and value; None for a tombstone)."""
+    from minibroker.registry.records import RecordError, decode
+
+    try:
+        key, value = decode(record.key, record.value)
+    except RecordError as exc:
+        raise SkipRecord(f"Failed to decode message at offset {record.offset}: {exc}") from None
+    return {"key": key, "value": value}
 
 
 def decode_transaction_record(record: Record) -> Decoded:

@@ -1,6 +1,6 @@
 """The control API routes behind the web inspector: the cluster, topic and group lists, a topic's partitions, single
 records and downloads (views, minibroker.inspect_views), and the actions the page offers when the listener allows
-changes: create and delete a topic, reset a group's offsets. Registered in the control API's route table on import."""
+changes: create and delete a topic, reset a group's offsets; and the schema registry's subjects when it runs. Registered in the control API's route table on import."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from minibroker.control_http import Answer, HttpError, HttpRequest, RawBody
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
+    from minibroker.registry.server import SchemaRegistry
 
 RESET_TARGETS = ("earliest", "latest")
 OFFSET_COMMIT_VERSION = 8  # a commit without a member, as Kafka's admin tools send it
@@ -133,3 +134,26 @@ async def transactions(broker: Broker, request: HttpRequest, params: list[str]) 
     from minibroker.inspect_views import transactions_view
 
     return 200, transactions_view(broker)
+
+
+@route("GET", "/v1/schemas")
+async def schemas(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    from minibroker.registry.views import subjects_view
+
+    return 200, subjects_view(_registry(broker).state, broker.schema_registry_url)
+
+
+@route("GET", "/v1/schemas/{subject}")
+async def subject_schemas(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    from minibroker.registry.views import subject_view
+
+    view = subject_view(_registry(broker).state, params[0])
+    if view is None:
+        raise HttpError(404, f"no subject {params[0]!r}")
+    return 200, view
+
+
+def _registry(broker: Broker) -> SchemaRegistry:
+    if broker.schema_registry is None:
+        raise HttpError(404, "no schema registry: start the broker with schema.registry.port (--schema-registry-port)")
+    return broker.schema_registry

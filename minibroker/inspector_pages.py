@@ -35,6 +35,8 @@ VIEW_PATHS = (
     "/topics/{name}/{partition}/records/{offset}",
     "/groups/{id}",
     "/transactions/{id}",
+    "/schemas",
+    "/schemas/{subject}",
     "/faults",
     "/transcript",
 )

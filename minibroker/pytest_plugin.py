@@ -8,7 +8,8 @@ minibroker in a container); the external broker is probed once, so a wrong addre
 of N nodes, ``Broker(nodes=N)``, and ``kafka_bootstrap`` every node's address, so clients outlive a stopped node 1.
 ``--kafka-transcript`` keeps a protocol transcript, and a failing test's report shows the requests it made.
 ``--kafka-version X.Y`` makes the in-process brokers serve the API versions of that Apache Kafka release.
-``kafka_control`` is a ``ControlClient`` of the broker's control listener (faults, clock, nodes, observation); with
+``kafka_schema_registry_url`` is the URL of the broker's schema registry (Confluent's REST API). ``kafka_control`` is a
+``ControlClient`` of the broker's control listener (faults, clock, nodes, observation); with
 ``--kafka-bootstrap`` it needs ``--kafka-control URL``. The faults a test injects and the nodes it stops do not
 outlive it. ``@pytest.mark.minibroker(nodes=..., config=..., topics=..., clock=...)`` gives a test a broker of its
 own: for that test the fixtures above are that broker's (see ``minibroker.pytest_marker``).
@@ -223,6 +224,15 @@ def kafka_bootstrap(kafka_broker: Union["Broker", ExternalBroker]) -> str:
     if isinstance(kafka_broker, ExternalBroker) or len(kafka_broker.node_addresses) == 1:
         return kafka_broker.bootstrap_servers
     return ",".join(kafka_broker.node_addresses.values())
+
+
+@pytest.fixture
+def kafka_schema_registry_url(kafka_broker: Union["Broker", ExternalBroker]) -> str:
+    """The URL of the broker's schema registry (Confluent's REST API; started on first use), for confluent-kafka's
+    ``SchemaRegistryClient({"url": ...})``. Subjects are not cleared between tests: name them per test."""
+    if isinstance(kafka_broker, ExternalBroker):
+        pytest.skip(f"kafka_schema_registry_url serves the in-process broker's registry, not the {BOOTSTRAP_OPTION} one")
+    return kafka_broker.start_schema_registry()
 
 
 @pytest.fixture

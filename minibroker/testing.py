@@ -47,12 +47,15 @@ class Broker:
         host: str = "127.0.0.1",
         port: int = 0,
         control: bool = False,
+        schema_registry: bool = False,
         transcript: bool = False,
         **kwargs: Any,
     ) -> None:
         self._settings = kafka_settings(settings or {}, kwargs)
         if control:  # a control listener on a free loopback port, kept across restarts
             self._settings.setdefault("control.port", "0")
+        if schema_registry:  # a schema registry on a free loopback port, kept across restarts
+            self._settings.setdefault("schema.registry.port", "0")
         if transcript:
             self._settings.setdefault("transcript.enabled", "true")
         log_dirs = self._settings.pop("log.dirs", None)
@@ -89,6 +92,23 @@ class Broker:
         if address is None:
             raise RuntimeError("no control listener: use Broker(control=True) or the setting control.port")
         return "http://%s:%d" % address
+
+    def start_schema_registry(self) -> str:
+        """Serve a schema registry from the running broker (if it does not yet) and return its URL; it stays on
+        across restarts, on the same port."""
+        core = self._running_core()
+        self._on_loop(core.start_schema_registry(0))
+        assert core.schema_registry is not None and core.schema_registry.address is not None
+        self._settings["schema.registry.port"] = str(core.schema_registry.address[1])
+        return self.schema_registry_url
+
+    @property
+    def schema_registry_url(self) -> str:
+        """``http://host:port`` of the schema registry (``Broker(schema_registry=True)``), for Confluent's clients."""
+        url = self._running_core().schema_registry_url
+        if url is None:
+            raise RuntimeError("no schema registry: use Broker(schema_registry=True) or the setting schema.registry.port")
+        return url
 
     @property
     def node_addresses(self) -> dict[int, str]:
@@ -442,6 +462,8 @@ class Broker:
         self._port = core.port
         if core.control_address is not None:
             self._settings["control.port"] = str(core.control_address[1])
+        if core.schema_registry is not None and core.schema_registry.address is not None:
+            self._settings["schema.registry.port"] = str(core.schema_registry.address[1])
         return core
 
     def _forget(self) -> None:

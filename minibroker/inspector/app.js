@@ -7,6 +7,7 @@ import { faultsView, transcriptView } from "./control.js";
 import { formatDuration, label } from "./dom.js";
 import { groupView } from "./groups.js";
 import { recordView } from "./records.js";
+import { schemasView, subjectSchemasView } from "./schemas.js";
 import { partitionView, topicView } from "./topics.js";
 import { transactionView } from "./transactions.js";
 
@@ -19,6 +20,8 @@ const ROUTES = [
   [["topics", ":name", ":partition", "records", ":offset"], recordView],
   [["groups", ":id"], groupView],
   [["transactions", ":id"], transactionView],
+  [["schemas"], schemasView],
+  [["schemas", ":subject"], subjectSchemasView],
   [["faults"], faultsView],
   [["transcript"], transcriptView],
 ];

@@ -1,0 +1,465 @@
+"""Confluent Schema Registry's REST routes over ``RegistryState``: each request checked, answered with Confluent's
+statuses and ``{"error_code", "message"}`` bodies (Errors.java and the resources' Rest*Exception), and every change
+made by writing ``_schemas`` records (``write`` appends them to the log and applies them to the state)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from minibroker.control_http import HttpRequest, RawBody
+from minibroker.registry import records as r
+from minibroker.registry.avro import AvroSchema, InvalidSchemaError, parse_avro
+from minibroker.registry.compatibility import check
+from minibroker.registry.state import RegistryState, Version, schema_identity
+
+CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+SCHEMA_TYPES = ["AVRO"]
+LEVELS = ("NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE")
+MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT")
+MAX_VERSION = 2**31 - 1
+LATEST = -1
+
+Answer = tuple[int, Any]
+Write = Callable[[list[r.Record]], Awaitable[None]]
+
+
+class RegistryError(Exception):
+    """An answer other than success: HTTP status, Confluent error code and message."""
+
+    def __init__(self, status: int, code: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code = status, code
+
+    def body(self) -> dict[str, Any]:
+        return {"error_code": self.code, "message": str(self)}
+
+
+def subject_not_found(subject: str) -> RegistryError:
+    return RegistryError(404, 40401, f"Subject '{subject}' not found.")
+
+
+def version_not_found(version: int) -> RegistryError:
+    return RegistryError(404, 40402, f"Version {version} not found.")
+
+
+def invalid_schema(message: str) -> RegistryError:
+    return RegistryError(422, 42201, message)
+
+
+def not_permitted(message: str) -> RegistryError:
+    return RegistryError(422, 42205, message)
+
+
+def flag(request: HttpRequest, name: str) -> bool:
+    return request.query.get(name, ["false"])[-1].lower() == "true"
+
+
+def parse_version(text: str) -> int:
+    """Confluent's VersionId: ``latest`` or -1 for the latest, else 1..2^31-1 (42202 otherwise)."""
+    if text == "latest":
+        return LATEST
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number == LATEST or 1 <= number <= MAX_VERSION:
+        return number
+    raise RegistryError(
+        422, 42202, f"The specified version '{text}' is not a valid version id. "
+        'Allowed values are between [1, 2^31-1] and the string "latest"',
+    )
+
+
+def version_view(version: Version) -> dict[str, Any]:
+    view: dict[str, Any] = {"subject": version.subject, "version": version.version, "id": version.schema_id}
+    view.update(schema_view(version))
+    return view
+
+
+def schema_view(version: Version) -> dict[str, Any]:
+    """The schema's own fields, with schemaType and references only when not the default (as Confluent omits them)."""
+    view: dict[str, Any] = {}
+    if version.schema_type != "AVRO":
+        view["schemaType"] = version.schema_type
+    if version.references:
+        view["references"] = version.references
+    view["schema"] = version.schema
+    return view
+
+
+class RegistryApi:
+    """The routes; ``handle`` answers one request as (status, JSON value or RawBody)."""
+
+    def __init__(self, state: RegistryState, write: Write) -> None:
+        self.state = state
+        self.write = write
+        self.changes = asyncio.Lock()  # one change at a time: ids and versions are taken from the state
+        self._parsed: dict[tuple[str, str, str], AvroSchema] = {}
+        self.routes: dict[tuple[str, ...], dict[str, Callable[..., Awaitable[Answer]]]] = {
+            (): {"GET": self.root},
+            ("contexts",): {"GET": self.contexts},
+            ("schemas",): {"GET": self.list_schemas},
+            ("schemas", "types"): {"GET": self.schema_types},
+            ("schemas", "ids", "*"): {"GET": self.schema_by_id},
+            ("schemas", "ids", "*", "schema"): {"GET": self.schema_text_by_id},
+            ("schemas", "ids", "*", "versions"): {"GET": self.versions_of_id},
+            ("subjects",): {"GET": self.list_subjects},
+            ("subjects", "*"): {"POST": self.lookup, "DELETE": self.delete_subject},
+            ("subjects", "*", "versions"): {"GET": self.list_versions, "POST": self.register},
+            ("subjects", "*", "versions", "*"): {"GET": self.get_version, "DELETE": self.delete_version},
+            ("subjects", "*", "versions", "*", "schema"): {"GET": self.get_version_schema},
+            ("subjects", "*", "versions", "*", "referencedby"): {"GET": self.referenced_by},
+            ("compatibility", "subjects", "*", "versions"): {"POST": self.compatibility},
+            ("compatibility", "subjects", "*", "versions", "*"): {"POST": self.compatibility},
+            ("config",): {"GET": self.get_config, "PUT": self.put_config, "DELETE": self.delete_config},
+            ("config", "*"): {"GET": self.get_config, "PUT": self.put_config, "DELETE": self.delete_config},
+            ("mode",): {"GET": self.get_mode, "PUT": self.put_mode},
+            ("mode", "*"): {"GET": self.get_mode, "PUT": self.put_mode, "DELETE": self.delete_mode},
+        }
+
+    def forget_parsed(self) -> None:
+        self._parsed.clear()
+
+    async def handle(self, request: HttpRequest) -> Answer:
+        try:
+            return await self._route(request, request.method, request.segments)
+        except RegistryError as exc:
+            return exc.status, exc.body()
+
+    async def _route(self, request: HttpRequest, method: str, path: list[str]) -> Answer:
+        for pattern, methods in self.routes.items():
+            if len(pattern) == len(path) and all(p in ("*", s) for p, s in zip(pattern, path)):
+                operation = methods.get(method)
+                if operation is None:
+                    raise RegistryError(405, 405, "HTTP 405 Method Not Allowed")
+                args = [s for p, s in zip(pattern, path) if p == "*"]
+                return await operation(request, *args)
+        raise RegistryError(404, 404, "HTTP 404 Not Found")
+
+    # ---- helpers ----
+
+    def _body(self, request: HttpRequest) -> dict[str, Any]:
+        try:
+            value = json.loads(request.body) if request.body.strip() else None
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise RegistryError(400, 400, f"Unrecognized JSON: {exc}") from None
+        if not isinstance(value, dict):
+            raise RegistryError(400, 400, "The request body must be a JSON object")
+        return value
+
+    def _find(self, subject: str, number: int, deleted: bool) -> Version:
+        """The version (``LATEST``: the newest) or 40401/40402."""
+        versions = self.state.versions(subject, deleted)
+        if not versions:
+            raise subject_not_found(subject)
+        if number == LATEST:
+            return versions[-1]
+        for version in versions:
+            if version.version == number:
+                return version
+        raise version_not_found(number)
+
+    def _parse(self, schema_type: str, text: str, references: list[r.Json]) -> AvroSchema:
+        """The schema parsed with its references resolved; 42201 for an invalid one or a missing reference."""
+        if schema_type not in SCHEMA_TYPES:
+            raise invalid_schema(f"Invalid schema type {schema_type}: this registry serves {', '.join(SCHEMA_TYPES)}")
+        named: dict[str, str] = {}
+        self._resolve(references, named, set())
+        try:
+            return parse_avro(text, named)
+        except InvalidSchemaError as exc:
+            raise invalid_schema(str(exc)) from None
+
+    def _resolve(self, references: list[r.Json], named: dict[str, str], seen: set[tuple[str, int]]) -> None:
+        for reference in references:
+            if not isinstance(reference, dict) or not isinstance(reference.get("name"), str):
+                raise invalid_schema(f"Invalid reference {reference!r}: it needs a name, a subject and a version")
+            subject, number = str(reference.get("subject")), reference.get("version")
+            if not isinstance(number, int):
+                raise invalid_schema(f"Invalid reference {reference!r}: the version must be a number")
+            if (subject, number) in seen:
+                continue
+            seen.add((subject, number))
+            try:
+                target = self._find(subject, number, deleted=True)
+            except RegistryError:
+                raise invalid_schema(
+                    f"Invalid schema: reference {reference['name']} to subject '{subject}' version {number} "
+                    "does not exist") from None
+            self._resolve(target.references, named, seen)
+            named[reference["name"]] = target.schema
+
+    def _parsed_version(self, version: Version) -> AvroSchema:
+        identity = version.identity()
+        parsed = self._parsed.get(identity)
+        if parsed is None:
+            parsed = self._parsed[identity] = self._parse(version.schema_type, version.schema, version.references)
+        return parsed
+
+    def _request_schema(self, request: HttpRequest, body: dict[str, Any]) -> tuple[str, list[r.Json], AvroSchema]:
+        """The request's schema parsed (``?normalize=true``: in Confluent's normalized form, which is then kept)."""
+        text = body.get("schema")
+        if not isinstance(text, str) or not text.strip():
+            raise invalid_schema("Empty schema")
+        schema_type = body.get("schemaType") or "AVRO"
+        references = body.get("references") or []
+        if not isinstance(schema_type, str) or not isinstance(references, list):
+            raise invalid_schema("schemaType must be a string and references a list")
+        parsed = self._parse(schema_type, text, references)
+        return schema_type, references, parsed.normalize() if flag(request, "normalize") else parsed
+
+    def _writable(self, subject: str | None) -> None:
+        if self.state.mode(subject) in ("READONLY", "READONLY_OVERRIDE"):
+            raise not_permitted(f"Subject {subject} is in read-only mode" if subject else "The registry is read-only")
+
+    def _incompatibilities(self, subject: str, new: AvroSchema, against: list[Version]) -> list[str]:
+        level = self.state.compatibility(subject)
+        return check(level, new, [self._parsed_version(v).with_version(v.version) for v in against])
+
+    # ---- schemas ----
+
+    async def root(self, request: HttpRequest) -> Answer:
+        return 200, {}
+
+    async def schema_types(self, request: HttpRequest) -> Answer:
+        return 200, SCHEMA_TYPES
+
+    async def contexts(self, request: HttpRequest) -> Answer:
+        return 200, ["."]  # the default context: the only one served
+
+    async def list_schemas(self, request: HttpRequest) -> Answer:
+        """Every subject's versions (``latestOnly``: its newest), filtered by ``subjectPrefix``."""
+        prefix = request.query.get("subjectPrefix", [""])[-1]
+        deleted, latest_only = flag(request, "deleted"), flag(request, "latestOnly")
+        found = []
+        for subject in self.state.subject_names(deleted):
+            if subject.startswith(prefix):
+                versions = self.state.versions(subject, deleted)
+                found += [version_view(v) for v in (versions[-1:] if latest_only else versions)]
+        return 200, found
+
+    def _by_id(self, text: str) -> Version:
+        version = self.state.by_id(int(text)) if text.lstrip("-").isdigit() else None
+        if version is None:
+            raise RegistryError(404, 40403, f"Schema {text} not found")
+        return version
+
+    async def schema_by_id(self, request: HttpRequest, schema_id: str) -> Answer:
+        return 200, schema_view(self._by_id(schema_id))
+
+    async def schema_text_by_id(self, request: HttpRequest, schema_id: str) -> Answer:
+        return 200, RawBody(CONTENT_TYPE, self._by_id(schema_id).schema.encode())
+
+    async def versions_of_id(self, request: HttpRequest, schema_id: str) -> Answer:
+        self._by_id(schema_id)
+        deleted = flag(request, "deleted")
+        return 200, [
+            {"subject": v.subject, "version": v.version}
+            for subject in sorted(self.state.subjects) for v in self.state.versions(subject, deleted)
+            if v.schema_id == int(schema_id)
+        ]
+
+    # ---- subjects and versions ----
+
+    async def list_subjects(self, request: HttpRequest) -> Answer:
+        prefix = request.query.get("subjectPrefix", [""])[-1]
+        return 200, [s for s in self.state.subject_names(flag(request, "deleted")) if s.startswith(prefix)]
+
+    async def list_versions(self, request: HttpRequest, subject: str) -> Answer:
+        deleted_only = flag(request, "deletedOnly")
+        versions = self.state.versions(subject, deleted_only or flag(request, "deleted"))
+        if not versions:
+            raise subject_not_found(subject)
+        return 200, [v.version for v in versions if v.deleted or not deleted_only]
+
+    async def get_version(self, request: HttpRequest, subject: str, version: str) -> Answer:
+        return 200, version_view(self._find(subject, parse_version(version), flag(request, "deleted")))
+
+    async def get_version_schema(self, request: HttpRequest, subject: str, version: str) -> Answer:
+        found = self._find(subject, parse_version(version), flag(request, "deleted"))
+        return 200, RawBody(CONTENT_TYPE, found.schema.encode())
+
+    async def referenced_by(self, request: HttpRequest, subject: str, version: str) -> Answer:
+        found = self._find(subject, parse_version(version), deleted=True)
+        return 200, self.state.referenced_by(subject, found.version)
+
+    async def lookup(self, request: HttpRequest, subject: str) -> Answer:
+        body = self._body(request)
+        deleted = flag(request, "deleted")
+        if not self.state.versions(subject, deleted):
+            raise subject_not_found(subject)
+        schema_type, references, parsed = self._request_schema(request, body)
+        identity = schema_identity(schema_type, parsed.canonical, references)
+        for version in reversed(self.state.versions(subject, deleted)):
+            if version.identity() == identity:
+                return 200, version_view(version)
+        raise RegistryError(404, 40403, "Schema not found")
+
+    async def register(self, request: HttpRequest, subject: str) -> Answer:
+        body = self._body(request)
+        async with self.changes:
+            mode = self.state.mode(subject)
+            self._writable(subject)
+            schema_type, references, parsed = self._request_schema(request, body)
+            identity = schema_identity(schema_type, parsed.canonical, references)
+            live = self.state.versions(subject)
+            for version in live:
+                if version.identity() == identity:
+                    return 200, {"id": version.schema_id}
+            if mode != "IMPORT":
+                problems = self._incompatibilities(subject, parsed, live)
+                if problems:
+                    raise RegistryError(
+                        409, 40901, f'Schema being registered is incompatible with an earlier schema for subject '
+                        f'"{subject}", details: [{", ".join(problems)}]',
+                    )
+            schema_id = self.state.id_for(identity)
+            every = self.state.versions(subject, deleted=True)
+            number = (every[-1].version if every else 0) + 1
+            if mode == "IMPORT":  # ids and versions as another registry gave them
+                schema_id, number = self._imported(body, identity, schema_id, number)
+            elif schema_id is None:
+                schema_id = self.state.max_id + 1
+            self._parsed[identity] = parsed
+            await self.write([(r.schema_key(subject, number), r.schema_value(
+                subject, number, schema_id, parsed.canonical, schema_type, references, deleted=False))])
+        return 200, {"id": schema_id}
+
+    def _imported(
+        self, body: dict[str, Any], identity: tuple[str, str, str], known: int | None, number: int,
+    ) -> tuple[int, int]:
+        """The id and version an IMPORT registration asks for; 42207 for an id another schema holds."""
+        given, version = body.get("id"), body.get("version")
+        if isinstance(version, int) and version > 0:
+            number = version
+        if not isinstance(given, int) or given <= 0:
+            return (known if known is not None else self.state.max_id + 1), number
+        holder = self.state.by_id(given)
+        if holder is not None and holder.identity() != identity:
+            raise RegistryError(422, 42207, f"Overwrite new schema with id {given} is not permitted.")
+        return given, number
+
+    async def delete_version(self, request: HttpRequest, subject: str, version: str) -> Answer:
+        number, permanent = parse_version(version), flag(request, "permanent")
+        async with self.changes:
+            self._writable(subject)
+            found = self._find(subject, number, deleted=permanent or number != LATEST)
+            if not permanent and found.deleted:
+                raise RegistryError(
+                    404, 40406, f"Subject '{subject}' Version {found.version} was soft deleted."
+                    "Set permanent=true to delete permanently")
+            if permanent and not found.deleted:
+                raise RegistryError(
+                    404, 40407, f"Subject '{subject}' Version {found.version} was not deleted first before being "
+                    "permanently deleted")
+            self._no_references(subject, [found])
+            value = None if permanent else r.schema_value(
+                subject, found.version, found.schema_id, found.schema, found.schema_type, found.references, True)
+            await self.write([(r.schema_key(subject, found.version), value)])
+        return 200, found.version
+
+    def _no_references(self, subject: str, versions: list[Version]) -> None:
+        for version in versions:
+            if self.state.referenced_by(subject, version.version):
+                raise RegistryError(
+                    422, 42206, f"One or more references exist to the schema {{magic=1, keytype=SCHEMA, "
+                    f"subject={subject}, version={version.version}}}.")
+
+    async def delete_subject(self, request: HttpRequest, subject: str) -> Answer:
+        permanent = flag(request, "permanent")
+        async with self.changes:
+            self._writable(subject)
+            every = self.state.versions(subject, deleted=True)
+            live = [v for v in every if not v.deleted]
+            if not every:
+                raise subject_not_found(subject)
+            if not permanent and not live:
+                raise RegistryError(
+                    404, 40404, f"Subject '{subject}' was soft deleted.Set permanent=true to delete permanently")
+            if permanent and live:
+                raise RegistryError(
+                    404, 40405, f"Subject '{subject}' was not deleted first before being permanently deleted")
+            self._no_references(subject, every)
+            if permanent:
+                records: list[r.Record] = [(r.schema_key(subject, v.version), None) for v in every]
+                records += [(r.subject_key(kind, subject), None) for kind in (r.CONFIG, r.MODE, r.DELETE_SUBJECT)]
+            else:
+                records = [(r.subject_key(r.DELETE_SUBJECT, subject), {"subject": subject, "version": live[-1].version})]
+            await self.write(records)
+        return 200, [v.version for v in (every if permanent else live)]
+
+    # ---- compatibility ----
+
+    async def compatibility(self, request: HttpRequest, subject: str, version: str | None = None) -> Answer:
+        body = self._body(request)
+        _, _, parsed = self._request_schema(request, body)
+        live = self.state.versions(subject)
+        if version is None:
+            against = live
+        else:
+            number = parse_version(version)
+            against = [self._find(subject, number, deleted=False)] if live or number != LATEST else []
+        problems = self._incompatibilities(subject, parsed, against)
+        answer: dict[str, Any] = {"is_compatible": not problems}
+        if flag(request, "verbose"):
+            answer["messages"] = problems
+        return 200, answer
+
+    # ---- config and mode ----
+
+    async def get_config(self, request: HttpRequest, subject: str | None = None) -> Answer:
+        config = self.state.configs.get(subject)
+        if subject is not None and not config:
+            if not flag(request, "defaultToGlobal"):
+                raise RegistryError(
+                    404, 40408, f"Subject '{subject}' does not have subject-level compatibility configured")
+            config = self.state.configs.get(None)
+        return 200, config or {"compatibilityLevel": self.state.compatibility(None)}
+
+    async def put_config(self, request: HttpRequest, subject: str | None = None) -> Answer:
+        body = self._body(request)
+        level = body.get("compatibility")
+        if not isinstance(level, str) or level.upper() not in LEVELS:
+            raise RegistryError(
+                422, 42203, "Invalid compatibility level. Valid values are none, backward, forward, full, "
+                "backward_transitive, forward_transitive, and full_transitive")
+        async with self.changes:
+            await self.write([(r.subject_key(r.CONFIG, subject), {"compatibilityLevel": level.upper()})])
+        return 200, {"compatibility": level.upper()}
+
+    async def delete_config(self, request: HttpRequest, subject: str | None = None) -> Answer:
+        async with self.changes:
+            if subject is not None and not self.state.versions(subject, deleted=True):
+                raise subject_not_found(subject)
+            previous = self.state.configs.get(subject) or {"compatibilityLevel": self.state.compatibility(subject)}
+            await self.write([(r.subject_key(r.CONFIG, subject), None)])
+        return 200, previous
+
+    async def get_mode(self, request: HttpRequest, subject: str | None = None) -> Answer:
+        if subject is not None and subject not in self.state.modes and not flag(request, "defaultToGlobal"):
+            raise RegistryError(404, 40409, f"Subject '{subject}' does not have subject-level mode configured")
+        return 200, {"mode": self.state.mode(subject)}
+
+    async def put_mode(self, request: HttpRequest, subject: str | None = None) -> Answer:
+        mode = self._body(request).get("mode")
+        if not isinstance(mode, str) or mode.upper() not in MODES:
+            raise RegistryError(
+                422, 42204, "Invalid mode. Valid values are READWRITE, READONLY, READONLY_OVERRIDE, IMPORT")
+        mode = mode.upper()
+        async with self.changes:
+            if mode == "IMPORT" and not flag(request, "force") and (
+                    self.state.versions(subject) if subject else self.state.subject_names()):
+                raise not_permitted("Cannot import since found existing subjects")
+            await self.write([(r.subject_key(r.MODE, subject), {"mode": mode})])
+        return 200, {"mode": mode}
+
+    async def delete_mode(self, request: HttpRequest, subject: str) -> Answer:
+        async with self.changes:
+            if subject not in self.state.modes:
+                raise RegistryError(404, 40409, f"Subject '{subject}' does not have subject-level mode configured")
+            previous = self.state.modes[subject]
+            await self.write([(r.subject_key(r.MODE, subject), None)])
+        return 200, {"mode": previous}

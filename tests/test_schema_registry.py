@@ -1,0 +1,371 @@
+"""The schema registry's REST API over real HTTP: Confluent's routes, answers and error codes, deletes, configs,
+keep-alive, bad input, and its state kept in ``_schemas`` across a restart and cleared by a reset."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from minibroker.testing import Broker
+from tests.registryutil import CONTENT_TYPE, call, record_schema
+
+V1 = record_schema("User", {"name": "name", "type": "string"})
+V2 = record_schema("User", {"name": "name", "type": "string"}, {"name": "age", "type": "int", "default": 0})
+NO_DEFAULT = record_schema("User", {"name": "name", "type": "string"}, {"name": "email", "type": "string"})
+
+
+@pytest.fixture(scope="module")
+def module_broker() -> Iterator[Broker]:
+    with Broker(schema_registry=True) as broker:
+        yield broker
+
+
+@pytest.fixture
+def url(module_broker: Broker) -> str:
+    module_broker.reset()
+    return module_broker.schema_registry_url
+
+
+def test_register_fetch_and_global_ids(url: str) -> None:
+    assert call(url, "GET", "/schemas/types") == (200, ["AVRO"])
+    assert call(url, "POST", "/subjects/a-value/versions", {"schema": V1}) == (200, {"id": 1})
+    assert call(url, "POST", "/subjects/a-value/versions", {"schema": V1}) == (200, {"id": 1})  # no new version
+    assert call(url, "POST", "/subjects/b-value/versions", {"schema": V1}) == (200, {"id": 1})  # one id, two subjects
+    spaced = json.dumps(json.loads(V2), indent=2)
+    assert call(url, "POST", "/subjects/a-value/versions", {"schema": spaced, "schemaType": "AVRO"}) == (200, {"id": 2})
+    assert call(url, "GET", "/subjects") == (200, ["a-value", "b-value"])
+    assert call(url, "GET", "/subjects?subjectPrefix=b") == (200, ["b-value"])
+    assert call(url, "GET", "/subjects/a-value/versions") == (200, [1, 2])
+    status, latest = call(url, "GET", "/subjects/a-value/versions/latest")
+    assert status == 200 and latest["subject"] == "a-value" and latest["version"] == 2 and latest["id"] == 2
+    assert json.loads(latest["schema"]) == json.loads(V2) and "schemaType" not in latest
+    assert call(url, "GET", "/subjects/a-value/versions/1")[1]["id"] == 1
+    assert call(url, "GET", "/subjects/a-value/versions/2/schema") == (200, json.loads(V2))
+    assert json.loads(call(url, "GET", "/schemas/ids/1")[1]["schema"]) == json.loads(V1)
+    assert call(url, "GET", "/schemas/ids/1/schema") == (200, json.loads(V1))
+    assert call(url, "GET", "/schemas/ids/1/versions") == (
+        200, [{"subject": "a-value", "version": 1}, {"subject": "b-value", "version": 1}])
+    status, found = call(url, "POST", "/subjects/a-value", {"schema": V2})
+    assert status == 200 and (found["version"], found["id"]) == (2, 2)
+    assert call(url, "GET", "/subjects/a-value/versions/1/referencedby") == (200, [])
+    assert call(url, "GET", "/contexts") == (200, ["."])
+    assert [(v["subject"], v["version"]) for v in call(url, "GET", "/schemas")[1]] == [
+        ("a-value", 1), ("a-value", 2), ("b-value", 1)]
+    assert [(v["subject"], v["id"]) for v in call(url, "GET", "/schemas?latestOnly=true&subjectPrefix=a")[1]] == [
+        ("a-value", 2)]
+    odd = "/subjects/" + urllib.parse.quote("a/b c?", safe="")
+    assert call(url, "POST", odd + "/versions", {"schema": V1}) == (200, {"id": 1})
+    assert call(url, "GET", odd + "/versions/latest")[1]["subject"] == "a/b c?"
+
+
+def test_answers_carry_confluents_content_type_over_one_keep_alive_connection(url: str) -> None:
+    address = urlsplit(url)
+    connection = http.client.HTTPConnection(address.hostname, address.port, timeout=30)
+    try:
+        for _ in range(3):
+            connection.request("GET", "/subjects")
+            response = connection.getresponse()
+            assert response.status == 200 and json.loads(response.read()) == []
+            assert response.getheader("Content-Type") == CONTENT_TYPE
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize(("method", "path", "body", "status", "code"), [
+    ("GET", "/subjects/none/versions", None, 404, 40401),
+    ("GET", "/subjects/none/versions/1", None, 404, 40401),
+    ("POST", "/subjects/none", {"schema": V1}, 404, 40401),
+    ("DELETE", "/subjects/none", None, 404, 40401),
+    ("GET", "/subjects/s/versions/7", None, 404, 40402),
+    ("GET", "/schemas/ids/99", None, 404, 40403),
+    ("POST", "/subjects/s", {"schema": V2}, 404, 40403),
+    ("GET", "/subjects/s/versions/0", None, 422, 42202),
+    ("GET", "/subjects/s/versions/newest", None, 422, 42202),
+    ("POST", "/subjects/s/versions", {"schema": "{not json"}, 422, 42201),
+    ("POST", "/subjects/s/versions", {"schema": ""}, 422, 42201),
+    ("POST", "/subjects/s/versions", {"schema": V1, "schemaType": "XML"}, 422, 42201),
+    ("POST", "/subjects/s/versions",
+     {"schema": V1, "references": [{"name": "test.Missing", "subject": "gone", "version": 1}]}, 422, 42201),
+    ("PUT", "/config", {"compatibility": "SIDEWAYS"}, 422, 42203),
+    ("PUT", "/mode", {"mode": "WRITEONLY"}, 422, 42204),
+    ("GET", "/config/s", None, 404, 40408),
+    ("GET", "/mode/s", None, 404, 40409),
+    ("GET", "/nowhere", None, 404, 404),
+    ("PUT", "/subjects", None, 405, 405),
+])
+def test_error_codes(url: str, method: str, path: str, body: object, status: int, code: int) -> None:
+    assert call(url, "POST", "/subjects/s/versions", {"schema": V1}) == (200, {"id": 1})
+    answer_status, answer = call(url, method, path, body)
+    assert (answer_status, answer["error_code"]) == (status, code), answer
+    assert isinstance(answer["message"], str) and answer["message"]
+
+
+@pytest.mark.parametrize("raw", [b"{not json", b"[1, 2]", b""])
+def test_a_body_that_is_not_a_json_object_is_answered_400(url: str, raw: bytes) -> None:
+    status, answer = call(url, "POST", "/subjects/s/versions", raw=raw)
+    assert (status, answer["error_code"]) == (400, 400)
+    assert call(url, "GET", "/subjects") == (200, [])
+
+
+def test_an_oversized_body_is_refused_before_it_is_read(url: str) -> None:
+    address = urlsplit(url)
+    connection = http.client.HTTPConnection(address.hostname, address.port, timeout=30)
+    try:
+        connection.putrequest("POST", "/subjects/s/versions")
+        connection.putheader("Content-Type", CONTENT_TYPE)
+        connection.putheader("Content-Length", str(2 * 1024**3))
+        connection.endheaders()
+        response = connection.getresponse()
+        assert response.status == 413 and json.loads(response.read())["error_code"] == 413
+    finally:
+        connection.close()
+    assert call(url, "GET", "/subjects") == (200, [])  # and the registry goes on
+
+
+def test_soft_and_permanent_deletes(url: str) -> None:
+    call(url, "POST", "/subjects/s/versions", {"schema": V1})
+    call(url, "POST", "/subjects/s/versions", {"schema": V2})
+    assert call(url, "DELETE", "/subjects/s/versions/1?permanent=true")[1]["error_code"] == 40407
+    assert call(url, "DELETE", "/subjects/s/versions/1") == (200, 1)
+    assert call(url, "DELETE", "/subjects/s/versions/1")[1]["error_code"] == 40406
+    assert call(url, "GET", "/subjects/s/versions") == (200, [2])
+    assert call(url, "GET", "/subjects/s/versions?deleted=true") == (200, [1, 2])
+    assert call(url, "GET", "/subjects/s/versions?deletedOnly=true") == (200, [1])
+    assert [v["version"] for v in call(url, "GET", "/schemas?deleted=true")[1]] == [1, 2]
+    assert call(url, "GET", "/subjects/s/versions/1")[1]["error_code"] == 40402
+    assert call(url, "GET", "/subjects/s/versions/1?deleted=true")[1]["version"] == 1
+    assert call(url, "GET", "/schemas/ids/1")[0] == 200  # a soft-deleted schema still decodes data
+    assert call(url, "DELETE", "/subjects/s?permanent=true")[1]["error_code"] == 40405
+    assert call(url, "DELETE", "/subjects/s") == (200, [2])
+    assert call(url, "DELETE", "/subjects/s")[1]["error_code"] == 40404
+    assert call(url, "GET", "/subjects") == (200, [])
+    assert call(url, "GET", "/subjects?deleted=true") == (200, ["s"])
+    assert call(url, "DELETE", "/subjects/s?permanent=true") == (200, [1, 2])
+    assert call(url, "GET", "/subjects?deleted=true") == (200, [])
+    assert call(url, "GET", "/schemas/ids/1")[1]["error_code"] == 40403
+    assert call(url, "POST", "/subjects/s/versions", {"schema": V1}) == (200, {"id": 3})  # ids are never reused
+    assert call(url, "GET", "/subjects/s/versions") == (200, [1])
+    assert call(url, "POST", "/subjects/t/versions", {"schema": V1}) == (200, {"id": 3})  # its new id is global
+
+
+def test_reregistering_after_a_soft_delete_keeps_the_id_in_a_new_version(url: str) -> None:
+    call(url, "POST", "/subjects/s/versions", {"schema": V1})
+    call(url, "DELETE", "/subjects/s")
+    assert call(url, "POST", "/subjects/s/versions", {"schema": V1}) == (200, {"id": 1})
+    assert call(url, "GET", "/subjects/s/versions?deleted=true") == (200, [1, 2])
+
+
+def test_config_levels_global_and_per_subject(url: str) -> None:
+    assert call(url, "GET", "/config") == (200, {"compatibilityLevel": "BACKWARD"})
+    assert call(url, "PUT", "/config", {"compatibility": "full"}) == (200, {"compatibility": "FULL"})
+    assert call(url, "GET", "/config") == (200, {"compatibilityLevel": "FULL"})
+    assert call(url, "PUT", "/config/s", {"compatibility": "NONE"}) == (200, {"compatibility": "NONE"})
+    assert call(url, "GET", "/config/s") == (200, {"compatibilityLevel": "NONE"})
+    assert call(url, "GET", "/config/t?defaultToGlobal=true") == (200, {"compatibilityLevel": "FULL"})
+    call(url, "POST", "/subjects/s/versions", {"schema": V1})
+    assert call(url, "POST", "/subjects/s/versions", {"schema": NO_DEFAULT})[0] == 200  # NONE: anything goes
+    assert call(url, "DELETE", "/config/s") == (200, {"compatibilityLevel": "NONE"})
+    assert call(url, "GET", "/config/s")[1]["error_code"] == 40408
+    assert call(url, "DELETE", "/config") == (200, {"compatibilityLevel": "FULL"})
+    assert call(url, "GET", "/config") == (200, {"compatibilityLevel": "BACKWARD"})
+
+
+def test_mode(url: str) -> None:
+    assert call(url, "GET", "/mode") == (200, {"mode": "READWRITE"})
+    assert call(url, "PUT", "/mode", {"mode": "READONLY"}) == (200, {"mode": "READONLY"})
+    status, answer = call(url, "POST", "/subjects/s/versions", {"schema": V1})
+    assert (status, answer["error_code"]) == (422, 42205)
+    assert call(url, "PUT", "/mode", {"mode": "READWRITE"}) == (200, {"mode": "READWRITE"})
+    assert call(url, "POST", "/subjects/s/versions", {"schema": V1}) == (200, {"id": 1})
+    assert call(url, "PUT", "/mode", {"mode": "IMPORT"})[1]["error_code"] == 42205  # subjects exist
+
+
+def test_import_mode_keeps_the_ids_and_versions_it_is_given(url: str) -> None:
+    assert call(url, "PUT", "/mode", {"mode": "IMPORT"}) == (200, {"mode": "IMPORT"})
+    assert call(url, "POST", "/subjects/s/versions", {"schema": V1, "id": 100, "version": 5}) == (200, {"id": 100})
+    status, answer = call(url, "POST", "/subjects/t/versions", {"schema": V2, "id": 100})
+    assert (status, answer["error_code"]) == (422, 42207)
+    call(url, "PUT", "/mode", {"mode": "READWRITE"})
+    assert call(url, "GET", "/subjects/s/versions") == (200, [5])
+    assert call(url, "POST", "/subjects/s/versions", {"schema": V2}) == (200, {"id": 101})
+    assert call(url, "GET", "/subjects/s/versions") == (200, [5, 6])
+
+
+def test_backward_compatibility_on_register_and_on_the_compatibility_route(url: str) -> None:
+    call(url, "POST", "/subjects/s/versions", {"schema": V1})
+    assert call(url, "POST", "/compatibility/subjects/s/versions/latest", {"schema": V2}) == (
+        200, {"is_compatible": True})
+    status, verbose = call(url, "POST", "/compatibility/subjects/s/versions/1?verbose=true", {"schema": NO_DEFAULT})
+    assert status == 200 and verbose["is_compatible"] is False and verbose["messages"]
+    assert call(url, "POST", "/compatibility/subjects/s/versions", {"schema": NO_DEFAULT})[1] == {"is_compatible": False}
+    assert call(url, "POST", "/compatibility/subjects/new/versions/latest", {"schema": V1}) == (
+        200, {"is_compatible": True})
+    assert call(url, "POST", "/compatibility/subjects/s/versions/5", {"schema": V1})[1]["error_code"] == 40402
+    status, answer = call(url, "POST", "/subjects/s/versions", {"schema": NO_DEFAULT})
+    assert (status, answer["error_code"]) == (409, 40901) and '"s"' in answer["message"]
+    assert call(url, "POST", "/subjects/s/versions", {"schema": V2}) == (200, {"id": 2})
+    assert call(url, "GET", "/subjects/s/versions") == (200, [1, 2])
+
+
+def test_references_and_referencedby(url: str) -> None:
+    base = record_schema("Address", {"name": "city", "type": "string"})
+    assert call(url, "POST", "/subjects/address/versions", {"schema": base}) == (200, {"id": 1})
+    order = record_schema("Order", {"name": "to", "type": "test.Address"})
+    references = [{"name": "test.Address", "subject": "address", "version": 1}]
+    assert call(url, "POST", "/subjects/order/versions", {"schema": order, "references": references}) == (
+        200, {"id": 2})
+    status, version = call(url, "GET", "/subjects/order/versions/1")
+    assert status == 200 and version["references"] == references
+    assert call(url, "GET", "/schemas/ids/2")[1]["references"] == references
+    assert call(url, "GET", "/subjects/address/versions/1/referencedby") == (200, [2])
+    assert call(url, "DELETE", "/subjects/address/versions/1")[1]["error_code"] == 42206
+
+
+def test_reset_clears_the_registry(module_broker: Broker, url: str) -> None:
+    call(url, "POST", "/subjects/s/versions", {"schema": V1})
+    module_broker.reset()
+    assert call(url, "GET", "/subjects?deleted=true") == (200, [])
+    assert call(url, "GET", "/schemas/ids/1")[1]["error_code"] == 40403
+    assert call(url, "POST", "/subjects/s/versions", {"schema": V1}) == (200, {"id": 1})
+
+
+def test_a_restart_keeps_subjects_versions_ids_configs_and_soft_deletes(tmp_path: Path) -> None:
+    with Broker(schema_registry=True, data_dir=tmp_path) as broker:
+        url = broker.schema_registry_url
+        call(url, "POST", "/subjects/kept/versions", {"schema": V1})
+        call(url, "POST", "/subjects/kept/versions", {"schema": V2})
+        call(url, "DELETE", "/subjects/kept/versions/1")
+        call(url, "POST", "/subjects/gone/versions", {"schema": record_schema("Gone")})
+        call(url, "DELETE", "/subjects/gone")
+        call(url, "DELETE", "/subjects/gone?permanent=true")
+        call(url, "POST", "/subjects/soft/versions", {"schema": V1})
+        call(url, "DELETE", "/subjects/soft")
+        call(url, "PUT", "/config", {"compatibility": "FORWARD"})
+        call(url, "PUT", "/config/kept", {"compatibility": "NONE"})
+        broker.restart()
+        assert broker.schema_registry_url == url  # the same port
+        assert call(url, "GET", "/subjects") == (200, ["kept"])
+        assert call(url, "GET", "/subjects?deleted=true") == (200, ["kept", "soft"])
+        assert call(url, "GET", "/subjects/kept/versions?deleted=true") == (200, [1, 2])
+        assert call(url, "GET", "/subjects/kept/versions") == (200, [2])
+        assert call(url, "GET", "/subjects/kept/versions/2")[1]["id"] == 2
+        assert call(url, "GET", "/schemas/ids/3")[1]["error_code"] == 40403  # permanently deleted
+        assert call(url, "GET", "/config") == (200, {"compatibilityLevel": "FORWARD"})
+        assert call(url, "GET", "/config/kept") == (200, {"compatibilityLevel": "NONE"})
+        assert call(url, "POST", "/subjects/other/versions", {"schema": record_schema("New")}) == (200, {"id": 4})
+        records = broker.records("_schemas", 0)
+    keys = [json.loads(record["key"]) for batch in records["batches"] for record in batch["records"]]
+    assert {"keytype": "SCHEMA", "subject": "kept", "version": 1, "magic": 1} in keys
+    assert {"keytype": "CONFIG", "subject": None, "magic": 0} in keys
+
+
+def test_dump_decodes_the_schemas_topic(tmp_path: Path) -> None:
+    import io
+
+    from minibroker.dump import dump_paths
+
+    with Broker(schema_registry=True, data_dir=tmp_path) as broker:
+        url = broker.schema_registry_url
+        call(url, "POST", "/subjects/s/versions", {"schema": V1})
+        call(url, "DELETE", "/subjects/s")
+        call(url, "DELETE", "/subjects/s?permanent=true")
+    out, err = io.StringIO(), io.StringIO()
+    assert dump_paths([tmp_path / "_schemas-0"], print_data=False, decoder_name=None, as_json=True, out=out, err=err) == 0
+    decoded = [record["decoded"] for line in out.getvalue().splitlines() for record in json.loads(line)["records"]]
+    assert decoded[0]["key"] == {"keytype": "SCHEMA", "subject": "s", "version": 1, "magic": 1}
+    assert decoded[0]["value"]["id"] == 1 and decoded[0]["value"]["deleted"] is False
+    assert decoded[1] == {"key": {"keytype": "DELETE_SUBJECT", "subject": "s", "magic": 0},
+                          "value": {"subject": "s", "version": 1}}
+    assert {"key": {"keytype": "SCHEMA", "subject": "s", "version": 1, "magic": 1}, "value": None} in decoded
+    text = io.StringIO()
+    dump_paths([tmp_path / "_schemas-0"], print_data=False, decoder_name=None, as_json=False, out=text, err=err)
+    assert 'key: {"keytype":"SCHEMA","subject":"s","version":1,"magic":1} payload: <DELETE>' in text.getvalue()
+
+
+def test_the_command_line_flag_names_the_setting() -> None:
+    from minibroker.cli import build_parser, flag_settings, with_default_command
+
+    args = build_parser().parse_args(with_default_command(["serve", "--schema-registry-port", "8081"]))
+    assert flag_settings(args)["schema.registry.port"] == "8081"
+
+
+def test_the_control_api_shows_the_registrys_url() -> None:
+    from minibroker.control_client import ControlClient
+
+    with Broker(control=True, schema_registry=True) as broker:
+        assert ControlClient(broker.control_url).health()["schema_registry_url"] == broker.schema_registry_url
+    with Broker(control=True) as broker:
+        assert ControlClient(broker.control_url).health()["schema_registry_url"] is None
+        with pytest.raises(RuntimeError):
+            broker.schema_registry_url
+
+
+def test_a_broker_process_keeps_its_schemas_across_a_crash(tmp_path: Path) -> None:
+    import re
+
+    from tests.brokerproc import BrokerProcess
+
+    process = BrokerProcess(tmp_path / "data", "schema.registry.port=0")
+    try:
+        process.start()
+        url = re.findall(r"schema registry on (http://\S+)", process.log_path.read_text())[-1]
+        assert call(url, "POST", "/subjects/s/versions", {"schema": V1}) == (200, {"id": 1})
+        call(url, "PUT", "/config/s", {"compatibility": "FULL"})
+        process.kill()
+        process.start()
+        url = re.findall(r"schema registry on (http://\S+)", process.log_path.read_text())[-1]
+        assert call(url, "GET", "/subjects/s/versions/1")[1]["id"] == 1
+        assert call(url, "GET", "/config/s") == (200, {"compatibilityLevel": "FULL"})
+    finally:
+        process.stop()
+
+
+def test_a_snapshot_restore_brings_the_registry_back(module_broker: Broker, url: str) -> None:
+    call(url, "POST", "/subjects/s/versions", {"schema": V1})
+    module_broker.snapshot("one-subject")
+    call(url, "POST", "/subjects/s/versions", {"schema": V2})
+    call(url, "POST", "/subjects/t/versions", {"schema": V1})
+    module_broker.restore("one-subject")
+    assert call(url, "GET", "/subjects") == (200, ["s"])
+    assert call(url, "GET", "/subjects/s/versions") == (200, [1])
+
+
+def test_a_cluster_keeps_the_registry_on_its_nodes() -> None:
+    with Broker(nodes=3, schema_registry=True) as broker:
+        url = broker.schema_registry_url
+        assert call(url, "POST", "/subjects/s/versions", {"schema": V1}) == (200, {"id": 1})
+        assert call(url, "GET", "/subjects/s/versions/latest")[1]["id"] == 1
+
+
+A_INT = record_schema("T", {"name": "a", "type": "int"})
+NO_A = record_schema("T")
+A_STRING = record_schema("T", {"name": "a", "type": "string", "default": "x"})
+
+
+# v1 has a:int, v2 no a; the new schema has a:string with a default. Against v2 alone it is compatible both ways
+# (each side ignores or defaults a); against v1 neither way (int and string do not resolve): only the transitive
+# levels, which check every version, refuse it.
+@pytest.mark.parametrize(("level", "compatible"), [
+    ("NONE", True), ("BACKWARD", True), ("FORWARD", True), ("FULL", True),
+    ("BACKWARD_TRANSITIVE", False), ("FORWARD_TRANSITIVE", False), ("FULL_TRANSITIVE", False),
+])
+def test_the_subjects_level_decides_which_versions_a_new_schema_is_checked_against(
+    url: str, level: str, compatible: bool,
+) -> None:
+    call(url, "PUT", "/config/t", {"compatibility": "NONE"})
+    call(url, "POST", "/subjects/t/versions", {"schema": A_INT})
+    call(url, "POST", "/subjects/t/versions", {"schema": NO_A})
+    call(url, "PUT", "/config/t", {"compatibility": level})
+    status, answer = call(url, "POST", "/compatibility/subjects/t/versions?verbose=true", {"schema": A_STRING})
+    assert status == 200 and answer["is_compatible"] is compatible, answer
+    status, registered = call(url, "POST", "/subjects/t/versions", {"schema": A_STRING})
+    assert (status == 200) is compatible, registered
+    if not compatible:
+        assert (status, registered["error_code"]) == (409, 40901)
+        assert answer["messages"] and "TYPE_MISMATCH" in registered["message"]

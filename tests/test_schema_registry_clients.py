@@ -1,0 +1,124 @@
+"""confluent-kafka's SchemaRegistryClient, AvroSerializer and AvroDeserializer against the broker's schema registry:
+records round-trip through the broker with auto-registered schemas, an evolved schema registers under BACKWARD, an
+incompatible one gets the client's 409 error."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from minibroker.testing import Broker
+
+pytest.importorskip("fastavro", reason="AvroSerializer needs fastavro (pip install 'confluent-kafka[avro]')")
+from confluent_kafka import Consumer, Producer  # noqa: E402
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient  # noqa: E402
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer  # noqa: E402
+from confluent_kafka.schema_registry.error import SchemaRegistryError  # noqa: E402
+from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: E402
+
+USER_V1 = {"type": "record", "name": "User", "namespace": "test",
+           "fields": [{"name": "name", "type": "string"}, {"name": "favorite", "type": "int"}]}
+USER_V2 = {**USER_V1, "fields": USER_V1["fields"] + [{"name": "email", "type": ["null", "string"], "default": None}]}
+USER_BAD = {**USER_V1, "fields": USER_V1["fields"] + [{"name": "age", "type": "int"}]}
+
+
+@pytest.fixture(scope="module")
+def broker() -> Iterator[Broker]:
+    with Broker(schema_registry=True) as running:
+        yield running
+
+
+@pytest.fixture
+def registry(broker: Broker) -> SchemaRegistryClient:
+    broker.reset()
+    return SchemaRegistryClient({"url": broker.schema_registry_url})
+
+
+def test_avro_records_round_trip_with_auto_registration(broker: Broker, registry: SchemaRegistryClient) -> None:
+    topic = "users"
+    serializer = AvroSerializer(registry, json.dumps(USER_V1))
+    deserializer = AvroDeserializer(registry)
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    users = [{"name": f"user-{i}", "favorite": i} for i in range(5)]
+    for user in users:
+        producer.produce(topic, value=serializer(user, SerializationContext(topic, MessageField.VALUE)))
+    assert producer.flush(30) == 0
+    assert registry.get_subjects() == [f"{topic}-value"]
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "readers",
+                         "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe([topic])
+        received = []
+        while len(received) < len(users):
+            message = consumer.poll(30)
+            assert message is not None and message.error() is None
+            received.append(deserializer(message.value(), SerializationContext(topic, MessageField.VALUE)))
+    finally:
+        consumer.close()
+    assert received == users
+    registered = registry.get_latest_version(f"{topic}-value")
+    assert registered.version == 1 and json.loads(registered.schema.schema_str) == USER_V1
+
+
+def test_an_evolved_schema_registers_and_an_incompatible_one_is_refused(registry: SchemaRegistryClient) -> None:
+    subject = "evolving-value"
+    first = registry.register_schema(subject, Schema(json.dumps(USER_V1), "AVRO"))
+    second = registry.register_schema(subject, Schema(json.dumps(USER_V2), "AVRO"))
+    assert second != first
+    assert registry.get_versions(subject) == [1, 2]
+    assert registry.test_compatibility(subject, Schema(json.dumps(USER_BAD), "AVRO")) is False
+    with pytest.raises(SchemaRegistryError) as refused:
+        registry.register_schema(subject, Schema(json.dumps(USER_BAD), "AVRO"))
+    assert refused.value.http_status_code == 409 and refused.value.error_code == 40901
+    assert registry.get_compatibility() == "BACKWARD"
+    registry.set_compatibility(subject, "NONE")
+    assert registry.register_schema(subject, Schema(json.dumps(USER_BAD), "AVRO")) > second
+
+
+def test_the_client_sees_errors_and_deletes(registry: SchemaRegistryClient) -> None:
+    with pytest.raises(SchemaRegistryError) as missing:
+        registry.get_latest_version("nobody")
+    assert (missing.value.http_status_code, missing.value.error_code) == (404, 40401)
+    schema_id = registry.register_schema("s", Schema(json.dumps(USER_V1), "AVRO"))
+    assert registry.get_schema(schema_id).schema_str == registry.get_version("s", 1).schema.schema_str
+    assert registry.delete_subject("s") == [1]
+    assert registry.delete_subject("s", permanent=True) == [1]
+    assert registry.get_subjects() == []
+
+
+PLUGIN_USER_TESTS = '''
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+
+
+def test_registry_fixture(kafka_schema_registry_url, kafka_bootstrap):
+    client = SchemaRegistryClient({"url": kafka_schema_registry_url})
+    schema_id = client.register_schema("plugin-value", Schema('"string"', "AVRO"))
+    assert client.get_schema(schema_id).schema_str == '"string"'
+    print("RESULT url=" + kafka_schema_registry_url)
+'''
+
+
+def test_the_pytest_plugin_serves_a_registry_fixture(tmp_path: Path) -> None:
+    from tests.test_plugin import run_user_tests
+
+    result = run_user_tests(tmp_path, tests=PLUGIN_USER_TESTS)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "RESULT url=http://127.0.0.1:" in result.stdout
+
+
+def test_a_serializer_that_does_not_register_looks_the_schema_up(registry: SchemaRegistryClient) -> None:
+    topic = "lookups"
+    context = SerializationContext(topic, MessageField.VALUE)
+    registered = registry.register_schema(f"{topic}-value", Schema(json.dumps(USER_V1), "AVRO"))
+    serializer = AvroSerializer(registry, json.dumps(USER_V1), conf={"auto.register.schemas": False})
+    data = serializer({"name": "a", "favorite": 1}, context)
+    assert int.from_bytes(data[1:5], "big") == registered
+    latest = AvroSerializer(registry, conf={"auto.register.schemas": False, "use.latest.version": True})
+    assert latest({"name": "b", "favorite": 2}, context)[1:5] == data[1:5]
+    unknown = AvroSerializer(registry, json.dumps(USER_V2), conf={"auto.register.schemas": False})
+    with pytest.raises(SchemaRegistryError) as missing:
+        unknown({"name": "c", "favorite": 3, "email": None}, context)
+    assert missing.value.error_code == 40403
