@@ -21,10 +21,12 @@ def password(user: str) -> str:
     return f"{user}-Pw-1"
 
 
-def acl_broker(directory: Path, users: Iterable[str]) -> Iterator[BrokerProcess]:
-    """A started broker whose SASL users are ``admin`` and ``users``; stopped when the fixture ends, even on failure."""
+def acl_broker(directory: Path, users: Iterable[str], *settings: str) -> Iterator[BrokerProcess]:
+    """A started broker whose SASL users are ``admin`` and ``users`` (with more ``settings``, e.g. ``nodes=3``);
+    stopped when the fixture ends, even on failure."""
     proc = BrokerProcess(
         directory,
+        *settings,
         "listeners=SASL_PLAINTEXT://127.0.0.1:0",
         "sasl.users=" + ",".join(f"{user}:{password(user)}" for user in (ADMIN, *users)),
         "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",

@@ -19,7 +19,7 @@ from minibroker.acl_operations import ALTER, DESCRIBE
 from minibroker.protocol.errors import ErrorCode
 
 from minibroker.testing import Broker
-from tests.aclutil import ADMIN, CLUSTER, TOPIC, grant, login, password
+from tests.aclutil import ADMIN, CLUSTER, TOPIC, acl_broker, grant, login, password
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import TIMEOUT_S, Deadline, RawConnection
 from tests.test_security import call
@@ -336,18 +336,9 @@ def test_a_replica_stays_in_the_one_log_dir(cluster: Broker, topic_name: str) ->
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    users = [ADMIN, "viewer", "operator", "grower", "nobody"]
-    proc = BrokerProcess(
-        tmp_path_factory.mktemp("partition-admin-acl") / "data", "nodes=3",
-        "listeners=SASL_PLAINTEXT://127.0.0.1:0",
-        "sasl.users=" + ",".join(f"{user}:{password(user)}" for user in users),
-        "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        f"super.users=User:{ADMIN}",
+    yield from acl_broker(
+        tmp_path_factory.mktemp("partition-admin-acl") / "data", ["viewer", "operator", "grower", "nobody"], "nodes=3"
     )
-    try:
-        yield proc.start()
-    finally:
-        proc.stop()
 
 
 def secured_topic(broker: BrokerProcess, name: str) -> None:
