@@ -20,6 +20,7 @@ from minibroker.broker_configs import FILE_NAME as BROKER_CONFIGS_FILE
 from minibroker.broker_configs import BrokerConfigFileError, BrokerConfigs
 from minibroker.clock import VirtualClock, every, wall_clock_ms
 from minibroker.cluster import NO_LEADER, PartitionPlacement, Placements
+from minibroker.codec_cache import install as install_codec_cache
 from minibroker.config import BrokerConfig
 from minibroker.features import FILE_NAME as FEATURES_FILE
 from minibroker.features import SUPPORTED as SUPPORTED_FEATURES
@@ -93,6 +94,7 @@ QUOTAS_FILE = "client-quotas.json"  # minibroker.quotas.store.FILE_NAME, named h
 
 class Broker:
     def __init__(self, config: BrokerConfig, clock: Callable[[], int] | None = None) -> None:
+        install_codec_cache()  # compiled codecs kept between processes, like bytecode
         self.static_config = config  # as given at start-up; ``config`` is it with the dynamic broker configs
         self.broker_configs = self._read_broker_configs(config)
         config = self.broker_configs.effective(config.node_id if config.nodes == 1 else 1)

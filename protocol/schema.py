@@ -15,9 +15,9 @@ import re
 import struct
 from collections.abc import Iterator
 from functools import cache
+from types import CodeType
 from typing import Any, Callable
 
-from .codec_cache import CodeCache
 from .primitives import ProtocolError, Reader, Writer
 
 MAX_VERSION = 0x7FFF
@@ -357,7 +357,7 @@ def _struct_codec(fields: tuple[Field, ...], version: int, flexible: bool) -> St
     source = "\n".join(
         ["def decode(r):", *decoder.lines, "", "def encode(w, value):", "    buf = w.buf", *encoder.lines]
     )
-    exec(CODE_CACHE.compile(source + "\n", f"<codec {version}>"), namespace)
+    exec(_compile_codec(source + "\n", f"<codec {version}>"), namespace)
     return StructCodec(namespace["decode"], namespace["encode"])
 
 
@@ -673,7 +673,21 @@ class _EncoderSource(_Source):
 
 
 _CODECS: dict[tuple[str, int], StructCodec] = {}
-CODE_CACHE = CodeCache()  # compiled codec source, kept between processes
+CompileCodec = Callable[[str, str], CodeType]
+
+
+def compile_source(source: str, filename: str) -> CodeType:
+    return compile(source, filename, "exec")
+
+
+_compile_codec: CompileCodec = compile_source
+
+
+def use_codec_compiler(compile_codec: CompileCodec) -> None:
+    """What turns a codec's generated source into code (``compile_source`` unless set): the codecs do no IO, so a
+    program that keeps compiled code between processes (the broker's ``minibroker.codec_cache``) puts it here."""
+    global _compile_codec
+    _compile_codec = compile_codec
 
 
 def codec(message: Message, version: int) -> StructCodec:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from minibroker.protocol.codec_cache import CodeCache
+from minibroker.codec_cache import CodeCache
 
 SOURCE = "def answer():\n    return 42\n"
 
@@ -82,10 +82,18 @@ def test_an_unwritable_place_only_costs_compiles(tmp_path: Path, compiles: list[
 
 
 def test_kept_where_python_keeps_the_bytecode(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from minibroker.protocol import codec_cache
+    from minibroker import codec_cache
 
     monkeypatch.setattr(sys, "pycache_prefix", None)
     package = Path(codec_cache.__file__).resolve().parent
     assert Path(codec_cache.bytecode_directory()) == package / "__pycache__" / "codecs"
     monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path))
     assert codec_cache.bytecode_directory() == f"{tmp_path}{package}/codecs"
+
+
+def test_a_broker_compiles_its_codecs_through_the_cache() -> None:
+    from minibroker.protocol import schema
+    from minibroker.testing import Broker
+
+    with Broker():
+        assert getattr(schema._compile_codec, "__self__", None).__class__ is CodeCache

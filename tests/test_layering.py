@@ -43,3 +43,32 @@ def test_package_imports_only_what_its_layer_may(package: str) -> None:
         for path in sorted((ROOT / package).rglob("*.py"))
     }
     assert {path: names for path, names in strays.items() if names} == {}
+
+
+# What would make the codecs do IO: the modules of sockets, event loops, files and processes, ``open(...)``, and the
+# file functions of ``os`` (``os`` itself stays allowed: the codecs read settings from the environment).
+IO_MODULES = {"asyncio", "io", "marshal", "pathlib", "selectors", "shutil", "socket", "ssl", "subprocess", "tempfile"}
+OS_FILE_CALLS = {"open", "read", "write", "makedirs", "mkdir", "remove", "rename", "replace", "unlink", "fsync", "scandir"}
+
+
+def io_uses(path: Path) -> list[str]:
+    """The IO a module's source names: imports of IO modules, ``open(...)`` and ``os.<file function>(...)`` calls."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names if alias.name.split(".")[0] in IO_MODULES]
+        elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] in IO_MODULES:
+            found.append(str(node.module))
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name) and func.id == "open":
+                found.append(f"open() at line {node.lineno}")
+            elif (isinstance(func, ast.Attribute) and func.attr in OS_FILE_CALLS and isinstance(func.value, ast.Name)
+                  and func.value.id == "os"):
+                found.append(f"os.{func.attr}() at line {node.lineno}")
+    return found
+
+
+def test_protocol_is_sans_io() -> None:
+    uses = {str(path.relative_to(ROOT)): io_uses(path) for path in sorted((ROOT / "protocol").rglob("*.py"))}
+    assert {path: found for path, found in uses.items() if found} == {}

@@ -35,11 +35,11 @@ main(["serve", "--port", "0", "--data-dir", sys.argv[1]])
 DEFAULT_SERVE_MODULES = sorted(
     """
     minibroker minibroker.acl_operations minibroker.acls minibroker.acls.principal minibroker.acls.settings
-    minibroker.broker minibroker.broker_configs minibroker.cli minibroker.clock minibroker.cluster minibroker.config
-    minibroker.config_sources minibroker.context minibroker.dispatch minibroker.eager minibroker.features
-    minibroker.groups minibroker.groups.group_configs minibroker.handlers minibroker.handlers.registry
-    minibroker.kafka_settings minibroker.limits minibroker.listeners minibroker.producer_ids minibroker.protocol
-    minibroker.protocol.codec_cache minibroker.protocol.compression minibroker.protocol.errors
+    minibroker.broker minibroker.broker_configs minibroker.cli minibroker.clock minibroker.cluster
+    minibroker.codec_cache minibroker.config minibroker.config_sources minibroker.context minibroker.dispatch
+    minibroker.eager minibroker.features minibroker.groups minibroker.groups.group_configs minibroker.handlers
+    minibroker.handlers.registry minibroker.kafka_settings minibroker.limits minibroker.listeners
+    minibroker.producer_ids minibroker.protocol minibroker.protocol.compression minibroker.protocol.errors
     minibroker.protocol.frames minibroker.protocol.key_partitions minibroker.protocol.lazy_messages
     minibroker.protocol.messages minibroker.protocol.messages.headers minibroker.protocol.primitives
     minibroker.protocol.schema minibroker.replicas minibroker.server minibroker.setting_values minibroker.storage

@@ -1,8 +1,10 @@
 """Compiled codecs kept between processes, as Python keeps bytecode.
 
-``schema`` writes each codec as Python source and compiles it on its first use in a process. Compiling is most of
-that cost (about 0.5 ms a codec): a fresh broker paid it again for every API its clients used, 3 ms of them before
-its first ApiVersions answer. The code objects are kept in ``codecs`` where Python keeps this package's bytecode
+``protocol.schema`` writes each codec as Python source and compiles it on its first use in a process. Compiling is
+most of that cost (about 0.5 ms a codec): a fresh broker paid it again for every API its clients used, 3 ms of them
+before its first ApiVersions answer. The codecs stay sans-IO: the broker hands this cache to the codec layer
+(``install``, through ``schema.use_codec_compiler``). The code objects are kept in ``codecs`` where Python keeps
+this package's bytecode
 (``__pycache__``, or under ``PYTHONPYCACHEPREFIX``), one file per source: the source itself and its code,
 marshalled. A file is used only when the source it holds is the one being compiled, so a new version of the
 generator or of the descriptions, a hash collision or a damaged file can only cost a compile, never a wrong codec.
@@ -16,7 +18,10 @@ import marshal
 import os
 import sys
 import zlib
+from functools import cache
 from types import CodeType
+
+from minibroker.protocol.schema import use_codec_compiler
 
 
 def bytecode_directory() -> str:
@@ -63,3 +68,9 @@ class CodeCache:
                 os.unlink(temporary)
             except OSError:
                 pass
+
+
+@cache
+def install() -> None:
+    """Compile the codecs of this process through a ``CodeCache`` (once; the broker calls it when it is made)."""
+    use_codec_compiler(CodeCache().compile)
