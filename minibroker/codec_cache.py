@@ -21,7 +21,7 @@ import zlib
 from functools import cache
 from types import CodeType
 
-from minibroker.protocol.schema import use_codec_compiler
+from minibroker.protocol.schema import compile_source, use_codec_compiler
 
 
 def bytecode_directory() -> str:
@@ -50,7 +50,7 @@ class CodeCache:
                 return code
         except (OSError, ValueError, EOFError, TypeError):
             pass  # not kept yet, or unreadable: compiled below
-        code = compile(source, filename, "exec")
+        code = compile_source(source, filename)
         if not sys.dont_write_bytecode:
             self._keep(path, source, code)
         return code

@@ -677,6 +677,7 @@ CompileCodec = Callable[[str, str], CodeType]
 
 
 def compile_source(source: str, filename: str) -> CodeType:
+    """A codec's generated source compiled (what a codec compiler does when it has nothing kept)."""
     return compile(source, filename, "exec")
 
 
