@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from minibroker.registry.avro import InvalidSchemaError, parse_avro
+from minibroker.registry.avro import parse_avro
+from minibroker.registry.parsed import InvalidSchemaError
 from minibroker.registry.compatibility import LEVELS, check
 
 

@@ -11,12 +11,11 @@ from typing import Any
 
 from minibroker.control_http import HttpRequest, RawBody
 from minibroker.registry import records as r
-from minibroker.registry.avro import AvroSchema, InvalidSchemaError, parse_avro
-from minibroker.registry.compatibility import check
+from minibroker.registry.formats import FORMATS
+from minibroker.registry.parsed import InvalidSchemaError, ParsedSchema
 from minibroker.registry.state import RegistryState, Version, schema_identity
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
-SCHEMA_TYPES = ["AVRO"]
 LEVELS = ("NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE")
 MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT")
 MAX_VERSION = 2**31 - 1
@@ -97,7 +96,7 @@ class RegistryApi:
         self.state = state
         self.write = write
         self.changes = asyncio.Lock()  # one change at a time: ids and versions are taken from the state
-        self._parsed: dict[tuple[str, str, str], AvroSchema] = {}
+        self._parsed: dict[tuple[str, str, str], ParsedSchema] = {}
         self.routes: dict[tuple[str, ...], dict[str, Callable[..., Awaitable[Answer]]]] = {
             (): {"GET": self.root},
             ("contexts",): {"GET": self.contexts},
@@ -162,14 +161,15 @@ class RegistryApi:
                 return version
         raise version_not_found(number)
 
-    def _parse(self, schema_type: str, text: str, references: list[r.Json]) -> AvroSchema:
+    def _parse(self, schema_type: str, text: str, references: list[r.Json]) -> ParsedSchema:
         """The schema parsed with its references resolved; 42201 for an invalid one or a missing reference."""
-        if schema_type not in SCHEMA_TYPES:
-            raise invalid_schema(f"Invalid schema type {schema_type}: this registry serves {', '.join(SCHEMA_TYPES)}")
+        schema_format = FORMATS.get(schema_type)
+        if schema_format is None:
+            raise invalid_schema(f"Invalid schema type {schema_type}: this registry serves {', '.join(FORMATS)}")
         named: dict[str, str] = {}
         self._resolve(references, named, set())
         try:
-            return parse_avro(text, named)
+            return schema_format.parse(text, named)
         except InvalidSchemaError as exc:
             raise invalid_schema(str(exc)) from None
 
@@ -192,14 +192,14 @@ class RegistryApi:
             self._resolve(target.references, named, seen)
             named[reference["name"]] = target.schema
 
-    def _parsed_version(self, version: Version) -> AvroSchema:
+    def _parsed_version(self, version: Version) -> ParsedSchema:
         identity = version.identity()
         parsed = self._parsed.get(identity)
         if parsed is None:
             parsed = self._parsed[identity] = self._parse(version.schema_type, version.schema, version.references)
         return parsed
 
-    def _request_schema(self, request: HttpRequest, body: dict[str, Any]) -> tuple[str, list[r.Json], AvroSchema]:
+    def _request_schema(self, request: HttpRequest, body: dict[str, Any]) -> tuple[str, list[r.Json], ParsedSchema]:
         """The request's schema parsed (``?normalize=true``: in Confluent's normalized form, which is then kept)."""
         text = body.get("schema")
         if not isinstance(text, str) or not text.strip():
@@ -215,9 +215,15 @@ class RegistryApi:
         if self.state.mode(subject) in ("READONLY", "READONLY_OVERRIDE"):
             raise not_permitted(f"Subject {subject} is in read-only mode" if subject else "The registry is read-only")
 
-    def _incompatibilities(self, subject: str, new: AvroSchema, against: list[Version]) -> list[str]:
+    def _incompatibilities(
+        self, subject: str, schema_type: str, new: ParsedSchema, against: list[Version],
+    ) -> list[str]:
+        """Confluent's messages at the subject's level; a previous schema of another type is never compatible."""
         level = self.state.compatibility(subject)
-        return check(level, new, [self._parsed_version(v).with_version(v.version) for v in against])
+        if level != "NONE" and any(v.schema_type != schema_type for v in against):
+            return ["Incompatible because of different schema type"]
+        previous = [self._parsed_version(v).with_version(v.version) for v in against]
+        return FORMATS[schema_type].check(level, new, previous)
 
     # ---- schemas ----
 
@@ -225,7 +231,7 @@ class RegistryApi:
         return 200, {}
 
     async def schema_types(self, request: HttpRequest) -> Answer:
-        return 200, SCHEMA_TYPES
+        return 200, list(FORMATS)
 
     async def contexts(self, request: HttpRequest) -> Answer:
         return 200, ["."]  # the default context: the only one served
@@ -310,7 +316,7 @@ class RegistryApi:
                 if version.identity() == identity:
                     return 200, {"id": version.schema_id}
             if mode != "IMPORT":
-                problems = self._incompatibilities(subject, parsed, live)
+                problems = self._incompatibilities(subject, schema_type, parsed, live)
                 if problems:
                     raise RegistryError(
                         409, 40901, f'Schema being registered is incompatible with an earlier schema for subject '
@@ -395,14 +401,14 @@ class RegistryApi:
 
     async def compatibility(self, request: HttpRequest, subject: str, version: str | None = None) -> Answer:
         body = self._body(request)
-        _, _, parsed = self._request_schema(request, body)
+        schema_type, _, parsed = self._request_schema(request, body)
         live = self.state.versions(subject)
         if version is None:
             against = live
         else:
             number = parse_version(version)
             against = [self._find(subject, number, deleted=False)] if live or number != LATEST else []
-        problems = self._incompatibilities(subject, parsed, against)
+        problems = self._incompatibilities(subject, schema_type, parsed, against)
         answer: dict[str, Any] = {"is_compatible": not problems}
         if flag(request, "verbose"):
             answer["messages"] = problems

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any, Mapping
 
+from minibroker.registry.parsed import InvalidSchemaError
+
 PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
 NAMED = ("record", "error", "enum", "fixed")
 ORDERS = ("ascending", "descending", "ignore")
@@ -24,10 +26,6 @@ NO_DEFAULT: Any = object()
 # Keys Avro keeps as attributes; every other key of a schema or field object is a property, kept in order.
 _SCHEMA_RESERVED = {"doc", "fields", "items", "name", "namespace", "size", "symbols", "values", "type", "aliases"}
 _FIELD_RESERVED = {"default", "doc", "name", "order", "type", "aliases"}
-
-
-class InvalidSchemaError(ValueError):
-    """The schema text is not a schema Avro (as Confluent's registry runs it) accepts."""
 
 
 @dataclass(eq=False)
