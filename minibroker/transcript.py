@@ -17,7 +17,7 @@ from collections import deque
 from pathlib import Path
 from typing import IO, Any, Callable
 
-from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.errors import error_name
 from minibroker.protocol.messages import KAFKA_APIS
 from minibroker.protocol.records import iter_batches
 
@@ -115,8 +115,7 @@ def errors(body: Any, names: TopicNames | None = None) -> list[dict[str, Any]]:
     for where, item in walk(body, names):
         for key, value in item.items():
             if key.endswith("error_code") and isinstance(value, int) and value != 0:
-                name = ErrorCode(value).name if value in ErrorCode._value2member_map_ else str(value)
-                found.append({**{k: v for k, v in where.items() if k != "depth"}, "error": name})
+                found.append({**{k: v for k, v in where.items() if k != "depth"}, "error": error_name(value)})
     return found
 
 
