@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections import deque
-from pathlib import Path
 from typing import IO, Any, Callable
 
 from minibroker.protocol.errors import error_name
@@ -29,10 +29,10 @@ CONTEXT_KEYS = ("group_id", "transactional_id", "key", "member_id")
 
 
 class Transcript:
-    def __init__(self, max_entries: int, path: Path | None = None) -> None:
+    def __init__(self, max_entries: int, path: str | os.PathLike[str] | None = None) -> None:
         self.entries: deque[dict[str, Any]] = deque(maxlen=max_entries)
         self.next_seq = 1
-        self._file: IO[str] | None = path.open("a", encoding="utf-8") if path is not None else None
+        self._file: IO[str] | None = open(path, "a", encoding="utf-8") if path is not None else None
 
     def record(self, entry: dict[str, Any]) -> None:
         entry["seq"] = self.next_seq
