@@ -12,7 +12,7 @@ import base64
 import binascii
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from minibroker.registry.parsed import InvalidSchemaError
 from minibroker.registry.protobuf_elements import ProtoFile
@@ -64,12 +64,12 @@ class ProtobufSchema:
     types: dict[str, TypeInfo]
     canonical: str
     version: int | None = None
-    references: frozenset[str] = field(default_factory=frozenset)  # the dependencies given as references
 
     def normalize(self) -> ProtobufSchema:
         """Confluent's normalized form, re-read as its canonical string (as Confluent re-parses it)."""
         text = to_string(self.file, self.types)
-        return replace(self, file=parse_proto(text), canonical=text)
+        file = parse_proto(text)
+        return replace(self, file=file, types=collect(file, self.dependencies), canonical=text)
 
     def with_version(self, version: int) -> ProtobufSchema:
         return replace(self, version=version)
@@ -94,7 +94,6 @@ def parse_protobuf(text: str, references: Mapping[str, str] | None = None) -> Pr
             "Protobuf schemas need the protobuf package: pip install 'minibroker[registry]'") from None
     file = _read(text)
     dependencies = {name: _read(source) for name, source in (references or {}).items()}
-    given = frozenset(dependencies)
     _add_known(file, dependencies)
     types = collect(file, dependencies)
     built = [protobuf_descriptor.to_descriptor(dependency, name, collect(dependency, dependencies))
@@ -104,7 +103,7 @@ def parse_protobuf(text: str, references: Mapping[str, str] | None = None) -> Pr
     for proto in built + [main]:
         _drop_unloaded_imports(proto, loaded)
     protobuf_descriptor.validate(built + [main], _google_load_order())
-    return ProtobufSchema(file, dependencies, types, to_string(file), references=given)
+    return ProtobufSchema(file, dependencies, types, to_string(file))
 
 
 def _read(text: str) -> ProtoFile:
