@@ -238,3 +238,11 @@ def test_imports_resolve_from_references_and_well_known_files() -> None:
         proto(body)
     schema = proto(body, references={"dep.proto": 'syntax = "proto3";\npackage dep;\nmessage D { int32 x = 1; }'})
     assert "dep.D" in schema.types and "confluent.Meta" in schema.types
+
+
+def test_google_type_files_resolve_without_a_reference() -> None:
+    pytest.importorskip("google.type", reason="google/type files come from googleapis-common-protos")
+    schema = proto('import "google/type/money.proto";\nmessage Price { google.type.Money amount = 1; }')
+    assert "google.type.Money" in schema.types
+    assert parse_protobuf(schema.formatted("serialized")).canonical == schema.canonical.replace(
+        "google.type.Money", ".google.type.Money")

@@ -1,10 +1,11 @@
 """Protobuf schemas as Confluent's registry sees them (ProtobufSchema): .proto text or a base64 FileDescriptorProto,
-imports resolved from the references (import path -> schema) or, for google/protobuf/*.proto and Confluent's
-confluent/meta.proto and confluent/type/decimal.proto, without one; kept and compared in Confluent's canonical
-string, normalized on ``?normalize=true`` and served as a base64 FileDescriptorProto for ``?format=serialized``.
+imports resolved from the references (import path -> schema) or, for google/protobuf/*.proto, google/type/*.proto
+(with googleapis-common-protos) and Confluent's confluent/meta.proto and confluent/type/decimal.proto, without one;
+kept and compared in Confluent's canonical string, normalized on ``?normalize=true`` and served as a base64
+FileDescriptorProto for ``?format=serialized``.
 
-Needs the ``protobuf`` package (``pip install 'minibroker[registry]'``); imported only when a Protobuf schema is
-parsed, so neither a default start-up nor an Avro-only registry loads it."""
+Needs the ``protobuf`` package (``pip install 'minibroker[registry]'``), imported only when a Protobuf schema is
+parsed: neither a default start-up nor an Avro-only registry loads it."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import binascii
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from types import ModuleType
+from typing import Any
 
 from minibroker.registry.parsed import InvalidSchemaError
 from minibroker.registry.protobuf_elements import ProtoFile
@@ -50,8 +53,13 @@ message Decimal {
 }
 """,
 }
-_GOOGLE_FILES = ("any", "api", "descriptor", "duration", "empty", "field_mask", "source_context", "struct",
-                 "timestamp", "type", "wrappers")
+# Imported from google.protobuf, in an order where each file follows the ones it imports.
+_PROTOBUF_FILES = ("descriptor", "any", "source_context", "type", "api", "duration", "empty", "field_mask", "struct",
+                   "timestamp", "wrappers")
+# Confluent's google/type files, from googleapis-common-protos when it is installed (confluent-kafka[protobuf]).
+_GOOGLE_TYPE_FILES = ("calendar_period", "color", "date", "datetime", "dayofweek", "decimal", "expr", "fraction",
+                      "interval", "latlng", "money", "month", "phone_number", "postal_address", "quaternion",
+                      "timeofday")
 
 
 @dataclass(eq=False)
@@ -79,21 +87,33 @@ class ProtobufSchema:
         ones too, as Confluent answers them) the canonical string."""
         if fmt != "serialized":
             return self.canonical
-        from minibroker.registry.protobuf_descriptor import to_descriptor
-
-        return base64.b64encode(to_descriptor(self.file, MAIN_FILE, self.types).SerializeToString()).decode()
+        proto = _descriptors().to_descriptor(self.file, MAIN_FILE, self.types)
+        return base64.b64encode(proto.SerializeToString()).decode()
 
 
 def parse_protobuf(text: str, references: Mapping[str, str] | None = None) -> ProtobufSchema:
     """The schema with its references (import path -> schema text, dependencies first), validated as protobuf builds
     it; InvalidSchemaError as Confluent words it for what it rejects."""
     try:
+        return _parse(text, references or {})
+    except InvalidSchemaError as exc:
+        raise InvalidSchemaError(f"Invalid schema of type PROTOBUF, details: {exc}") from None
+
+
+def _descriptors() -> ModuleType:
+    """The FileDescriptorProto conversions, which need the protobuf package."""
+    try:
         from minibroker.registry import protobuf_descriptor
     except ImportError:
         raise InvalidSchemaError(
             "Protobuf schemas need the protobuf package: pip install 'minibroker[registry]'") from None
+    return protobuf_descriptor
+
+
+def _parse(text: str, references: Mapping[str, str]) -> ProtobufSchema:
+    protobuf_descriptor = _descriptors()
     file = _read(text)
-    dependencies = {name: _read(source) for name, source in (references or {}).items()}
+    dependencies = {name: _read(source) for name, source in references.items()}
     _add_known(file, dependencies)
     types = collect(file, dependencies)
     built = [protobuf_descriptor.to_descriptor(dependency, name, collect(dependency, dependencies))
@@ -102,7 +122,7 @@ def parse_protobuf(text: str, references: Mapping[str, str] | None = None) -> Pr
     loaded = {MAIN_FILE, *dependencies}
     for proto in built + [main]:
         _drop_unloaded_imports(proto, loaded)
-    protobuf_descriptor.validate(built + [main], _google_load_order())
+    protobuf_descriptor.validate(built + [main], list(_google_files().values()))
     return ProtobufSchema(file, dependencies, types, to_string(file))
 
 
@@ -115,10 +135,8 @@ def _read(text: str) -> ProtoFile:
             data = base64.b64decode(text.strip(), validate=True)
         except (binascii.Error, ValueError):
             raise InvalidSchemaError(f"Could not parse Protobuf - {exc}") from None
-        from minibroker.registry.protobuf_descriptor import decode
-
         try:
-            return decode(data)
+            return _descriptors().decode(data)
         except InvalidSchemaError:
             raise InvalidSchemaError(f"Could not parse Protobuf - {exc}") from None
 
@@ -139,31 +157,29 @@ def _add_known(file: ProtoFile, dependencies: dict[str, ProtoFile]) -> None:
 
 @functools.cache
 def _google_files() -> dict[str, bytes]:
-    """google.protobuf's own serialized descriptors of its well-known types, by import path."""
+    """The serialized descriptors of the google/ files Confluent resolves without a reference, by import path, each
+    after the ones it imports."""
     import importlib
 
-    return {f"google/protobuf/{name}.proto": importlib.import_module(f"google.protobuf.{name}_pb2").DESCRIPTOR.serialized_pb
-            for name in _GOOGLE_FILES}
+    files = {}
+    for package, names in (("protobuf", _PROTOBUF_FILES), ("type", _GOOGLE_TYPE_FILES)):
+        for name in names:
+            try:
+                module = importlib.import_module(f"google.{package}.{name}_pb2")
+            except ImportError:
+                continue
+            files[f"google/{package}/{name}.proto"] = module.DESCRIPTOR.serialized_pb
+    return files
 
 
 @functools.cache
 def _known_files() -> dict[str, ProtoFile]:
-    from minibroker.registry.protobuf_descriptor import decode
-
-    known = {name: decode(data) for name, data in _google_files().items()}
+    known = {name: _descriptors().decode(data) for name, data in _google_files().items()}
     known.update({name: parse_proto(text) for name, text in _CONFLUENT_FILES.items()})
     return known
 
 
-def _google_load_order() -> list[bytes]:
-    """google.protobuf's files, each after the ones it imports (api imports source_context and type, type imports
-    any and source_context)."""
-    first = ("descriptor", "any", "source_context", "type")
-    return [_google_files()[f"google/protobuf/{name}.proto"] for name in first] + [
-        data for name, data in _google_files().items() if name.rpartition("/")[2][:-6] not in first]
-
-
-def _drop_unloaded_imports(proto, loaded: set[str]) -> None:
+def _drop_unloaded_imports(proto: Any, loaded: set[str]) -> None:
     """Imports nothing resolves stay in the schema (Confluent keeps them) but not in the pool that validates it."""
     kept = [name for name in proto.dependency if name in loaded or name in _google_files()]
     if len(kept) != len(proto.dependency):
