@@ -246,3 +246,16 @@ def test_google_type_files_resolve_without_a_reference() -> None:
     assert "google.type.Money" in schema.types
     assert parse_protobuf(schema.formatted("serialized")).canonical == schema.canonical.replace(
         "google.type.Money", ".google.type.Money")
+
+
+def test_a_descriptor_with_a_map_field_is_served_back_as_protobuf_builds_it() -> None:
+    from google.protobuf import descriptor_pool, message_factory
+
+    typed = 'syntax = "proto3";\npackage test;\nmessage P { map<string, int32> counts = 1; optional string note = 2; }\n'
+    registered = parse_protobuf(descriptor_of(typed))  # as the serializer sends it: the entry message included
+    assert "message CountsEntry" in registered.canonical and "optional string note = 2;" in registered.canonical
+    served = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(registered.formatted("serialized")))
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(served)
+    message = message_factory.GetMessageClass(pool.FindMessageTypeByName("test.P"))(counts={"a": 1}, note="n")
+    assert dict(message.counts) == {"a": 1} and message.HasField("note")

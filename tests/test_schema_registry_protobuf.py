@@ -111,6 +111,20 @@ def test_an_evolved_schema_registers_and_an_incompatible_one_is_refused(registry
     assert registry.get_versions(f"{topic}-value") == [1, 2, 3]
 
 
+def test_normalizing_serializer_registers_the_normalized_form(registry: SchemaRegistryClient) -> None:
+    topic = "normalized"
+    context = SerializationContext(topic, MessageField.VALUE)
+    user = user_classes(*reversed(V1))  # fields declared out of order: normalizing sorts them
+    data = ProtobufSerializer(user, registry, {"normalize.schemas": True})(user(name="n", favorite=1), context)
+    assert ProtobufDeserializer(user, {}, registry)(data, context) == user(name="n", favorite=1)
+    assert registry.get_latest_version(f"{topic}-value").schema.schema_str == (
+        'syntax = "proto3";\npackage test;\n\nimport "test/address.proto";\n\nmessage User {\n'
+        "  string name = 1;\n  int32 favorite = 2;\n  .test.Address home = 3;\n}\n")
+    in_order = user_classes(*V1)
+    ProtobufSerializer(in_order, registry, {"normalize.schemas": True})(in_order(name="m"), context)
+    assert registry.get_versions(f"{topic}-value") == [1]  # the same schema once normalized
+
+
 def test_text_and_serialized_forms_of_one_schema_share_an_id(broker: Broker) -> None:
     url = broker.schema_registry_url
     text = 'syntax = "proto3";\npackage test;\n\nmessage Point {\n  int32 x = 1;\n  int32 y = 2;\n}\n'
