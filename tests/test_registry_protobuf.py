@@ -259,3 +259,37 @@ def test_a_descriptor_with_a_map_field_is_served_back_as_protobuf_builds_it() ->
     pool.Add(served)
     message = message_factory.GetMessageClass(pool.FindMessageTypeByName("test.P"))(counts={"a": 1}, note="n")
     assert dict(message.counts) == {"a": 1} and message.HasField("note")
+
+
+PROTO2 = '''syntax = "proto2";
+package ex;
+import "google/protobuf/descriptor.proto";
+option optimize_for = SPEED;
+option (file_opt) = { name: "x" size: 3 tags: ["a", "b"] nested { deep: true } };
+extend google.protobuf.FileOptions { optional Opt file_opt = 50001; }
+message Opt { optional string name = 1; optional int32 size = 2; repeated string tags = 3; optional N nested = 4;
+  message N { optional bool deep = 1; } }
+message M {
+  required string id = 1;
+  optional int32 count = 2 [default = 5, packed = false, json_name = "cnt"];
+  optional Color color = 3 [default = RED];
+  extensions 100 to 199, 500 to max;
+  enum Color { option allow_alias = true; RED = 0; CRIMSON = 0 [deprecated = true]; reserved 5 to 9, 20; }
+}
+extend M { optional int32 extra = 100; }
+service Svc { rpc Do (M) returns (M) { option deprecated = true; } rpc Stream (stream M) returns (stream M); }
+'''
+
+
+def test_proto2_with_options_extensions_and_services() -> None:
+    schema = parse_protobuf(PROTO2)
+    assert parse_protobuf(schema.canonical).canonical == schema.canonical
+    assert "  optional int32 count = 2 [\n    packed = false,\n    default = 5,\n    json_name = \"cnt\"\n  ];\n" \
+        in schema.canonical  # default and json_name after the other options, as Confluent prints them
+    assert 'option (file_opt) = {\n  name: "x",\n  size: 3,' in schema.canonical
+    assert "  extensions 100 to 199, 500 to max;\n" in schema.canonical
+    assert "  rpc Stream (stream M) returns (stream M);\n" in schema.canonical
+    served = parse_protobuf(schema.formatted("serialized"))
+    custom = schema.canonical[schema.canonical.index("option (file_opt)"):schema.canonical.index("};\n") + 3]
+    without_custom = parse_protobuf(schema.canonical.replace(custom, ""))
+    assert served.normalize().canonical == without_custom.normalize().canonical  # a descriptor drops custom options

@@ -195,8 +195,7 @@ class _Parser:
                 values[key] = (existing if isinstance(existing, list) else [existing]) + [value]
             else:
                 values[key] = value
-            if not (self.accept(",") or self.accept(";")) and self.peek() != "}" and self.at >= len(self.tokens):
-                raise self.fail("unterminated option map")
+            self.accept(",") or self.accept(";")
         return values
 
     def _map_value(self) -> Any:
@@ -366,15 +365,9 @@ class _Parser:
                 continue
             self.expect("rpc")
             rpc = Rpc(self.word("an rpc name"), "", "")
-            self.expect("(")
-            rpc.request_streaming = self.peek() == "stream" and self.peek(1) != ")" and bool(self.next())
-            rpc.request = self.word("a request type")
-            self.expect(")")
+            rpc.request_streaming, rpc.request = self.rpc_type("a request type")
             self.expect("returns")
-            self.expect("(")
-            rpc.response_streaming = self.peek() == "stream" and self.peek(1) != ")" and bool(self.next())
-            rpc.response = self.word("a response type")
-            self.expect(")")
+            rpc.response_streaming, rpc.response = self.rpc_type("a response type")
             if self.accept("{"):
                 while not self.accept("}"):
                     if not self.accept(";"):
@@ -385,6 +378,17 @@ class _Parser:
                 self.expect(";")
             service.rpcs.append(rpc)
         return service
+
+
+    def rpc_type(self, what: str) -> tuple[bool, str]:
+        """``(Type)`` or ``(stream Type)``: whether it streams, and the type."""
+        self.expect("(")
+        streaming = self.peek() == "stream" and self.peek(1) != ")"
+        if streaming:
+            self.next()
+        type_name = self.word(what)
+        self.expect(")")
+        return streaming, type_name
 
 
 def _take(options: list[Option], name: str) -> Option | None:
