@@ -515,14 +515,17 @@ class Broker:
 
     def _log_emulation(self) -> None:
         """Once at start-up: which release is emulated and which of minibroker's APIs it did not serve."""
-        from minibroker.kafka_versions import resolve
+        from minibroker.kafka_versions import emulation_notes, resolve
         from minibroker.protocol.messages import KAFKA_APIS
 
         left_out = [KAFKA_APIS[key][0] for key in sorted(HANDLERS) if key not in self.apis]
+        older, lacking = emulation_notes(HANDLERS, self.config.kafka_version)
         log.info(
-            "emulating Apache Kafka %s: ApiVersions advertises %d APIs at the versions that release served%s",
+            "emulating Apache Kafka %s: ApiVersions advertises %d APIs at the versions that release served%s%s%s",
             resolve(self.config.kafka_version), len(self.apis),
+            f" (versions Kafka 4 removed, served as the release did: {', '.join(older)})" if older else "",
             f"; not served: {', '.join(left_out)}" if left_out else "",
+            f"; versions of the release not served: {', '.join(lacking)}" if lacking else "",
         )
 
     async def _start_listeners(self) -> None:

@@ -193,3 +193,21 @@ def emulated_apis(handlers: Mapping[int, Handler], text: str) -> dict[int, Handl
         if low <= high:
             capped[key] = handler._replace(min_version=low, max_version=high)
     return capped
+
+
+def _span(name: str, low: int, high: int) -> str:
+    return f"{name} v{low}" if low == high else f"{name} v{low}-{high}"
+
+
+def emulation_notes(handlers: Mapping[int, Handler], text: str) -> tuple[list[str], list[str]]:
+    """What the start-up line and ``api-reference --kafka-version`` say besides the table: (the versions served below
+    Kafka 4's minimums, as the release served them; the release's versions minibroker does not serve)."""
+    from minibroker.protocol.messages import KAFKA_APIS
+
+    served = served_by_release()[resolve(text)]
+    emulated = emulated_apis(handlers, text)
+    older = [_span(KAFKA_APIS[key][0], h.min_version, handlers[key].min_version - 1)
+             for key, h in sorted(emulated.items()) if h.min_version < handlers[key].min_version]
+    lacking = [_span(KAFKA_APIS[key][0], handlers[key].max_version + 1, served[key][1])
+               for key in sorted(handlers) if key in served and served[key][1] > handlers[key].max_version]
+    return older, lacking

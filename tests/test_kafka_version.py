@@ -161,7 +161,10 @@ def test_topic_id_versions_come_with_the_release_that_added_them(release: str, m
 
 def test_api_reference_prints_the_emulated_table() -> None:
     table = api_table("2.8")
-    assert "| Produce | 0 | 0-9 |" in table and "ConsumerGroupHeartbeat" not in table
+    assert "| Produce | 0 | 0-9 |" in table and "| ConsumerGroupHeartbeat |" not in table
+    assert "served as the release served them: Produce v0-2, Fetch v0-3, ListOffsets v0," in table
+    assert "the release did not: DescribeTransactions, ListTransactions, ConsumerGroupHeartbeat," in table
+    assert "does not serve: FindCoordinator v5-6, InitProducerId v5, AddOffsetsToTxn v4." in api_table("3.9")
     result = subprocess.run([sys.executable, "-m", "minibroker", "api-reference", "--kafka-version", "2.8"],
                             capture_output=True, text=True, timeout=30)
     assert (result.returncode, result.stdout) == (0, table)
@@ -388,7 +391,8 @@ def test_environment_setting_and_start_up_line(tmp_path: Path) -> None:
     broker = BrokerProcess(tmp_path / "data", env={"MINIBROKER_KAFKA_VERSION": "3.5.1"}).start()
     try:
         assert advertised(broker.bootstrap) == expected("3.5")
-        assert re.search(r"emulating Apache Kafka 3\.5: ApiVersions advertises \d+ APIs.*not served: "
-                         r"ConsumerGroupHeartbeat, ConsumerGroupDescribe", broker.log_text())
+        assert re.search(r"emulating Apache Kafka 3\.5: ApiVersions advertises \d+ APIs at the versions that release "
+                         r"served \(versions Kafka 4 removed, served as the release did: Produce v0-2, .*\); "
+                         r"not served: ConsumerGroupHeartbeat, ConsumerGroupDescribe", broker.log_text())
     finally:
         broker.stop()

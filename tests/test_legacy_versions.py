@@ -306,14 +306,12 @@ def test_create_and_delete_topics_v0(kafka39: BrokerProcess) -> None:
 
 
 def test_describe_configs_v0_says_which_values_are_defaults(kafka39: BrokerProcess) -> None:
-    topic = new_topic(kafka39.bootstrap)
-    from confluent_kafka.admin import ConfigResource
-
-    from tests.clientutil import TIMEOUT_S, confluent_admin
-
-    resource = ConfigResource("topic", topic, set_config={"retention.ms": "123456"})
-    admin = confluent_admin(kafka39.bootstrap)
-    admin.alter_configs([resource])[resource].result(timeout=TIMEOUT_S)
+    topic = f"legacy-configs-{uuid.uuid4().hex[:6]}"
+    created = call(kafka39.bootstrap, CREATE_TOPICS, 0, {"topics": [
+        {"name": topic, "num_partitions": 1, "replication_factor": 1, "assignments": [],
+         "configs": [{"name": "retention.ms", "value": "123456"}]},
+    ], "timeout_ms": 10_000})
+    assert created["topics"][0]["error_code"] == ErrorCode.NONE
     answer = call(kafka39.bootstrap, DESCRIBE_CONFIGS, 0, {"resources": [
         {"resource_type": TOPIC_RESOURCE, "resource_name": topic, "configuration_keys": ["retention.ms", "segment.ms"]},
     ]})
@@ -334,3 +332,51 @@ def test_describe_log_dirs_and_offset_for_leader_epoch_v0(kafka39: BrokerProcess
     ]})
     [[answer]] = [t["partitions"] for t in epochs["topics"]]
     assert (answer["error_code"], answer["end_offset"]) == (ErrorCode.NONE, 4)
+
+
+# ---- Produce v0-2 and Fetch v0-3: framing and version gates (message sets of magic 0/1: protocol/message_sets) ----
+
+
+def produce(bootstrap: str, version: int, topic: str, records: bytes, acks: int = 1) -> dict[str, Any]:
+    body = {"acks": acks, "timeout_ms": 10_000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": 0, "records": records}]},
+    ]}
+    return call(bootstrap, PRODUCE, version, body)
+
+
+def test_produce_v0_to_v2_answer_as_their_versions(kafka39: BrokerProcess) -> None:
+    """Kafka 3.9 checked the batch format only from v3: a v2 batch produced at v0-2 is appended. v0 answers no
+    throttle time, v1 adds it, v2 the log append time (-1: CreateTime)."""
+    from minibroker.protocol.records import build_batch
+
+    topic = new_topic(kafka39.bootstrap)
+    assert produce(kafka39.bootstrap, 0, topic, build_batch([(b"k", b"v0")])) == {"responses": [
+        {"name": topic, "partition_responses": [{"index": 0, "error_code": ErrorCode.NONE, "base_offset": 0}]},
+    ]}
+    assert produce(kafka39.bootstrap, 1, topic, build_batch([(b"k", b"v1")])) == {"responses": [
+        {"name": topic, "partition_responses": [{"index": 0, "error_code": ErrorCode.NONE, "base_offset": 1}]},
+    ], "throttle_time_ms": 0}
+    assert produce(kafka39.bootstrap, 2, topic, build_batch([(b"k", b"v2")])) == {"responses": [
+        {"name": topic, "partition_responses": [
+            {"index": 0, "error_code": ErrorCode.NONE, "base_offset": 2, "log_append_time_ms": -1},
+        ]},
+    ], "throttle_time_ms": 0}
+    assert list_offsets_v0(kafka39.bootstrap, topic, LATEST, 1)["old_style_offsets"] == [3]
+
+
+def test_fetch_v0_and_v3_framing(kafka39: BrokerProcess) -> None:
+    """Fetch v0 has no throttle time and v0-3 no isolation level, log start offset or aborted transactions."""
+    topic = new_topic(kafka39.bootstrap)
+    request = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "topics": [
+        {"topic": topic, "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]},
+    ]}
+    empty = {"partition_index": 0, "error_code": ErrorCode.NONE, "high_watermark": 0, "records": b""}
+    assert call(kafka39.bootstrap, FETCH, 0, request) == {"responses": [{"topic": topic, "partitions": [empty]}]}
+    assert call(kafka39.bootstrap, FETCH, 3, request) == {
+        "throttle_time_ms": 0, "responses": [{"topic": topic, "partitions": [empty]}],
+    }
+    past = {**request, "topics": [
+        {"topic": topic, "partitions": [{"partition": 0, "fetch_offset": 5, "partition_max_bytes": 1 << 20}]},
+    ]}
+    [[answer]] = [t["partitions"] for t in call(kafka39.bootstrap, FETCH, 1, past)["responses"]]
+    assert (answer["error_code"], answer["high_watermark"]) == (ErrorCode.OFFSET_OUT_OF_RANGE, -1)
