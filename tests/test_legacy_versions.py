@@ -380,3 +380,44 @@ def test_fetch_v0_and_v3_framing(kafka39: BrokerProcess) -> None:
     ]}
     [[answer]] = [t["partitions"] for t in call(kafka39.bootstrap, FETCH, 1, past)["responses"]]
     assert (answer["error_code"], answer["high_watermark"]) == (ErrorCode.OFFSET_OUT_OF_RANGE, -1)
+
+
+def test_acl_apis_v0_see_literal_patterns_only(tmp_path: Path) -> None:
+    """ACL APIs v0 predate pattern types (KIP-290): their resources are LITERAL, so a v0 describe or delete leaves a
+    PREFIXED binding alone."""
+    from tests.aclutil import ADMIN, acl_broker, login
+
+    topic, read, allow, any_ = 2, 3, 3, 1
+    literal = {"resource_type": topic, "resource_name": "orders", "principal": "User:alice", "host": "*",
+               "operation": read, "permission_type": allow}
+    for proc in acl_broker(tmp_path / "data", [], "kafka.version=2.8"):
+        with login(proc, ADMIN) as conn:
+            def ask(api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
+                _, answer = decode_response(api_key, version, conn.request(api_key, version, body, 5))
+                return on_wire(RESPONSES[api_key].fields, version, answer)
+
+            assert ask(30, 0, {"creations": [literal]}) == {
+                "throttle_time_ms": 0, "results": [{"error_code": ErrorCode.NONE, "error_message": None}],
+            }
+            prefixed = {**literal, "resource_name": "ord", "resource_pattern_type": 4}
+            assert ask(30, 1, {"creations": [prefixed]})["results"][0]["error_code"] == ErrorCode.NONE
+            described = ask(29, 0, {"resource_type_filter": any_, "resource_name_filter": None,
+                                    "principal_filter": None, "host_filter": None, "operation": any_,
+                                    "permission_type": any_})
+            assert described == {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
+                                 "resources": [{"resource_type": topic, "resource_name": "orders", "acls": [
+                                     {"principal": "User:alice", "host": "*", "operation": read,
+                                      "permission_type": allow},
+                                 ]}]}
+            deleted = ask(31, 0, {"filters": [{"resource_type_filter": any_, "resource_name_filter": None,
+                                               "principal_filter": None, "host_filter": None, "operation": any_,
+                                               "permission_type": any_}]})
+            assert deleted == {"throttle_time_ms": 0, "filter_results": [
+                {"error_code": ErrorCode.NONE, "error_message": None, "matching_acls": [
+                    {"error_code": ErrorCode.NONE, "error_message": None, **literal},
+                ]},
+            ]}
+            left = ask(29, 1, {"resource_type_filter": any_, "resource_name_filter": None, "pattern_type_filter": 1,
+                               "principal_filter": None, "host_filter": None, "operation": any_,
+                               "permission_type": any_})
+            assert [(r["resource_name"], r["pattern_type"]) for r in left["resources"]] == [("ord", 4)]
