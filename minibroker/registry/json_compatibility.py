@@ -281,17 +281,18 @@ def _same(a: Any, b: Any) -> bool:
     return compact(a) == compact(b)
 
 
-def _limit(ctx: _Context, name: str, old: Any, new: Any, prefix: str) -> None:
-    """The ADDED / REMOVED / INCREASED / DECREASED difference of a numeric keyword."""
-    if old == new or (old is None and new is None):
+def _limit(ctx: _Context, name: str, old: Any, new: Any, prefix: str, lower: Any = None) -> None:
+    """The ADDED / REMOVED / INCREASED / DECREASED difference of a numeric keyword, compared as Java doubles.
+    `lower` is what a decrease is measured against when not `new` (Confluent's exclusiveMaximum quirk)."""
+    if old == new:
         return
     if old is None:
         ctx.add(f"{prefix}_ADDED", name)
     elif new is None:
         ctx.add(f"{prefix}_REMOVED", name)
-    elif Decimal(old) < Decimal(new):
+    elif float(old) < float(new):
         ctx.add(f"{prefix}_INCREASED", name)
-    elif Decimal(old) > Decimal(new):
+    elif float(old) > float(new if lower is None else lower):
         ctx.add(f"{prefix}_DECREASED", name)
 
 
@@ -309,15 +310,18 @@ def _string(ctx: _Context, original: Node, update: Node) -> None:
 def _number(ctx: _Context, original: Node, update: Node) -> None:
     _limit(ctx, "maximum", original.maximum, update.maximum, "MAXIMUM")
     _limit(ctx, "minimum", original.minimum, update.minimum, "MINIMUM")
-    _limit(ctx, "exclusiveMaximum", original.exclusive_maximum, update.exclusive_maximum, "EXCLUSIVE_MAXIMUM")
+    # Confluent measures a lowered exclusiveMaximum against the update's maximum (when it has one).
+    _limit(ctx, "exclusiveMaximum", original.exclusive_maximum, update.exclusive_maximum, "EXCLUSIVE_MAXIMUM",
+           update.maximum)
     _limit(ctx, "exclusiveMinimum", original.exclusive_minimum, update.exclusive_minimum, "EXCLUSIVE_MINIMUM")
-    old = None if original.multiple_of is None else Decimal(original.multiple_of)
-    new = None if update.multiple_of is None else Decimal(update.multiple_of)
-    if old != new:
+    old, new = _decimal(original.multiple_of), _decimal(update.multiple_of)
+    if old != new or (old is not None and not old.is_finite()):
         if old is None:
             ctx.add("MULTIPLE_OF_ADDED", "multipleOf")
         elif new is None:
             ctx.add("MULTIPLE_OF_REMOVED", "multipleOf")
+        elif not (old.is_finite() and new.is_finite()):
+            ctx.add("MULTIPLE_OF_CHANGED", "multipleOf")
         elif old != 0 and new % old == 0:
             ctx.add("MULTIPLE_OF_EXPANDED", "multipleOf")
         elif new != 0 and old % new == 0:
@@ -326,6 +330,10 @@ def _number(ctx: _Context, original: Node, update: Node) -> None:
             ctx.add("MULTIPLE_OF_CHANGED", "multipleOf")
     if original.requires_integer != update.requires_integer:
         ctx.add("TYPE_EXTENDED" if original.requires_integer else "TYPE_NARROWED")
+
+
+def _decimal(value: Any) -> Decimal | None:
+    return None if value is None else Decimal(value)
 
 
 def _enum(ctx: _Context, original: Node, update: Node) -> None:
@@ -475,7 +483,7 @@ def _property(ctx: _Context, original: Node, update: Node, name: str) -> None:
             return
         partial = _partially_open(update, name)
         if partial is not None:
-            ctx.add(*_covered(ctx, old, partial, "PROPERTY_REMOVED", "IS_COVERED", "NOT_COVERED"))
+            _covered(ctx, old, partial, "PROPERTY_REMOVED")
         elif old is not None and old.kind == "false":
             ctx.add("PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL")
         else:
@@ -493,7 +501,7 @@ def _property(ctx: _Context, original: Node, update: Node, name: str) -> None:
             return
         partial = _partially_open(original, name)
         if partial is not None:
-            ctx.add(*_covered(ctx, partial, new, "PROPERTY_ADDED", "IS_COVERED", "NOT_COVERED"))
+            _covered(ctx, partial, new, "PROPERTY_ADDED")
         if required:
             ctx.add("REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL" if new.has_default
                     else "REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL")
@@ -503,13 +511,13 @@ def _property(ctx: _Context, original: Node, update: Node, name: str) -> None:
         _compare(ctx, old, new)
 
 
-def _covered(ctx: _Context, original: Node | None, update: Node | None, change: str, yes: str, no: str) -> tuple[str]:
+def _covered(ctx: _Context, original: Node | None, update: Node | None, change: str) -> None:
     """Compares a property or item with the schema a partially open content model gives it: its differences,
     then whether the model covers it."""
     sub = ctx.sub()
     _compare(sub, original, update)
     ctx.diffs += sub.diffs
-    return (f"{change}_{yes if sub.compatible() else no}_BY_PARTIALLY_OPEN_CONTENT_MODEL",)
+    ctx.add(f"{change}_{'IS_COVERED' if sub.compatible() else 'NOT_COVERED'}_BY_PARTIALLY_OPEN_CONTENT_MODEL")
 
 
 def _unevaluated(ctx: _Context, keyword: str, old: Node | None, new: Node | None, prefix: str) -> None:
@@ -558,7 +566,7 @@ def _array(ctx: _Context, original: Node, update: Node) -> None:
                 if _array_open(update):
                     ctx.add("ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL")
                 elif partial is not None:
-                    ctx.add(*_covered(ctx, olds[index], partial, "ITEM_REMOVED", "IS_COVERED", "NOT_COVERED"))
+                    _covered(ctx, olds[index], partial, "ITEM_REMOVED")
                 else:
                     ctx.add("ITEM_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL" if olds[index].kind == "false"
                             else "ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL")
@@ -568,7 +576,7 @@ def _array(ctx: _Context, original: Node, update: Node) -> None:
                     ctx.add("ITEM_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL" if _empty(news[index])
                             else "ITEM_ADDED_TO_OPEN_CONTENT_MODEL")
                 elif partial is not None:
-                    ctx.add(*_covered(ctx, partial, news[index], "ITEM_ADDED", "IS_COVERED", "NOT_COVERED"))
+                    _covered(ctx, partial, news[index], "ITEM_ADDED")
                 else:
                     ctx.add("ITEM_ADDED_TO_CLOSED_CONTENT_MODEL")
     with ctx.enter("additionalItems"):

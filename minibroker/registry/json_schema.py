@@ -46,7 +46,10 @@ class JsonSchema:
         return replace(self, document=_sorted(self.document))
 
     def with_version(self, version: int) -> JsonSchema:
-        return replace(self, version=version)
+        """The same schema remembered as `version`, keeping what was already loaded from it."""
+        copy = replace(self, version=version)
+        copy.__dict__.update({k: v for k, v in self.__dict__.items() if k in ("canonical", "root")})
+        return copy
 
 
 def parse_json(text: str, references: Mapping[str, str] | None = None) -> JsonSchema:
@@ -77,8 +80,12 @@ def _read(text: str, what: str) -> Any:
 
 def _check_meta_schema(document: Any) -> None:
     """The document must be a valid schema of its draft (its meta-schema, as `jsonschema` bundles it)."""
-    import jsonschema
-
+    try:
+        import jsonschema
+    except ImportError:
+        raise InvalidSchemaError(
+            "Invalid schema of type JSON, details: this registry validates JSON schemas with the jsonschema package: "
+            "pip install 'minibroker[registry]'") from None
     validator = {
         4: jsonschema.Draft4Validator, 6: jsonschema.Draft6Validator, 7: jsonschema.Draft7Validator,
         2019: jsonschema.Draft201909Validator, 2020: jsonschema.Draft202012Validator,
