@@ -353,3 +353,9 @@ def test_java_hash_order():
     assert key_union_order(["foo"], ["bar"]) == ["bar", "foo"]
     many = [f"p{i}" for i in range(40)]
     assert sorted(key_union_order(many, ["extra"])) == sorted(many + ["extra"])
+
+
+def test_without_jsonschema_a_json_schema_is_refused_with_the_extra_to_install(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "jsonschema", None)  # as if not installed
+    with pytest.raises(InvalidSchemaError, match=r"minibroker\[registry\]"):
+        parse_json('{"type": "string"}')

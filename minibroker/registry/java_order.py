@@ -9,7 +9,7 @@ from collections.abc import Iterable
 def string_hash(text: str) -> int:
     """Java's `String.hashCode` (over UTF-16 code units), spread as HashMap spreads it."""
     h = 0
-    data = text.encode("utf-16-be")
+    data = text.encode("utf-16-be", "surrogatepass")
     for i in range(0, len(data), 2):
         h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
     return h ^ (h >> 16)

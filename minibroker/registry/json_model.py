@@ -369,8 +369,9 @@ def _pointer(document: Any, pointer: str) -> Any:
     tokens = [t.replace("~1", "/").replace("~0", "~") for t in pointer.lstrip("/").split("/")]
     for i, token in enumerate(tokens):
         if isinstance(value, dict):
-            if i == 0 and token == "$defs" and isinstance(value.get("definitions"), dict):
-                value = {**value["definitions"], **(value.get("$defs") or {})}
+            if i == 0 and token == "$defs" and isinstance(value.get("definitions"), dict) and isinstance(
+                    value.get("$defs", {}), dict):
+                value = {**value["definitions"], **value.get("$defs", {})}
             else:
                 value = value.get(token, _MISSING)
         elif isinstance(value, list) and token.isdigit() and int(token) < len(value):

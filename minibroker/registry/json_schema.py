@@ -133,7 +133,7 @@ def _upper_hex(match: re.Match[str]) -> str:
 def _sorted(value: Any) -> Any:
     """Every object's keys in Java's string order (UTF-16 code units), as Jackson's sorting node factory."""
     if isinstance(value, dict):
-        return {k: _sorted(value[k]) for k in sorted(value, key=lambda k: k.encode("utf-16-be"))}
+        return {k: _sorted(value[k]) for k in sorted(value, key=lambda k: k.encode("utf-16-be", "surrogatepass"))}
     if isinstance(value, list):
         return [_sorted(v) for v in value]
     return value
