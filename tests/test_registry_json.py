@@ -2,6 +2,7 @@
 and normalized strings, and compatibility by Confluent's SchemaDiff rules at every level, with its messages."""
 
 import json
+import sys
 
 import pytest
 
@@ -9,7 +10,7 @@ pytest.importorskip("jsonschema", reason="JSON schemas are validated with jsonsc
 
 from minibroker.registry.java_order import key_union_order, string_hash  # noqa: E402
 from minibroker.registry.json_compatibility import COMPATIBLE_CHANGES, LEVELS, check, compare  # noqa: E402
-from minibroker.registry.json_schema import parse_json  # noqa: E402
+from minibroker.registry.json_schema import _meta_validator, parse_json  # noqa: E402
 from minibroker.registry.parsed import InvalidSchemaError  # noqa: E402
 
 
@@ -356,6 +357,10 @@ def test_java_hash_order():
 
 
 def test_without_jsonschema_a_json_schema_is_refused_with_the_extra_to_install(monkeypatch):
-    monkeypatch.setitem(__import__("sys").modules, "jsonschema", None)  # as if not installed
+    monkeypatch.setitem(sys.modules, "jsonschema", None)  # as if not installed
+    _meta_validator.cache_clear()
     with pytest.raises(InvalidSchemaError, match=r"minibroker\[registry\]"):
         parse_json('{"type": "string"}')
+    monkeypatch.undo()
+    _meta_validator.cache_clear()
+    assert parse_json('{"type": "string"}').canonical == '{"type":"string"}'

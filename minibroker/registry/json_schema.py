@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any
 
 from minibroker.registry.json_model import Loader, Node, draft_of
@@ -80,6 +80,16 @@ def _read(text: str, what: str) -> Any:
 
 def _check_meta_schema(document: Any) -> None:
     """The document must be a valid schema of its draft (its meta-schema, as `jsonschema` bundles it)."""
+    validator, best_match = _meta_validator(draft_of(document))
+    error = best_match(validator.iter_errors(document))
+    if error is not None:
+        where = "#/" + "/".join(str(p) for p in error.absolute_path)
+        raise InvalidSchemaError(f"Invalid schema of type JSON, details: {where}: {error.message}")
+
+
+@cache
+def _meta_validator(draft: int) -> tuple[Any, Any]:
+    """The draft's meta-schema validator (made once) and jsonschema's choice of the error to report."""
     try:
         import jsonschema
     except ImportError:
@@ -89,11 +99,8 @@ def _check_meta_schema(document: Any) -> None:
     validator = {
         4: jsonschema.Draft4Validator, 6: jsonschema.Draft6Validator, 7: jsonschema.Draft7Validator,
         2019: jsonschema.Draft201909Validator, 2020: jsonschema.Draft202012Validator,
-    }[draft_of(document)]
-    error = jsonschema.exceptions.best_match(validator(validator.META_SCHEMA).iter_errors(document))
-    if error is not None:
-        where = "#/" + "/".join(str(p) for p in error.absolute_path)
-        raise InvalidSchemaError(f"Invalid schema of type JSON, details: {where}: {error.message}")
+    }[draft]
+    return validator(validator.META_SCHEMA), jsonschema.exceptions.best_match
 
 
 def compact(value: Any) -> str:
