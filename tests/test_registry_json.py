@@ -364,3 +364,25 @@ def test_without_jsonschema_a_json_schema_is_refused_with_the_extra_to_install(m
     monkeypatch.undo()
     _meta_validator.cache_clear()
     assert parse_json('{"type": "string"}').canonical == '{"type":"string"}'
+
+
+
+def test_canonical_form_keeps_any_json_value_and_is_a_fixed_point():
+    from hypothesis import given, settings, strategies as st
+
+    scalars = (st.none() | st.booleans() | st.integers() | st.text(max_size=8)
+               | st.floats(allow_nan=False, allow_infinity=False))
+    values = st.recursive(
+        scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+        max_leaves=10)
+
+    @settings(max_examples=200, deadline=None)
+    @given(values)
+    def check_value(value):
+        text = json.dumps({"type": "object", "default": value}, indent=1, ensure_ascii=bool(value))
+        schema = parse_json(text)
+        assert json.loads(schema.canonical) == json.loads(text)
+        assert parse_json(schema.canonical).canonical == schema.canonical
+        assert json.loads(schema.normalize().canonical) == json.loads(text)
+
+    check_value()
