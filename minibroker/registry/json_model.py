@@ -181,7 +181,7 @@ class Loader:
         return node
 
     def _resolve(self, node: Node) -> None:
-        """Loads what a reference names now, so a missing target is an invalid schema at registration."""
+        """Follows a chain of references to its end now, so a chain that ends nowhere or loops is found here."""
         seen = set()
         while node.kind == "ref" and id(node) not in seen:
             seen.add(id(node))
@@ -194,8 +194,7 @@ class Loader:
             if name not in self.documents:
                 raise InvalidSchemaError(f"$ref '{ref}' names no schema reference of this registration")
             document = name
-        node = Node("ref", ref_key=(document, unquote(fragment)), loader=self)
-        return node
+        return Node("ref", ref_key=(document, unquote(fragment)), loader=self)
 
     def _common(self, node: Node, rest: dict[str, Any]) -> None:
         if self.id_keyword in rest:
