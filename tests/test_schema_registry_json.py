@@ -165,3 +165,17 @@ def test_a_previous_version_of_another_type(broker: Broker, registry: SchemaRegi
     assert call(url, "POST", "/compatibility/subjects/mixed/versions", newer)[1] == {"is_compatible": True}
     assert call(url, "PUT", "/config/mixed", {"compatibility": "BACKWARD_TRANSITIVE"})[0] == 200
     assert call(url, "POST", "/compatibility/subjects/mixed/versions", newer)[1] == {"is_compatible": False}
+
+
+def test_a_serializer_that_does_not_register_looks_the_schema_up(registry: SchemaRegistryClient) -> None:
+    topic = "lookups"
+    context = SerializationContext(topic, MessageField.VALUE)
+    registered = registry.register_schema(f"{topic}-value", Schema(json.dumps(USER_V1), "JSON"))
+    # Spaced differently: the lookup compares canonical forms.
+    serializer = JSONSerializer(json.dumps(USER_V1, indent=4), registry, conf={"auto.register.schemas": False})
+    data = serializer({"name": "a", "favorite": 1}, context)
+    assert int.from_bytes(data[1:5], "big") == registered
+    unknown = JSONSerializer(json.dumps(USER_V2), registry, conf={"auto.register.schemas": False})
+    with pytest.raises(SchemaRegistryError) as missing:
+        unknown({"name": "c"}, context)
+    assert missing.value.error_code == 40403
