@@ -215,7 +215,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--schema-registry-port", type=int, metavar="PORT",
-        help="serve a schema registry (Confluent Schema Registry's REST API, AVRO) on PORT, on loopback (0: a free "
+        help="serve a schema registry (Confluent Schema Registry's REST API) on PORT, on loopback (0: a free "
         "port; the setting schema.registry.port)",
     )
     parser.add_argument(

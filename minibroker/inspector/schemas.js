@@ -1,5 +1,5 @@
 // /schemas: the schema registry's subjects (soft-deleted ones marked), their versions, ids and compatibility;
-// /schemas/{subject}: each version's schema, pretty-printed when it is JSON (Avro), with its references.
+// /schemas/{subject}: each version's schema, pretty-printed when it is JSON (Avro, JSON Schema), with its references.
 
 import { api } from "./api.js";
 import { badge, facts, h, link, num, path, row, section, table, update } from "./dom.js";

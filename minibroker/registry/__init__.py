@@ -5,5 +5,6 @@ versions, ids and configs and changes only by applying ``records`` (Confluent's 
 same way at start-up (replay) and when the API writes; ``api`` maps routes to operations and Confluent's error codes;
 ``server`` is the HTTP/1.1 keep-alive listener and the glue to the broker's log. ``avro`` parses Avro schemas into
 Confluent's canonical and normalized strings and ``compatibility`` checks them by Avro's schema resolution; both are
-pure functions with no broker imports.
+pure functions with no broker imports. ``json_schema``, ``json_model`` and ``json_compatibility`` do the same for
+JSON Schema (``formats`` names each type's pair).
 """

@@ -224,12 +224,19 @@ class RegistryApi:
     def _incompatibilities(
         self, subject: str, schema_type: str, new: ParsedSchema, against: list[Version],
     ) -> list[str]:
-        """Confluent's messages at the subject's level; a previous schema of another type is never compatible."""
+        """Confluent's messages at the subject's level (`SchemaValidatorBuilder`): the newest version, or every
+        version newest first for a transitive level, up to the first that fails; one of another type fails."""
         level = self.state.compatibility(subject)
-        if level != "NONE" and any(v.schema_type != schema_type for v in against):
-            return ["Incompatible because of different schema type"]
-        previous = [self._parsed_version(v).with_version(v.version) for v in against]
-        return FORMATS[schema_type].check(level, new, previous)
+        if level == "NONE":
+            return []
+        for version in list(reversed(against)) if level.endswith("_TRANSITIVE") else against[-1:]:
+            if version.schema_type != schema_type:
+                return ["Incompatible because of different schema type"]
+            previous = self._parsed_version(version).with_version(version.version)
+            problems = FORMATS[schema_type].check(level, new, [previous])
+            if problems:
+                return problems
+        return []
 
     # ---- schemas ----
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
-from minibroker.registry import avro, compatibility
-from minibroker.registry import protobuf, protobuf_compatibility
+from minibroker.registry import avro, compatibility, json_compatibility, json_schema, protobuf, protobuf_compatibility
 from minibroker.registry.parsed import ParsedSchema
 
 
@@ -21,5 +20,6 @@ class SchemaFormat(NamedTuple):
 
 FORMATS: dict[str, SchemaFormat] = {
     "AVRO": SchemaFormat(avro.parse_avro, compatibility.check),
+    "JSON": SchemaFormat(json_schema.parse_json, json_compatibility.check),
     "PROTOBUF": SchemaFormat(protobuf.parse_protobuf, protobuf_compatibility.check),
 }
