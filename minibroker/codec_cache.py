@@ -17,7 +17,7 @@ from __future__ import annotations
 import marshal
 import os
 import sys
-import zlib
+from binascii import crc32
 from functools import cache
 from types import CodeType
 
@@ -42,7 +42,7 @@ class CodeCache:
     def compile(self, source: str, filename: str) -> CodeType:
         """The code of ``source``: from the cache when it holds this very source, else compiled (and kept)."""
         encoded = source.encode()
-        path = os.path.join(self.directory, f"{zlib.crc32(encoded):08x}-{len(encoded)}.{sys.implementation.cache_tag}")
+        path = os.path.join(self.directory, f"{crc32(encoded):08x}-{len(encoded)}.{sys.implementation.cache_tag}")
         try:
             with open(path, "rb") as stored:
                 kept_source, code = marshal.loads(stored.read())
