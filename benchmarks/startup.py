@@ -1,7 +1,8 @@
 """Start-up figures: a fresh ``minibroker`` process and the in-process ``minibroker.testing.Broker``, each timed
 until its first ApiVersions answer.
 
-The fresh process gets a free port chosen up front and is probed every 5 ms (a refused connection is retried),
+The fresh process is the ``minibroker`` command that ``pip install`` puts beside the interpreter (what users start;
+``python -m minibroker`` is timed beside it: runpy adds its imports). It gets a free port chosen up front and is probed every 5 ms (a refused connection is retried),
 so the figure is what a harness waiting for the port sees: interpreter start, imports, opening the data
 directory, binding. It is measured twice: with a bytecode cache (as an installed package, whose .pyc files
 pip writes, or a normal checkout has) and without one (PYTHONDONTWRITEBYTECODE=1 and no cache: every module
@@ -32,10 +33,16 @@ NEUTRAL_CWD = tempfile.gettempdir()  # not the checkout, whose minibroker/ would
 from benchmarks.common import free_port, wait_for_api_versions  # noqa: E402
 
 
-def fresh_process_once(env: dict[str, str], nodes: int) -> float:
+# The installation's ``minibroker`` command (a pip console script beside the interpreter), else ``python -m``.
+_SCRIPT = Path(sys.executable).with_name("minibroker")
+COMMAND = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "minibroker"]
+MODULE = [sys.executable, "-m", "minibroker"]
+
+
+def fresh_process_once(env: dict[str, str], nodes: int, launcher: list[str] = COMMAND) -> float:
     port = free_port(nodes)
     with tempfile.TemporaryDirectory() as data_dir, tempfile.TemporaryFile("w+") as output:
-        args = [sys.executable, "-m", "minibroker", "serve", "--port", str(port), "--data-dir", data_dir, "--nodes", str(nodes)]
+        args = [*launcher, "serve", "--port", str(port), "--data-dir", data_dir, "--nodes", str(nodes)]
         started = time.perf_counter()
         proc = subprocess.Popen(args, cwd=NEUTRAL_CWD, env=env, stdout=output, stderr=subprocess.STDOUT)
         try:
@@ -162,13 +169,16 @@ def main() -> None:
         fresh_process_once(cached, nodes)  # fills the bytecode cache
         report("python -c pass (interpreter floor)", [interpreter_floor(cached) for _ in range(runs)])
         report("import broker + CLI, bytecode cache", [import_time(cached) for _ in range(runs)])
-        floor, broker = [], []
-        for _ in range(runs):  # alternating, so both see the same machine
+        floor, broker, module = [], [], []
+        for _ in range(runs):  # alternating, so all see the same machine
             floor.append(asyncio_floor_once(cached))
             broker.append(fresh_process_once(cached, nodes))
+            module.append(fresh_process_once(cached, nodes, MODULE))
         report("bare asyncio process -> first ApiVersions (floor)", floor)
-        report("fresh process -> first ApiVersions, bytecode cache", broker)
+        report(f"fresh `{Path(COMMAND[-1]).name}` -> first ApiVersions, bytecode cache", broker)
         print(f"{'fresh process / asyncio floor':<56} {statistics.median(broker) / statistics.median(floor):.2f}x")
+        report("fresh `python -m minibroker` -> first ApiVersions", module)
+        print(f"{'python -m / asyncio floor':<56} {statistics.median(module) / statistics.median(floor):.2f}x")
         report("import broker + CLI, no bytecode cache", [import_time(uncached) for _ in range(runs)])
         report("fresh process -> first ApiVersions, no bytecode cache", [fresh_process_once(uncached, nodes) for _ in range(runs)])
         report("first in-process Broker incl. imports, bytecode cache", [first_in_process_broker(cached, nodes) for _ in range(runs)])
