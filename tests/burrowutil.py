@@ -1,7 +1,9 @@
 """Debian's Burrow 1.2.1 (consumer-lag monitoring) and the ZooKeeper it needs, as child processes of a test: each with
 its own directory and free ports, always stopped. Burrow's kafka cluster module asks the broker for topics and
-offsets, its kafka consumer module reads ``__consumer_offsets`` and decodes the commits itself, and its HTTP server
-answers how far behind a group is."""
+offsets (ListOffsets v0), its kafka consumer module reads ``__consumer_offsets`` and decodes the commits itself
+(OffsetCommitValue up to version 3: a version 4 value is "failed to decode ... value version"), and its HTTP server
+answers how far behind a group is. ``burrow_lag`` is the issue's acceptance scenario (produce 30, commit 10, lag
+20), for a test to assert on."""
 
 from __future__ import annotations
 
@@ -19,6 +21,9 @@ from typing import Any
 BURROW = "Burrow"
 ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 ZOOKEEPER_CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/*"
+# The client profile's kafka-version of Debian's /etc/burrow/burrow.toml: Burrow's sarama then sends Metadata v1,
+# ListOffsets v0 and Fetch v2 (message format 1). With "2.0.0": Metadata v5, ListOffsets v0 and v1, Fetch v4.
+DEBIAN_PROFILE_VERSION = "0.10.0"
 
 
 def missing() -> str | None:
@@ -141,7 +146,7 @@ min-distance=1
 class Burrow(Child):
     """Burrow with its own config directory, against one broker."""
 
-    def __init__(self, directory: Path, zookeeper_port: int, bootstrap: str, sarama_version: str = "2.0.0") -> None:
+    def __init__(self, directory: Path, zookeeper_port: int, bootstrap: str, sarama_version: str) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self.http_port = free_port()
         (directory / "burrow.toml").write_text(
@@ -190,10 +195,12 @@ class LagRun:
 
 
 def burrow_lag(root: Path, kafka_version: str = "3.9", produced: int = 30, committed: int = 10,
-               seconds: float = 60.0) -> LagRun:
+               sarama_version: str = DEBIAN_PROFILE_VERSION, seconds: float = 60.0) -> LagRun:
     """The acceptance scenario: a broker emulating ``kafka_version``, ``produced`` records in a topic of one partition,
-    ``committed`` committed for a group, then ZooKeeper and Burrow watching it until Burrow reports the group's lag as
-    ``produced - committed`` (or ``seconds`` pass). Every process is stopped before it returns."""
+    ``committed`` committed for a group, then ZooKeeper and Burrow (its client profile at ``sarama_version``) watching
+    it until Burrow reports the group's lag as ``produced - committed`` (or ``seconds`` pass). Every process is stopped
+    before it returns."""
+    root.mkdir(parents=True, exist_ok=True)
     from confluent_kafka import Consumer, Producer, TopicPartition
 
     from tests.brokerproc import BrokerProcess
@@ -217,7 +224,7 @@ def burrow_lag(root: Path, kafka_version: str = "3.9", produced: int = 30, commi
             consumer.close()
         zookeeper = ZooKeeper(root / "zookeeper")
         zookeeper.wait_ready()
-        burrow = Burrow(root / "burrow", zookeeper.port, broker.bootstrap)
+        burrow = Burrow(root / "burrow", zookeeper.port, broker.bootstrap, sarama_version)
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline and burrow.alive():
             status = burrow.lag(group)
