@@ -318,7 +318,13 @@ class BrokerConfig(FrozenConfig):
 
     def log_config(self) -> LogConfig:
         """The default topic configuration: Kafka's topic defaults with the broker synonyms that were given."""
-        return LogConfig().with_overrides(topic_defaults(dict(self.given)))
+        config = LogConfig().with_overrides(topic_defaults(dict(self.given)))
+        if not self.kafka_version.strip():
+            return config
+        from minibroker.legacy_settings import retired_topic_configs  # the topic configs the release had
+
+        retired = retired_topic_configs(self.kafka_version, dict(self.given))
+        return dataclasses.replace(config, retired=retired) if retired else config
 
     @property
     def data_dir(self) -> Path:

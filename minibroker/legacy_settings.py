@@ -1,6 +1,8 @@
-"""Broker settings Kafka 3.x accepted and 4.0 removed (the ZooKeeper-era ones a compose file still carries, the
-message format and inter-broker protocol versions, ...), accepted under ``kafka.version`` before 4.0 with that
-release's validation, so a server.properties or compose file written for it starts as it did.
+"""Broker settings and topic configs Kafka 3.x accepted and 4.0 removed (the ZooKeeper-era ones a compose file still
+carries, the message format and inter-broker protocol versions, ...), accepted under ``kafka.version`` before 4.0
+with that release's validation, so a server.properties, compose file or topic-creating tool written for it works as
+it did. The topic configs (``message.format.version``, ``message.downconversion.enable``) take their defaults from
+their broker synonyms, as Kafka's did.
 
 Facts read off Kafka 3.9's definitions (KafkaConfig, ZkConfigs, ServerLogConfigs, PasswordEncoderConfigs,
 ReplicationConfigs, GroupCoordinatorConfig; ``define`` calls at the 3.9.0 tag) minus Kafka 4.3.1's
@@ -13,9 +15,11 @@ one process that writes V2 batches and talks to no ZooKeeper.
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, partial
+from typing import Mapping
 
 from minibroker.kafka_versions import _number, resolve
+from minibroker.storage.config import ConfigSpec
 
 FIRST_WITHOUT = "4.0"  # the release that removed them (KIP-724, KIP-896, KIP-500's ZooKeeper removal)
 
@@ -135,3 +139,27 @@ def metadata_version_problem(value: str, text: str) -> str | None:
     parts = value.split(".")
     key = ".".join(parts[: 3 if value.startswith("0.") else 2])
     return None if key in ibp_versions(text) else f"Version {value} is not a valid version"
+
+
+# The topic configs 4.0 removed: name -> (type, the broker setting that gives the default).
+REMOVED_TOPIC_CONFIGS = {
+    "message.format.version": ("STRING", "log.message.format.version"),
+    "message.downconversion.enable": ("BOOLEAN", "log.message.downconversion.enable"),
+}
+
+
+def _version_check(text: str, value: str) -> str | None:
+    return metadata_version_problem(value, text)
+
+
+def retired_topic_configs(text: str, given: Mapping[str, str]) -> tuple[tuple[ConfigSpec, str], ...]:
+    """The removed topic configs as the release ``text`` had them, each with its default (the broker setting given, or
+    the release's default of it); none from 4.0 on. For ``LogConfig.retired``."""
+    broker = removed_broker_settings(text)
+    retired = []
+    for name, (kind, synonym) in REMOVED_TOPIC_CONFIGS.items():
+        if synonym not in broker:
+            continue
+        check = partial(_version_check, resolve(text)) if broker[synonym][2] == "metadata-version" else None
+        retired.append((ConfigSpec(name, "", kind, check), given.get(synonym, broker[synonym][1] or "")))
+    return tuple(retired)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from confluent_kafka.admin import ConfigResource
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import ConfigResource, NewTopic
 
 from minibroker.config import ConfigError, build_config
 from minibroker.legacy_settings import REMOVED_BROKER_SETTINGS, latest_ibp
@@ -85,5 +86,42 @@ def test_describe_configs_shows_them_and_hides_their_passwords(tmp_path: Path) -
         assert configs["zookeeper.ssl.keystore.password"].is_sensitive
         assert configs["zookeeper.ssl.keystore.password"].value is None
         assert "s3cret" not in broker.log_text()
+    finally:
+        broker.stop()
+
+
+def topic_configs(admin, topic: str) -> dict[str, str]:
+    [future] = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, topic)]).values()
+    return {name: entry.value for name, entry in future.result(TIMEOUT_S).items()}
+
+
+def test_topic_configs_4_0_removed_are_a_3_x_topics_configs(tmp_path: Path) -> None:
+    broker = BrokerProcess(tmp_path / "data", "kafka.version=2.8", "log.message.downconversion.enable=false")
+    try:
+        broker.start()
+        admin = confluent_admin(broker.bootstrap)
+        futures = admin.create_topics([
+            NewTopic("old-format", 1, config={"message.format.version": "0.10.2", "retention.ms": "60000"}),
+            NewTopic("defaults", 1),
+            NewTopic("too-new", 1, config={"message.format.version": "3.0"}),
+        ], request_timeout=TIMEOUT_S)
+        futures["old-format"].result(TIMEOUT_S)
+        futures["defaults"].result(TIMEOUT_S)
+        with pytest.raises(KafkaException, match="Version 3.0 is not a valid version"):
+            futures["too-new"].result(TIMEOUT_S)
+        old = topic_configs(admin, "old-format")
+        assert (old["message.format.version"], old["retention.ms"]) == ("0.10.2", "60000")
+        defaults = topic_configs(admin, "defaults")
+        assert defaults["message.format.version"] == "2.8-IV1"  # 2.8's own inter.broker.protocol.version
+        assert defaults["message.downconversion.enable"] == "false"  # from the broker setting given
+        broker.stop()
+        broker.settings.remove("kafka.version=2.8")
+        broker.settings.remove("log.message.downconversion.enable=false")
+        broker.start()  # Kafka 4: unknown names
+        admin = confluent_admin(broker.bootstrap)
+        assert "message.format.version" not in topic_configs(admin, "defaults")
+        with pytest.raises(KafkaException, match="Unknown topic config name: message.format.version"):
+            admin.create_topics([NewTopic("refused", 1, config={"message.format.version": "2.8"})],
+                                request_timeout=TIMEOUT_S)["refused"].result(TIMEOUT_S)
     finally:
         broker.stop()
