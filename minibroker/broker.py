@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import os
 import ssl
 import time
 from collections import Counter
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from minibroker.broker_configs import FILE_NAME as BROKER_CONFIGS_FILE
@@ -161,7 +161,7 @@ class Broker:
         self.group_configs = GroupConfigs.of(config, config.data_dir)
         # The client quotas, read at start-up when the data directory has some, else made by the first request that
         # names them; None till then, so a broker without quotas never imports minibroker.quotas.
-        self.quota_state: Quotas | None = self._read_quotas() if (config.data_dir / QUOTAS_FILE).exists() else None
+        self.quota_state: Quotas | None = self._read_quotas() if os.path.exists(os.path.join(config.data_dir, QUOTAS_FILE)) else None
         self.request_counts: Counter[int] = Counter()  # requests served by API key, for the inspector's rates
         self.api_versions_answers: dict[int, EncodedAnswer] = {}  # by version: the same answer for every request
         self._fetch_sessions: FetchSessionCache | None = None  # made by the first Fetch
@@ -174,7 +174,7 @@ class Broker:
         from minibroker.config import ConfigError
 
         try:
-            return BrokerConfigs(config, config.data_dir / BROKER_CONFIGS_FILE)
+            return BrokerConfigs(config, os.path.join(config.data_dir, BROKER_CONFIGS_FILE))
         except BrokerConfigFileError as exc:
             raise ConfigError(str(exc)) from None
 
@@ -185,7 +185,7 @@ class Broker:
         from minibroker.quotas.enforce import Quotas
         from minibroker.quotas.store import QuotaStore
 
-        path = self.static_config.data_dir / QUOTAS_FILE
+        path = os.path.join(self.static_config.data_dir, QUOTAS_FILE)
         given = dict(self.static_config.given)
         try:
             store = QuotaStore(path)
@@ -262,7 +262,7 @@ class Broker:
             from minibroker.transcript import Transcript  # only when asked for
 
             self.transcript = Transcript(
-                self.config.transcript_max_entries, Path(self.config.transcript_file) if self.config.transcript_file else None,
+                self.config.transcript_max_entries, self.config.transcript_file or None,
             )
         self.producer_ids = ProducerIdAllocator(self.config.data_dir)
         self.features = FeatureLevels(self.config.data_dir, self._supported_features(), self.config.node_id)
@@ -452,7 +452,7 @@ class Broker:
         self.group_configs.reload()
         self.broker_configs.reload()
         self.reconfigure()
-        if self.quota_state is not None or (self.config.data_dir / QUOTAS_FILE).exists():
+        if self.quota_state is not None or os.path.exists(os.path.join(self.config.data_dir, QUOTAS_FILE)):
             self.quotas.store.reload()
             self.quotas.changed()
         await self._load_data("restore", floors)

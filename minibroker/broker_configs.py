@@ -10,11 +10,10 @@ may hold passwords (Kafka's KRaft brokers store them as given, too).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
 from minibroker.config import SETTING_FIELDS, TOPIC_SYNONYMS, ConfigError, build_config, is_secret
-from minibroker.storage.checkpoint import read_json, write_json_atomically
+from minibroker.storage.checkpoint import StrPath, read_json, write_json_atomically
 
 if TYPE_CHECKING:
     from minibroker.config import BrokerConfig
@@ -167,7 +166,7 @@ class BrokerConfigs:
     """The dynamic layers: the cluster default and each node's own values (by Kafka name, as text) over the static
     settings; ``path`` None keeps them in memory only."""
 
-    def __init__(self, static: BrokerConfig, path: Path | None = None) -> None:
+    def __init__(self, static: BrokerConfig, path: StrPath | None = None) -> None:
         self.static = static
         self.path = path
         self.default: dict[str, str] = {}

@@ -12,7 +12,6 @@ import logging
 import os
 import sys
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from minibroker import __version__
@@ -121,7 +120,7 @@ def add_dump_command(commands: argparse._SubParsersAction, width: int) -> None:
         description="Decode .log segment files, or every segment of partition directories.",
         epilog=DUMP_EPILOG, formatter_class=partial(argparse.RawDescriptionHelpFormatter, width=width),
     )
-    dump.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="a .log file or a partition directory")
+    dump.add_argument("paths", nargs="+", metavar="PATH", help="a .log file or a partition directory")
     dump.add_argument(
         "--print-data", "--print-data-log", action="store_true", help="also print every record (offset, timestamp, key, value...)"
     )
@@ -171,7 +170,7 @@ def add_transcript_command(commands: argparse._SubParsersAction, width: int) -> 
         "partitions, records sent, the fault that acted, and the errors of the answer.",
         formatter_class=partial(argparse.HelpFormatter, width=width),
     )
-    transcript.add_argument("file", type=Path, metavar="FILE", help="a JSONL transcript (the setting transcript.file)")
+    transcript.add_argument("file", metavar="FILE", help="a JSONL transcript (the setting transcript.file)")
 
 
 def add_config_reference_command(commands: argparse._SubParsersAction, width: int) -> None:
@@ -235,7 +234,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--advertised-host", help="host given to clients (behind NAT, in containers, port mapping)")
     parser.add_argument("--advertised-port", type=int, help="port given to clients")
-    parser.add_argument("--config", type=Path, metavar="FILE", help="a Kafka-style server.properties file")
+    parser.add_argument("--config", metavar="FILE", help="a Kafka-style server.properties file")
     parser.add_argument(
         "-c", dest="settings", action="append", default=[], metavar="NAME=VALUE",
         help="any setting by its Kafka name (repeatable)",
@@ -293,7 +292,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             import json
 
-            entries = [json.loads(line) for line in args.file.read_text(encoding="utf-8").splitlines() if line.strip()]
+            with open(args.file, encoding="utf-8") as file:
+                entries = [json.loads(line) for line in file if line.strip()]
             sys.stdout.write("".join(line + "\n" for line in timeline(entries)))
         except (OSError, ValueError, KeyError) as exc:
             print(f"minibroker transcript: {args.file}: {exc}", file=sys.stderr)

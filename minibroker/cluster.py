@@ -16,10 +16,10 @@ of the ISR: its replicas are the target's then the ones being removed, and it co
 from __future__ import annotations
 
 import logging
-from pathlib import Path
+import os
 from typing import TYPE_CHECKING, Mapping, NamedTuple
 
-from minibroker.storage.checkpoint import read_json, write_json_atomically
+from minibroker.storage.checkpoint import StrPath, read_json, write_json_atomically
 
 if TYPE_CHECKING:
     import random
@@ -97,9 +97,9 @@ class Placements:
     """Every partition's placement, by topic, as the data directory keeps it."""
 
     def __init__(
-        self, data_dir: Path, nodes: list[int], rng: random.Random | None = None, racks: Mapping[int, str] | None = None,
+        self, data_dir: StrPath, nodes: list[int], rng: random.Random | None = None, racks: Mapping[int, str] | None = None,
     ) -> None:
-        self.path = Path(data_dir) / PLACEMENT_FILE
+        self.path = os.path.join(data_dir, PLACEMENT_FILE)
         self.nodes = nodes
         self.racks = racks if racks is not None else {}  # node -> broker.rack; nodes without one have none
         self._rng = rng

@@ -14,11 +14,12 @@ effect in one process; names Kafka does not know get Kafka's warning and start-u
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import field, fields
-from pathlib import Path
 from typing import Any, Mapping
 
 from minibroker.config_sources import SettingsSyntaxError, env_settings, parse_properties
+from minibroker.storage.checkpoint import read_text
 from minibroker.storage.config import LogConfig
 from minibroker.storage.frozen_config import FrozenConfig, config_class
 from minibroker.storage.errors import InvalidConfigError
@@ -327,8 +328,9 @@ class BrokerConfig(FrozenConfig):
         return dataclasses.replace(config, retired=retired) if retired else config
 
     @property
-    def data_dir(self) -> Path:
-        return Path(self.log_dirs.split(",")[0])
+    def data_dir(self) -> str:
+        """The first of ``log.dirs`` (a string: a start-up does without pathlib, see ``storage.checkpoint``)."""
+        return os.path.normpath(self.log_dirs.split(",")[0])
 
     @property
     def listener(self) -> tuple[str, int]:
@@ -549,9 +551,9 @@ def check_rack_settings(config: BrokerConfig) -> None:
         )
 
 
-def load_config(properties: Path | None, environ: Mapping[str, str], overrides: Mapping[str, str]) -> BrokerConfig:
+def load_config(properties: str | os.PathLike[str] | None, environ: Mapping[str, str], overrides: Mapping[str, str]) -> BrokerConfig:
     try:
-        file_items = parse_properties(properties.read_text()) if properties else {}
+        file_items = parse_properties(read_text(properties)) if properties else {}
     except SettingsSyntaxError as exc:
         raise ConfigError(str(exc)) from None
     return build_config(file_items, env_settings(environ), overrides)

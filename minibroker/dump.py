@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import mmap
+import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -42,11 +43,11 @@ Batch = dict[str, Any]
 
 
 def dump_paths(
-    paths: Sequence[Path], *, print_data: bool, decoder_name: str | None, as_json: bool, out: TextIO, err: TextIO
+    paths: Sequence[str | os.PathLike[str]], *, print_data: bool, decoder_name: str | None, as_json: bool, out: TextIO, err: TextIO
 ) -> int:
     """The ``dump`` command: every segment of every path, as text or JSON lines; 1 if a path could not be read."""
     status = 0
-    for path in paths:
+    for path in map(Path, paths):
         if not path.exists():
             print(f"minibroker dump: {path}: no such file or directory", file=err)
             status = 1

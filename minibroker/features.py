@@ -12,11 +12,11 @@ INVALID_UPDATE_VERSION; every metadata.version downgrade is refused as one that 
 from __future__ import annotations
 
 import logging
-from pathlib import Path
+import os
 from typing import Mapping, NamedTuple
 
 from minibroker.protocol.errors import ErrorCode
-from minibroker.storage.checkpoint import read_json, write_json_atomically
+from minibroker.storage.checkpoint import StrPath, read_json, write_json_atomically
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +58,8 @@ class FeatureLevels:
     """The finalized levels and their epoch. A new data directory finalizes every supported feature at its highest
     level, as ``kafka-storage format --standalone`` does for a new 4.3 cluster (kraft.version 1)."""
 
-    def __init__(self, data_dir: Path, supported: Mapping[str, tuple[int, int]], node_id: int = 1) -> None:
-        self.path = data_dir / FILE_NAME
+    def __init__(self, data_dir: StrPath, supported: Mapping[str, tuple[int, int]], node_id: int = 1) -> None:
+        self.path = os.path.join(data_dir, FILE_NAME)
         self.node_id = node_id
         self.supported = dict(supported)
         stored = self._read()

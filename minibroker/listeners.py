@@ -8,6 +8,7 @@ tells a client the address of the listener it came in on, as Kafka does.
 
 from __future__ import annotations
 
+import os
 from enum import Enum
 from typing import NamedTuple
 
@@ -148,7 +149,7 @@ def scram_users_possible(config: BrokerConfig, mechanisms: list[str], specs: lis
 
     if not any(mechanism in SCRAM_HASHES for mechanism in mechanisms):
         return False
-    return (config.data_dir / FILE_NAME).exists() or not all(spec.protocol.uses_sasl for spec in specs)
+    return os.path.exists(os.path.join(config.data_dir, FILE_NAME)) or not all(spec.protocol.uses_sasl for spec in specs)
 
 
 class Listener:

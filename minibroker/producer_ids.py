@@ -8,16 +8,17 @@ idea as Kafka's ProducerIdManager blocks).
 from __future__ import annotations
 
 import os
-from pathlib import Path
+
+from minibroker.storage.checkpoint import StrPath, read_text, write_atomically
 
 BLOCK_SIZE = 1000
 FILE_NAME = "producer-id-block"
 
 
 class ProducerIdAllocator:
-    def __init__(self, data_dir: Path) -> None:
-        self.path = data_dir / FILE_NAME
-        self.next_id = int(self.path.read_text().strip()) if self.path.exists() else 0
+    def __init__(self, data_dir: StrPath) -> None:
+        self.path = os.path.join(data_dir, FILE_NAME)
+        self.next_id = int(read_text(self.path).strip()) if os.path.exists(self.path) else 0
         self.block_end = self.next_id
 
     def allocate(self) -> int:
@@ -29,9 +30,4 @@ class ProducerIdAllocator:
         return producer_id
 
     def _persist(self, value: int) -> None:
-        tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "w") as out:
-            out.write(f"{value}\n")
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, self.path)
+        write_atomically(self.path, f"{value}\n".encode())

@@ -127,7 +127,7 @@ class Broker:
 
     @property
     def data_dir(self) -> Path:
-        return self._running_config().data_dir
+        return Path(self._running_config().data_dir)
 
     @property
     def config(self) -> BrokerConfig:

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections import deque
-from pathlib import Path
 from typing import IO, Any, Callable
 
-from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.errors import error_name
 from minibroker.protocol.messages import KAFKA_APIS
 from minibroker.protocol.records import iter_batches
 
@@ -29,10 +29,10 @@ CONTEXT_KEYS = ("group_id", "transactional_id", "key", "member_id")
 
 
 class Transcript:
-    def __init__(self, max_entries: int, path: Path | None = None) -> None:
+    def __init__(self, max_entries: int, path: str | os.PathLike[str] | None = None) -> None:
         self.entries: deque[dict[str, Any]] = deque(maxlen=max_entries)
         self.next_seq = 1
-        self._file: IO[str] | None = path.open("a", encoding="utf-8") if path is not None else None
+        self._file: IO[str] | None = open(path, "a", encoding="utf-8") if path is not None else None
 
     def record(self, entry: dict[str, Any]) -> None:
         entry["seq"] = self.next_seq
@@ -115,8 +115,7 @@ def errors(body: Any, names: TopicNames | None = None) -> list[dict[str, Any]]:
     for where, item in walk(body, names):
         for key, value in item.items():
             if key.endswith("error_code") and isinstance(value, int) and value != 0:
-                name = ErrorCode(value).name if value in ErrorCode._value2member_map_ else str(value)
-                found.append({**{k: v for k, v in where.items() if k != "depth"}, "error": name})
+                found.append({**{k: v for k, v in where.items() if k != "depth"}, "error": error_name(value)})
     return found
 
 

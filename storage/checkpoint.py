@@ -3,13 +3,16 @@ minibroker keeps what Kafka keeps in its metadata log.
 
 Every write is atomic the way Kafka does it: write ``<file>.tmp``, fsync it, rename it over the
 original, then fsync the directory so the rename itself survives a crash.
+
+Paths are strings or ``os.PathLike`` (``pathlib.Path``), handled with ``os.path``: these files are read and written
+while a broker starts, and pathlib (with the urllib.parse and ipaddress it imports) would cost that start-up more than
+any other module.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from .errors import CorruptFileError
@@ -25,8 +28,16 @@ OFFSET_CHECKPOINT_VERSION = 0
 META_PROPERTIES_VERSION = 1
 PARTITION_METADATA_VERSION = 0
 
+StrPath = str | os.PathLike[str]
 
-def fsync_dir(directory: Path) -> None:
+
+def read_text(path: StrPath) -> str:
+    """A whole UTF-8 file (FileNotFoundError when there is none)."""
+    with open(path, encoding="utf-8") as file:
+        return file.read()
+
+
+def fsync_dir(directory: StrPath) -> None:
     """Make renames and new files in ``directory`` durable."""
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -35,9 +46,10 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def write_atomically(path: Path, data: bytes, mode: int = 0o644) -> None:
+def write_atomically(path: StrPath, data: bytes, mode: int = 0o644) -> None:
     """Replace ``path`` with ``data`` so a crash leaves either the old or the new content (a new file gets ``mode``)."""
-    tmp = path.with_name(path.name + ".tmp")
+    path = os.fspath(path)
+    tmp = path + ".tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
         view = memoryview(data)
@@ -47,14 +59,14 @@ def write_atomically(path: Path, data: bytes, mode: int = 0o644) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    fsync_dir(path.parent)
+    fsync_dir(os.path.dirname(path) or ".")
 
 
-def read_json(path: Path) -> Any:
+def read_json(path: StrPath) -> Any:
     """A JSON file of the data directory, None when it does not exist. A new data directory has none, and json is
     then never loaded: a default start-up does without it. OSError or ValueError when it cannot be read."""
     try:
-        text = path.read_text("utf-8")
+        text = read_text(path)
     except FileNotFoundError:
         return None
     import json
@@ -62,7 +74,7 @@ def read_json(path: Path) -> Any:
     return json.loads(text)
 
 
-def write_json_atomically(path: Path, document: Any, mode: int = 0o644, **json_options: Any) -> None:
+def write_json_atomically(path: StrPath, document: Any, mode: int = 0o644, **json_options: Any) -> None:
     """``document`` as JSON (``json.dumps`` options), written as ``write_atomically`` writes."""
     import json
 
@@ -74,14 +86,14 @@ def checkpoint_bytes(version: int, entries: list[str]) -> bytes:
     return (f"{version}\n{len(entries)}\n" + "".join(f"{entry}\n" for entry in entries)).encode("utf-8")
 
 
-def write_checkpoint_lines(path: Path, version: int, entries: list[str]) -> None:
+def write_checkpoint_lines(path: StrPath, version: int, entries: list[str]) -> None:
     write_atomically(path, checkpoint_bytes(version, entries))
 
 
-def read_checkpoint_lines(path: Path, version: int) -> list[str]:
+def read_checkpoint_lines(path: StrPath, version: int) -> list[str]:
     """The entry lines of a checkpoint file; [] when the file does not exist."""
     try:
-        lines = path.read_text("utf-8").split("\n")
+        lines = read_text(path).split("\n")
     except FileNotFoundError:
         return []
     if lines and lines[-1] == "":
@@ -104,11 +116,11 @@ def offset_checkpoint_bytes(offsets: dict[tuple[str, int], int]) -> bytes:
     return checkpoint_bytes(OFFSET_CHECKPOINT_VERSION, entries)
 
 
-def write_offset_checkpoint(path: Path, offsets: dict[tuple[str, int], int]) -> None:
+def write_offset_checkpoint(path: StrPath, offsets: dict[tuple[str, int], int]) -> None:
     write_atomically(path, offset_checkpoint_bytes(offsets))
 
 
-def read_offset_checkpoint(path: Path) -> dict[tuple[str, int], int]:
+def read_offset_checkpoint(path: StrPath) -> dict[tuple[str, int], int]:
     """Parse an offset checkpoint; a missing file is an empty map, a malformed one an error."""
     offsets: dict[tuple[str, int], int] = {}
     for line in read_checkpoint_lines(path, OFFSET_CHECKPOINT_VERSION):
@@ -151,7 +163,7 @@ def _parse_properties(text: str) -> dict[str, str]:
     return props
 
 
-def write_meta_properties(path: Path, meta: MetaProperties) -> None:
+def write_meta_properties(path: StrPath, meta: MetaProperties) -> None:
     pairs = [
         ("node.id", str(meta.node_id)),
         ("directory.id", uuid_to_str(meta.directory_id)),
@@ -161,10 +173,10 @@ def write_meta_properties(path: Path, meta: MetaProperties) -> None:
     write_atomically(path, _properties_text(pairs, time.time()).encode("utf-8"))
 
 
-def read_meta_properties(path: Path) -> MetaProperties | None:
+def read_meta_properties(path: StrPath) -> MetaProperties | None:
     """The directory's identity, or None if it has no meta.properties yet."""
     try:
-        props = _parse_properties(path.read_text("utf-8"))
+        props = _parse_properties(read_text(path))
     except FileNotFoundError:
         return None
     if props.get("version") != str(META_PROPERTIES_VERSION):
@@ -179,17 +191,17 @@ def read_meta_properties(path: Path) -> MetaProperties | None:
         raise CorruptFileError(f"{path}: {exc}") from exc
 
 
-def write_partition_metadata(directory: Path, topic_id: bytes) -> None:
+def write_partition_metadata(directory: StrPath, topic_id: bytes) -> None:
     """``version: 0\\ntopic_id: <uuid>`` with no trailing newline, exactly like PartitionMetadataFile."""
     text = f"version: {PARTITION_METADATA_VERSION}\ntopic_id: {uuid_to_str(topic_id)}"
-    write_atomically(directory / PARTITION_METADATA, text.encode("utf-8"))
+    write_atomically(os.path.join(directory, PARTITION_METADATA), text.encode("utf-8"))
 
 
-def read_partition_metadata(directory: Path) -> bytes | None:
+def read_partition_metadata(directory: StrPath) -> bytes | None:
     """The topic id stored in a partition directory, or None when there is no partition.metadata."""
-    path = directory / PARTITION_METADATA
+    path = os.path.join(directory, PARTITION_METADATA)
     try:
-        lines = path.read_text("utf-8").split("\n")
+        lines = read_text(path).split("\n")
     except FileNotFoundError:
         return None
     fields = dict(line.split(": ", 1) for line in lines if ": " in line)

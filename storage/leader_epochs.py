@@ -9,11 +9,11 @@ format (version ``0``, the entry count, then ``<epoch> <start offset>`` lines).
 from __future__ import annotations
 
 import logging
+import os
 from bisect import bisect_right
-from pathlib import Path
 from typing import NamedTuple
 
-from .checkpoint import read_checkpoint_lines, write_checkpoint_lines
+from .checkpoint import StrPath, read_checkpoint_lines, write_checkpoint_lines
 from .errors import CorruptFileError
 
 log = logging.getLogger(__name__)
@@ -120,19 +120,19 @@ class LeaderEpochCache:
         self._epochs.pop()
         self.latest_epoch = self._epochs[-1] if self._epochs else UNDEFINED_EPOCH
 
-    def write(self, directory: Path) -> None:
+    def write(self, directory: StrPath) -> None:
         """Replace the directory's leader-epoch-checkpoint atomically (fsynced, like every checkpoint)."""
         write_checkpoint_lines(
-            directory / LEADER_EPOCH_CHECKPOINT, LEADER_EPOCH_CHECKPOINT_VERSION,
+            os.path.join(directory, LEADER_EPOCH_CHECKPOINT), LEADER_EPOCH_CHECKPOINT_VERSION,
             [f"{entry.epoch} {entry.start_offset}" for entry in self._entries],
         )
 
 
-def read_leader_epoch_checkpoint(directory: Path) -> list[EpochEntry] | None:
+def read_leader_epoch_checkpoint(directory: StrPath) -> list[EpochEntry] | None:
     """The entries of the directory's leader-epoch-checkpoint; None when it is missing or unusable (malformed, or
     not strictly ascending), so the caller rebuilds them from the log."""
-    path = directory / LEADER_EPOCH_CHECKPOINT
-    if not path.exists():
+    path = os.path.join(directory, LEADER_EPOCH_CHECKPOINT)
+    if not os.path.exists(path):
         return None
     try:
         entries = [_parse_entry(line) for line in read_checkpoint_lines(path, LEADER_EPOCH_CHECKPOINT_VERSION)]

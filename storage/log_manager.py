@@ -1,6 +1,8 @@
 """All partition logs of one data directory, with Kafka's directory-level files and topic metadata.
 
-The data directory is exclusively locked (``.lock``, like Kafka) while a LogManager has it open.
+The data directory is exclusively locked (``.lock``, like Kafka) while a LogManager has it open. Its path is a string
+handled with ``os.path`` (see ``checkpoint``: pathlib is not loaded for a start-up); each partition log keeps its own
+directory as a ``pathlib.Path``.
 """
 
 from __future__ import annotations
@@ -9,7 +11,6 @@ import fcntl
 import logging
 import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from .clock import Clock, wall_clock_ms
@@ -19,6 +20,7 @@ from .checkpoint import (
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
     MetaProperties,
+    StrPath,
     offset_checkpoint_bytes,
     read_meta_properties,
     read_offset_checkpoint,
@@ -85,7 +87,7 @@ def delete_dir_name(topic: str, partition: int) -> str:
     return topic[: min(len(topic), _MAX_DIR_NAME - len(suffix))] + suffix
 
 
-def remove_tree(path: Path) -> None:
+def remove_tree(path: StrPath) -> None:
     """Remove a directory and everything in it, as far as possible (shutil is imported only when needed: it is
     not cheap to import at start-up)."""
     import shutil
@@ -93,7 +95,7 @@ def remove_tree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def open_partition(directory: Path, config: LogConfig, clock: Clock, **recovered: int) -> PartitionLog:
+def open_partition(directory: StrPath, config: LogConfig, clock: Clock, **recovered: int) -> PartitionLog:
     """``PartitionLog.open``; the partition code (record batches, segments, producer state) is imported with the first
     partition, so a broker with none yet starts without it."""
     from .partition_log import PartitionLog
@@ -101,16 +103,16 @@ def open_partition(directory: Path, config: LogConfig, clock: Clock, **recovered
     return PartitionLog.open(directory, config, clock=clock, **recovered)
 
 
-def open_new_partitions(data_dir: Path, info: TopicInfo, indexes: range, clock: Clock) -> list[PartitionLog]:
+def open_new_partitions(data_dir: str, info: TopicInfo, indexes: range, clock: Clock) -> list[PartitionLog]:
     """Make and open the directories of new partitions: all of them, or (on an OSError such as too many open files
     or a full disk, or any other failure) none, the directories made so far removed again. Touches nothing but
     those new directories."""
     opened: list[PartitionLog] = []
-    created: list[Path] = []
+    created: list[str] = []
     try:
         for partition in indexes:
-            directory = data_dir / f"{info.name}-{partition}"
-            if not directory.exists():
+            directory = os.path.join(data_dir, f"{info.name}-{partition}")
+            if not os.path.exists(directory):
                 created.append(directory)
             partition_log = open_partition(directory, info.config, clock)
             opened.append(partition_log)
@@ -134,7 +136,7 @@ class NewTopic(NamedTuple):
 
     info: TopicInfo
     num_partitions: int
-    data_dir: Path
+    data_dir: str
     clock: Clock
 
     def build(self) -> list[PartitionLog]:
@@ -146,14 +148,14 @@ class LogManager:
 
     def __init__(
         self,
-        data_dir: Path,
+        data_dir: StrPath,
         default_config: LogConfig,
         *,
         node_id: int = 1,
         cluster_id: str | None = None,
         clock: Clock = wall_clock_ms,
     ) -> None:
-        self.data_dir = Path(data_dir)
+        self.data_dir = os.fspath(data_dir)
         self.default_config = default_config
         self.node_id = node_id
         self._wanted_cluster_id = cluster_id
@@ -161,7 +163,7 @@ class LogManager:
         self._lock_fd = -1
         self._meta: MetaProperties | None = None
         self._stored: dict[str, StoredTopic] = {}
-        self._store_file = TopicStoreFile(self.data_dir / TOPIC_STORE_FILE)
+        self._store_file = TopicStoreFile(os.path.join(self.data_dir, TOPIC_STORE_FILE))
         self.topics: dict[str, TopicInfo] = {}
         self.catalog_version = 0  # changes whenever a topic is created, deleted or grows: cached views compare it
 
@@ -169,13 +171,13 @@ class LogManager:
 
     def open(self) -> None:
         """Lock the directory, load its identity and checkpoints, and open every partition log."""
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        os.makedirs(self.data_dir, exist_ok=True)
         self._lock()
         try:
             self._meta = self._load_meta()
-            self._stored = read_topic_store(self.data_dir / TOPIC_STORE_FILE)
-            recovery_points = read_offset_checkpoint(self.data_dir / RECOVERY_POINT_CHECKPOINT)
-            start_offsets = read_offset_checkpoint(self.data_dir / LOG_START_OFFSET_CHECKPOINT)
+            self._stored = read_topic_store(os.path.join(self.data_dir, TOPIC_STORE_FILE))
+            recovery_points = read_offset_checkpoint(os.path.join(self.data_dir, RECOVERY_POINT_CHECKPOINT))
+            start_offsets = read_offset_checkpoint(os.path.join(self.data_dir, LOG_START_OFFSET_CHECKPOINT))
             found = self._scan_partition_dirs()
             for name in sorted(set(found) | set(self._stored)):
                 self._open_topic(name, found.get(name, {}), recovery_points, start_offsets)
@@ -186,7 +188,7 @@ class LogManager:
         log.info("Opened %s: cluster %s, %d topic(s)", self.data_dir, self.cluster_id, len(self.topics))
 
     def _lock(self) -> None:
-        path = self.data_dir / LOCK_FILE
+        path = os.path.join(self.data_dir, LOCK_FILE)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -204,7 +206,7 @@ class LogManager:
             self._lock_fd = -1
 
     def _load_meta(self) -> MetaProperties:
-        path = self.data_dir / META_PROPERTIES
+        path = os.path.join(self.data_dir, META_PROPERTIES)
         meta = read_meta_properties(path)
         if meta is None:
             cluster_id = self._wanted_cluster_id or uuid_to_str(random_uuid())
@@ -217,19 +219,22 @@ class LogManager:
             raise StorageError(f"{path}: stored cluster.id {meta.cluster_id} doesn't match {self._wanted_cluster_id}")
         return meta
 
-    def _scan_partition_dirs(self) -> dict[str, dict[int, Path]]:
-        found: dict[str, dict[int, Path]] = {}
-        for path in sorted(self.data_dir.iterdir()):
-            if not path.is_dir():
+    def _scan_partition_dirs(self) -> dict[str, dict[int, str]]:
+        found: dict[str, dict[int, str]] = {}
+        with os.scandir(self.data_dir) as scan:
+            entries = sorted(scan, key=lambda entry: entry.name)
+        for entry in entries:
+            if not entry.is_dir():
                 continue
-            if path.name.endswith(DELETE_DIR_SUFFIX):
+            path, name = entry.path, entry.name
+            if name.endswith(DELETE_DIR_SUFFIX):
                 log.info("Removing %s, left over from a topic deletion", path)
                 remove_tree(path)
                 continue
-            if path.name.endswith((FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)):
+            if name.endswith((FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)):
                 log.info("Ignoring %s", path)
                 continue
-            parsed = parse_partition_dir(path.name)
+            parsed = parse_partition_dir(name)
             if parsed is None or parsed[0] == METADATA_TOPIC:
                 log.warning("Ignoring %s: not a <topic>-<partition> directory", path)
                 continue
@@ -239,7 +244,7 @@ class LogManager:
     def _open_topic(
         self,
         name: str,
-        dirs: dict[int, Path],
+        dirs: dict[int, str],
         recovery_points: dict[tuple[str, int], int],
         start_offsets: dict[tuple[str, int], int],
     ) -> None:
@@ -253,7 +258,7 @@ class LogManager:
         count = max(max(dirs, default=-1) + 1, stored.partitions if stored else 0)
         logs = [
             open_partition(
-                dirs.get(p, self.data_dir / f"{name}-{p}"), config,
+                dirs.get(p, os.path.join(self.data_dir, f"{name}-{p}")), config,
                 self._clock,
                 recovery_point=recovery_points.get((name, p), 0),
                 log_start_offset=start_offsets.get((name, p), 0),
@@ -391,7 +396,7 @@ class LogManager:
         for info in infos:
             for partition, partition_log in enumerate(info.partitions):
                 partition_log.close(snapshot=False)
-                doomed = self.data_dir / delete_dir_name(info.name, partition)
+                doomed = os.path.join(self.data_dir, delete_dir_name(info.name, partition))
                 os.replace(partition_log.directory, doomed)
                 remove_tree(doomed)
             log.info("Deleted topic %s", info.name)
@@ -436,7 +441,7 @@ class LogManager:
     def checkpoint(self) -> None:
         """Write the recovery-point, log-start-offset and replication-offset (high watermark) checkpoints."""
         for name, data in self.checkpoint_files().items():
-            write_atomically(self.data_dir / name, data)
+            write_atomically(os.path.join(self.data_dir, name), data)
 
     def checkpoint_files(self, *, complete: bool = False) -> dict[str, bytes]:
         """The three checkpoint files' contents. ``complete``: for a copy of the logs taken between two writes, so

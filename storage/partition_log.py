@@ -141,7 +141,7 @@ class PartitionLog:
     @classmethod
     def open(
         cls,
-        directory: Path,
+        directory: str | os.PathLike[str],
         config: LogConfig,
         *,
         recovery_point: int = 0,
@@ -149,6 +149,7 @@ class PartitionLog:
         clock: Clock = wall_clock_ms,
     ) -> PartitionLog:
         """Load (or create) the partition directory, recovering every segment that may hold unflushed data."""
+        directory = Path(directory)
         self = cls(directory, config, clock)
         if not directory.exists():
             directory.mkdir(parents=True)

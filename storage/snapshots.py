@@ -54,11 +54,12 @@ class SnapshotStore:
         self.max_bytes = max_bytes
         self.snapshots: dict[str, Snapshot] = {}
 
-    def save(self, name: str, data_dir: Path, replace: Mapping[str, bytes] | None = None) -> SnapshotInfo:
+    def save(self, name: str, data_dir: str | os.PathLike[str], replace: Mapping[str, bytes] | None = None) -> SnapshotInfo:
         """Save ``data_dir`` as snapshot ``name`` (replacing one of that name); ``replace`` gives the content of
         some files instead of what the directory holds (checkpoints that describe the saved state)."""
         if not NAME.fullmatch(name):
             raise SnapshotError(f"snapshot name {name!r}: 1 to 100 letters, digits, '.', '_' or '-'")
+        data_dir = Path(data_dir)
         directories, paths = self._walk(data_dir)
         total = sum((data_dir / path).stat().st_size for path in paths)
         if total > self.max_bytes:
@@ -77,10 +78,11 @@ class SnapshotStore:
             raise SnapshotError(f"no snapshot {name!r}: {known}")
         return snapshot.info
 
-    def load(self, name: str, data_dir: Path) -> SnapshotInfo:
+    def load(self, name: str, data_dir: str | os.PathLike[str]) -> SnapshotInfo:
         """Make ``data_dir`` (closed by its owner first) hold exactly snapshot ``name``'s files."""
         self.get(name)
         snapshot = self.snapshots[name]
+        data_dir = Path(data_dir)
         directories, paths = self._walk(data_dir)
         for path in paths:
             if path not in snapshot.files:

@@ -6,10 +6,9 @@ crash in the middle of creating a topic can be completed on the next open.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import NamedTuple
 
-from .checkpoint import read_json, write_atomically
+from .checkpoint import StrPath, read_json, write_atomically
 from .errors import CorruptFileError
 from .uuid import uuid_from_str, uuid_to_str
 
@@ -25,7 +24,7 @@ class StoredTopic(NamedTuple):
     overrides: dict[str, str]
 
 
-def read_topic_store(path: Path) -> dict[str, StoredTopic]:
+def read_topic_store(path: StrPath) -> dict[str, StoredTopic]:
     """The stored topics, {} when the file does not exist yet."""
     try:
         document = read_json(path)
@@ -53,7 +52,7 @@ class TopicStoreFile:
     entry's line is encoded once and kept while the entry object is the same: a test session creates topics by the
     thousand, and re-encoding every topic at every CreateTopics made each slower than the last."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: StrPath) -> None:
         self.path = path
         self._lines: dict[str, tuple[StoredTopic, str]] = {}
 

@@ -14,7 +14,7 @@ from minibroker.config_sources import SettingsSyntaxError, env_name, env_setting
 def test_defaults_are_a_local_test_broker() -> None:
     config = BrokerConfig()
     assert config.listener == ("127.0.0.1", 9092)
-    assert config.data_dir == Path("./minibroker-data")
+    assert config.data_dir == "minibroker-data"
     assert config.log_config().segment_bytes == 1 << 30
 
 
@@ -78,8 +78,8 @@ def test_time_settings_take_kafka_precedence(settings: dict[str, str], retention
 
 def test_broker_id_is_node_id_and_log_dir_a_log_dirs() -> None:
     config = build_config({"broker.id": "7", "log.dir": "/data/kafka"})
-    assert (config.node_id, config.data_dir) == (7, Path("/data/kafka"))
-    assert build_config({"log.dir": "/a", "log.dirs": "/b"}).data_dir == Path("/b")
+    assert (config.node_id, config.data_dir) == (7, "/data/kafka")
+    assert build_config({"log.dir": "/a", "log.dirs": "/b"}).data_dir == "/b"
     with pytest.raises(ConfigError, match="broker.id"):
         build_config({"broker.id": "7", "node.id": "8"})
 

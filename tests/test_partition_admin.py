@@ -293,7 +293,7 @@ def test_log_dirs_show_each_nodes_replicas_with_the_sizes_of_their_files(cluster
         described = client.describe_log_dirs({topic_name: [0, 1]})
     finally:
         client.close()
-    data_dir = cluster.core.config.data_dir.absolute()
+    data_dir = Path(cluster.core.config.data_dir).absolute()
     sizes = {p: segment_bytes(data_dir, topic_name, p) for p in (0, 1)}
     assert all(sizes.values())
     by_node = {}
@@ -312,7 +312,7 @@ def test_log_dirs_show_each_nodes_replicas_with_the_sizes_of_their_files(cluster
 
 def test_a_replica_stays_in_the_one_log_dir(cluster: Broker, topic_name: str) -> None:
     make_topic(cluster, topic_name, [1, 2])
-    data_dir = str(cluster.core.config.data_dir.absolute())
+    data_dir = str(Path(cluster.core.config.data_dir).absolute())
     client = kafka_python(cluster)
     try:
         results = client.alter_replica_log_dirs({

@@ -342,7 +342,7 @@ def test_the_first_dirty_offset_is_checkpointed_in_kafkas_format(manager: LogMan
     log.roll()
     put(log, (b"k", b"3"))
     clean(manager, clock)
-    path = manager.data_dir / CLEANER_OFFSET_CHECKPOINT
+    path = Path(manager.data_dir) / CLEANER_OFFSET_CHECKPOINT
     assert path.read_text() == "0\n1\nc 0 2\n"
     assert read_offset_checkpoint(path) == {("c", 0): 2}
     cleaner = LogCleaner(manager, clock)  # a restarted broker: nothing new is dirty

@@ -7,11 +7,11 @@ Kafka keeps ACLs as records of its metadata log; a set of bindings changed by ha
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, fields
-from pathlib import Path
 
 from minibroker.acls.model import Acl
-from minibroker.storage.checkpoint import read_json, write_json_atomically
+from minibroker.storage.checkpoint import StrPath, read_json, write_json_atomically
 
 FILE_NAME = "acls.json"
 FORMAT_VERSION = 1
@@ -22,9 +22,9 @@ class AclFileError(ValueError):
     """The ACL file cannot be read: start-up stops rather than serve without the ACLs it holds."""
 
 
-def load(data_dir: Path) -> list[Acl]:
+def load(data_dir: StrPath) -> list[Acl]:
     """The stored bindings, in the order they were created (none when there is no file yet)."""
-    path = data_dir / FILE_NAME
+    path = os.path.join(data_dir, FILE_NAME)
     try:
         stored = read_json(path)
     except (OSError, ValueError) as exc:
@@ -39,6 +39,6 @@ def load(data_dir: Path) -> list[Acl]:
         raise AclFileError(f"{path}: malformed binding ({exc})") from None
 
 
-def save(data_dir: Path, acls: list[Acl]) -> None:
+def save(data_dir: StrPath, acls: list[Acl]) -> None:
     """Replace the stored bindings (blocking: run it in an executor)."""
-    write_json_atomically(data_dir / FILE_NAME, {"version": FORMAT_VERSION, "acls": [asdict(acl) for acl in acls]}, indent=1)
+    write_json_atomically(os.path.join(data_dir, FILE_NAME), {"version": FORMAT_VERSION, "acls": [asdict(acl) for acl in acls]}, indent=1)

@@ -11,13 +11,13 @@ each change (a crash leaves the old set or the new one), like the ACLs.
 
 from __future__ import annotations
 
+import os
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from minibroker.kafka_settings import GROUP_SETTINGS
 from minibroker.protocol.errors import ErrorCode
-from minibroker.storage.checkpoint import read_json, write_json_atomically
+from minibroker.storage.checkpoint import StrPath, read_json, write_json_atomically
 from minibroker.storage.config import PARSERS
 
 if TYPE_CHECKING:
@@ -80,14 +80,14 @@ class GroupConfigs:
     """Every group's config overrides, with the broker's settings (``BrokerConfig.kafka_items``: name -> text) that
     give their defaults and bounds; ``path`` None keeps them in memory only."""
 
-    def __init__(self, settings: Mapping[str, str | None], path: Path | None = None) -> None:
+    def __init__(self, settings: Mapping[str, str | None], path: StrPath | None = None) -> None:
         self.settings = dict(settings)
         self.path = path
         self._groups: dict[str, dict[str, str]] = self._load()
 
     @classmethod
-    def of(cls, config: BrokerConfig, data_dir: Path | None = None) -> GroupConfigs:
-        return cls(config.kafka_items(), data_dir / FILE_NAME if data_dir is not None else None)
+    def of(cls, config: BrokerConfig, data_dir: StrPath | None = None) -> GroupConfigs:
+        return cls(config.kafka_items(), os.path.join(data_dir, FILE_NAME) if data_dir is not None else None)
 
     # ---- what the coordinators and DescribeConfigs read ----
 

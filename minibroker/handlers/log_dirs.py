@@ -21,7 +21,7 @@ from minibroker.protocol.errors import ErrorCode
 
 
 def log_dir(ctx: RequestContext) -> Path:
-    return ctx.broker.config.data_dir.absolute()
+    return Path(ctx.broker.config.data_dir).absolute()
 
 
 def hosts(ctx: RequestContext, topic: str, partition: int) -> bool:

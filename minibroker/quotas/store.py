@@ -8,11 +8,10 @@ rewritten whole on each change (a crash leaves the old set or the new one).
 from __future__ import annotations
 
 import ipaddress
-from pathlib import Path
 from typing import Any, Iterable
 
 from minibroker.protocol.errors import ErrorCode
-from minibroker.storage.checkpoint import read_json, write_json_atomically
+from minibroker.storage.checkpoint import StrPath, read_json, write_json_atomically
 
 FILE_NAME = "client-quotas.json"
 FORMAT_VERSION = 1
@@ -107,7 +106,7 @@ class QuotaStore:
     """Every entity's quotas, kept in ``path`` (None: in memory only). ``version`` grows with each change, so what
     is derived from the quotas (each client's resolved limits) knows when to look again."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: StrPath | None = None) -> None:
         self.path = path
         self.quotas: dict[Entity, dict[str, float]] = {}
         self.version = 0

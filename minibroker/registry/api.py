@@ -72,20 +72,21 @@ def parse_version(text: str) -> int:
     )
 
 
-def version_view(version: Version) -> dict[str, Any]:
+def version_view(version: Version, text: str | None = None) -> dict[str, Any]:
     view: dict[str, Any] = {"subject": version.subject, "version": version.version, "id": version.schema_id}
-    view.update(schema_view(version))
+    view.update(schema_view(version, text))
     return view
 
 
-def schema_view(version: Version) -> dict[str, Any]:
-    """The schema's own fields, with schemaType and references only when not the default (as Confluent omits them)."""
+def schema_view(version: Version, text: str | None = None) -> dict[str, Any]:
+    """The schema's own fields (its text, or `text`: another of its forms), with schemaType and references only when
+    not the default (as Confluent omits them)."""
     view: dict[str, Any] = {}
     if version.schema_type != "AVRO":
         view["schemaType"] = version.schema_type
     if version.references:
         view["references"] = version.references
-    view["schema"] = version.schema
+    view["schema"] = version.schema if text is None else text
     return view
 
 
@@ -199,6 +200,11 @@ class RegistryApi:
             parsed = self._parsed[identity] = self._parse(version.schema_type, version.schema, version.references)
         return parsed
 
+    def _formatted(self, request: HttpRequest, version: Version) -> str | None:
+        """The schema in the form ``?format=`` names (e.g. Protobuf's ``serialized``), None without one."""
+        fmt = request.query.get("format", [""])[-1]
+        return self._parsed_version(version).formatted(fmt) if fmt else None
+
     def _request_schema(self, request: HttpRequest, body: dict[str, Any]) -> tuple[str, list[r.Json], ParsedSchema]:
         """The request's schema parsed (``?normalize=true``: in Confluent's normalized form, which is then kept)."""
         text = body.get("schema")
@@ -254,10 +260,12 @@ class RegistryApi:
         return version
 
     async def schema_by_id(self, request: HttpRequest, schema_id: str) -> Answer:
-        return 200, schema_view(self._by_id(schema_id))
+        version = self._by_id(schema_id)
+        return 200, schema_view(version, self._formatted(request, version))
 
     async def schema_text_by_id(self, request: HttpRequest, schema_id: str) -> Answer:
-        return 200, RawBody(CONTENT_TYPE, self._by_id(schema_id).schema.encode())
+        version = self._by_id(schema_id)
+        return 200, RawBody(CONTENT_TYPE, (self._formatted(request, version) or version.schema).encode())
 
     async def versions_of_id(self, request: HttpRequest, schema_id: str) -> Answer:
         self._by_id(schema_id)
@@ -282,11 +290,12 @@ class RegistryApi:
         return 200, [v.version for v in versions if v.deleted or not deleted_only]
 
     async def get_version(self, request: HttpRequest, subject: str, version: str) -> Answer:
-        return 200, version_view(self._find(subject, parse_version(version), flag(request, "deleted")))
+        found = self._find(subject, parse_version(version), flag(request, "deleted"))
+        return 200, version_view(found, self._formatted(request, found))
 
     async def get_version_schema(self, request: HttpRequest, subject: str, version: str) -> Answer:
         found = self._find(subject, parse_version(version), flag(request, "deleted"))
-        return 200, RawBody(CONTENT_TYPE, found.schema.encode())
+        return 200, RawBody(CONTENT_TYPE, (self._formatted(request, found) or found.schema).encode())
 
     async def referenced_by(self, request: HttpRequest, subject: str, version: str) -> Answer:
         found = self._find(subject, parse_version(version), deleted=True)

@@ -106,6 +106,10 @@ class AvroSchema:
     def with_version(self, version: int) -> AvroSchema:
         return replace(self, version=version)
 
+    def formatted(self, fmt: str) -> str:
+        """Only the canonical form is served (Confluent's Avro formats are not)."""
+        return self.canonical
+
 
 def parse_avro(text: str, references: Mapping[str, str] | None = None) -> AvroSchema:
     """Parse `text`; `references` maps referenced names to their schema texts, in dependency order."""

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 from minibroker.registry import avro, compatibility
+from minibroker.registry import protobuf, protobuf_compatibility
 from minibroker.registry.parsed import ParsedSchema
 
 
@@ -20,4 +21,5 @@ class SchemaFormat(NamedTuple):
 
 FORMATS: dict[str, SchemaFormat] = {
     "AVRO": SchemaFormat(avro.parse_avro, compatibility.check),
+    "PROTOBUF": SchemaFormat(protobuf.parse_protobuf, protobuf_compatibility.check),
 }

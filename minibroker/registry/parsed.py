@@ -23,3 +23,7 @@ class ParsedSchema(Protocol):
 
     def with_version(self, version: int) -> ParsedSchema:
         """The same schema, remembered as `version` of its subject."""
+
+    def formatted(self, fmt: str) -> str:
+        """The schema in another of its type's forms (``?format=``, Confluent's formattedString); a format the type
+        does not know answers the canonical string, as Confluent does."""

@@ -9,12 +9,12 @@ as an entry without a credential, so that a credential ``sasl.users`` gives stay
 from __future__ import annotations
 
 import base64
-from pathlib import Path
+import os
 from typing import Mapping
 
 from minibroker.sasl.credentials import CredentialKey, ScramCredential
 from minibroker.sasl.settings import SCRAM_HASHES
-from minibroker.storage.checkpoint import read_json, write_json_atomically
+from minibroker.storage.checkpoint import StrPath, read_json, write_json_atomically
 
 FILE_NAME = "scram-credentials.json"
 FORMAT_VERSION = 1
@@ -55,9 +55,9 @@ def parse_entry(item: dict[str, object]) -> tuple[CredentialKey, ScramCredential
     return (user, mechanism), ScramCredential(salt, iterations, stored_key, server_key)
 
 
-def load(data_dir: Path) -> dict[CredentialKey, ScramCredential | None]:
+def load(data_dir: StrPath) -> dict[CredentialKey, ScramCredential | None]:
     """The stored changes, in the order they were made (none when there is no file yet)."""
-    path = data_dir / FILE_NAME
+    path = os.path.join(data_dir, FILE_NAME)
     try:
         stored = read_json(path)
     except (OSError, ValueError) as exc:
@@ -73,7 +73,7 @@ def load(data_dir: Path) -> dict[CredentialKey, ScramCredential | None]:
         raise CredentialFileError(f"{path}: malformed entry ({type(exc).__name__})") from None
 
 
-def save(data_dir: Path, overrides: Overrides) -> None:
+def save(data_dir: StrPath, overrides: Overrides) -> None:
     """Replace the stored changes (blocking: run it in an executor)."""
     document = {"version": FORMAT_VERSION, "credentials": [entry(k, c) for k, c in overrides.items()]}
-    write_json_atomically(data_dir / FILE_NAME, document, OWNER_ONLY, indent=1)
+    write_json_atomically(os.path.join(data_dir, FILE_NAME), document, OWNER_ONLY, indent=1)
