@@ -148,6 +148,14 @@ REMOVED_TOPIC_CONFIGS = {
 }
 
 
+def removed_config_kind(kind: str, name: str) -> str:
+    """The ConfigDef type of a broker setting (``kind`` "broker") or topic config ("topic") 4.0 removed; "" for other
+    names."""
+    if kind == "topic":
+        return REMOVED_TOPIC_CONFIGS.get(name, ("",))[0]
+    return REMOVED_BROKER_SETTINGS.get(name, ("",))[0]
+
+
 def _version_check(text: str, value: str) -> str | None:
     return metadata_version_problem(value, text)
 

@@ -13,6 +13,7 @@ from minibroker.config import ConfigError, build_config
 from minibroker.legacy_settings import REMOVED_BROKER_SETTINGS, latest_ibp
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import TIMEOUT_S, confluent_admin
+from tests.test_describe_config_types import BOOLEAN, BROKER, STRING, TOPIC, described
 
 ZOOKEEPER_ERA = {
     "zookeeper.connect": "zookeeper:2181", "zookeeper.session.timeout.ms": "6000",
@@ -84,6 +85,8 @@ def test_describe_configs_shows_them_and_hides_their_passwords(tmp_path: Path) -
         assert configs["log.message.format.version"].value == "2.8"
         assert configs["inter.broker.protocol.version"].value == "3.9-IV0"
         assert configs["zookeeper.ssl.keystore.password"].is_sensitive
+        types = {name: entry["config_type"] for name, entry in described(broker.bootstrap, BROKER, "1").items()}
+        assert (types["zookeeper.connect"], types["zookeeper.set.acl"]) == (STRING, BOOLEAN)  # as 3.9's ConfigDef
         assert configs["zookeeper.ssl.keystore.password"].value is None
         assert "s3cret" not in broker.log_text()
     finally:
@@ -114,6 +117,8 @@ def test_topic_configs_4_0_removed_are_a_3_x_topics_configs(tmp_path: Path) -> N
         defaults = topic_configs(admin, "defaults")
         assert defaults["message.format.version"] == "2.8-IV1"  # 2.8's own inter.broker.protocol.version
         assert defaults["message.downconversion.enable"] == "false"  # from the broker setting given
+        types = {name: entry["config_type"] for name, entry in described(broker.bootstrap, TOPIC, "defaults").items()}
+        assert (types["message.format.version"], types["message.downconversion.enable"]) == (STRING, BOOLEAN)
         broker.stop()
         broker.settings.remove("kafka.version=2.8")
         broker.settings.remove("log.message.downconversion.enable=false")

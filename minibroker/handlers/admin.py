@@ -92,11 +92,16 @@ def dynamic_synonyms(ctx: RequestContext, names: list[str]) -> list[dict]:
 
 def config_type(kind: str, name: str) -> int:
     """DescribeConfigs' ConfigType of a topic, broker or group config, from Kafka's ConfigDef of that kind (the
-    generated ``kafka_settings``); UNKNOWN (0) where Kafka has none, as minibroker's own settings."""
+    generated ``kafka_settings``, or for one 4.0 removed its 3.x definition); UNKNOWN (0) where Kafka has none, as
+    minibroker's own settings."""
     from minibroker.kafka_settings import BROKER_SETTINGS, GROUP_SETTINGS, TOPIC_SETTINGS  # facts, read when asked
 
     table: dict[str, tuple] = {"topic": TOPIC_SETTINGS, "broker": BROKER_SETTINGS, "group": GROUP_SETTINGS}[kind]
     spec = table.get(name)
+    if spec is None and kind != "group":
+        from minibroker.legacy_settings import removed_config_kind  # shown only under an emulated 3.x release
+
+        return CONFIG_TYPES.get(removed_config_kind(kind, name), 0)
     return CONFIG_TYPES.get(spec[0], 0) if spec is not None else 0
 
 
