@@ -8,7 +8,7 @@ Facts read off Kafka 3.9's definitions (KafkaConfig, ZkConfigs, ServerLogConfigs
 ReplicationConfigs, GroupCoordinatorConfig; ``define`` calls at the 3.9.0 tag) minus Kafka 4.3.1's
 (``kafka_settings``): name -> (ConfigDef type, default as a properties value or None, validator spec as
 ``setting_values`` reads it). Internal settings (not documented, not shown) are left out. A release before 3.9 is
-given 3.9's list; the versions its MetadataVersionValidator accepted are its own (those up to the release).
+given 3.9's list; the versions its MetadataVersionValidator accepted are its own (``ibp_versions``).
 minibroker keeps them, shows them in DescribeConfigs and lists them among the ignored settings: they mean nothing to
 one process that writes V2 batches and talks to no ZooKeeper.
 """
