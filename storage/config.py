@@ -119,6 +119,10 @@ class LogConfig(FrozenConfig):
         _check_combination(result)
         return result
 
+    def knows(self, name: str) -> bool:
+        """Whether ``name`` is a topic config of this broker (Kafka 4's, or one an emulated release had)."""
+        return name in TOPIC_CONFIGS or any(spec.name == name for spec, _ in self.retired)
+
     def to_kafka_configs(self) -> dict[str, str]:
         """Every non-internal topic config by its Kafka name, formatted as DescribeConfigs shows it."""
         configs = {

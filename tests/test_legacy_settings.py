@@ -125,8 +125,15 @@ def test_topic_configs_4_0_removed_are_a_3_x_topics_configs(tmp_path: Path) -> N
         broker.start()  # Kafka 4: unknown names
         admin = confluent_admin(broker.bootstrap)
         assert "message.format.version" not in topic_configs(admin, "defaults")
+        old = topic_configs(admin, "old-format")  # its other configs kept, the unknown one ignored as Kafka 4 does
+        assert old["retention.ms"] == "60000" and "message.format.version" not in old
+        assert "ignoring stored configs this broker does not know: message.format.version" in broker.log_text()
         with pytest.raises(KafkaException, match="Unknown topic config name: message.format.version"):
             admin.create_topics([NewTopic("refused", 1, config={"message.format.version": "2.8"})],
                                 request_timeout=TIMEOUT_S)["refused"].result(TIMEOUT_S)
+        broker.stop()
+        broker.settings.append("kafka.version=2.8")
+        broker.start()  # emulating 2.8 again: the stored value is back
+        assert topic_configs(confluent_admin(broker.bootstrap), "old-format")["message.format.version"] == "0.10.2"
     finally:
         broker.stop()
