@@ -117,8 +117,17 @@ def test_topic_configs_4_0_removed_are_a_3_x_topics_configs(tmp_path: Path) -> N
         defaults = topic_configs(admin, "defaults")
         assert defaults["message.format.version"] == "2.8-IV1"  # 2.8's own inter.broker.protocol.version
         assert defaults["message.downconversion.enable"] == "false"  # from the broker setting given
-        types = {name: entry["config_type"] for name, entry in described(broker.bootstrap, TOPIC, "defaults").items()}
-        assert (types["message.format.version"], types["message.downconversion.enable"]) == (STRING, BOOLEAN)
+        entries = described(broker.bootstrap, TOPIC, "defaults")
+        assert entries["message.format.version"]["config_type"] == STRING
+        assert entries["message.downconversion.enable"]["config_type"] == BOOLEAN
+        synonyms = {name: [(s["name"], s["value"], s["source"]) for s in entries[name]["synonyms"]]
+                    for name in ("message.format.version", "message.downconversion.enable")}
+        assert synonyms == {  # as Kafka's ServerTopicConfigSynonyms: the broker setting given, then its default
+            "message.format.version": [("log.message.format.version", "2.8-IV1", 5)],
+            "message.downconversion.enable": [("log.message.downconversion.enable", "false", 4),
+                                              ("log.message.downconversion.enable", "true", 5)],
+        }
+        assert entries["message.downconversion.enable"]["config_source"] == 4  # STATIC_BROKER_CONFIG
         broker.stop()
         broker.settings.remove("kafka.version=2.8")
         broker.settings.remove("log.message.downconversion.enable=false")

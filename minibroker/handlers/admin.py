@@ -57,6 +57,7 @@ def config_entries(ctx: RequestContext, overrides: dict[str, str], names: list[s
     broker settings given for it (their order is Kafka's precedence), then the broker default."""
     given = dict(ctx.broker.static_config.given)
     effective = ctx.broker.logs.default_config.with_overrides(overrides).to_kafka_configs()
+    retired = {spec.name for spec, _ in ctx.broker.logs.default_config.retired}  # an emulated 3.x release's
     entries = []
     for name, value in effective.items():
         if names is not None and name not in names:
@@ -64,10 +65,14 @@ def config_entries(ctx: RequestContext, overrides: dict[str, str], names: list[s
         found = []
         if name in overrides:
             found.append({"name": name, "value": value, "source": SOURCE_DYNAMIC_TOPIC})
-        broker_names = [broker for broker, _ in TOPIC_SYNONYMS.get(name, ())]
+        if name not in retired:
+            broker_names = [broker for broker, _ in TOPIC_SYNONYMS.get(name, ())]
+            defaults = broker_defaults(broker_names)
+        else:
+            broker_names, defaults = retired_synonyms(ctx.broker.config.kafka_version, name)
         found += dynamic_synonyms(ctx, broker_names)
         found += [{"name": b, "value": given[b], "source": SOURCE_STATIC_BROKER} for b in broker_names if b in given]
-        found += [{"name": b, "value": d, "source": SOURCE_DEFAULT} for b, d in broker_defaults(broker_names)]
+        found += [{"name": b, "value": d, "source": SOURCE_DEFAULT} for b, d in defaults]
         entry = {
             "name": name,
             "value": value,
@@ -80,6 +85,15 @@ def config_entries(ctx: RequestContext, overrides: dict[str, str], names: list[s
         }
         entries.append(entry)
     return entries
+
+
+def retired_synonyms(kafka_version: str, name: str) -> tuple[list[str], list[tuple[str, str]]]:
+    """The broker setting behind a topic config 4.0 removed, and its default, as the emulated release had them."""
+    from minibroker.legacy_settings import REMOVED_TOPIC_CONFIGS, removed_broker_settings
+
+    synonym = REMOVED_TOPIC_CONFIGS[name][1]
+    default = removed_broker_settings(kafka_version)[synonym][1]
+    return [synonym], [] if default is None else [(synonym, default)]
 
 
 def dynamic_synonyms(ctx: RequestContext, names: list[str]) -> list[dict]:
