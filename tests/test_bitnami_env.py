@@ -3,6 +3,7 @@ for bitnami/kafka switches to minibroker by its image line."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from confluent_kafka.admin import ConfigResource, NewTopic
@@ -67,3 +68,12 @@ def test_a_bitnami_compose_service_runs_as_written(tmp_path: Path) -> None:
         assert "isn't a known config" not in broker.log_text()
     finally:
         broker.stop()
+
+
+def test_the_readme_bitnami_service_holds_known_settings() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = readme.split("# was: bitnami/kafka", 1)[1].split("```", 1)[0]
+    env = dict(re.findall(r"^\s+([A-Z_]+): \"?([^\"\n]+)\"?$", block, re.MULTILINE))
+    assert "KAFKA_CFG_ADVERTISED_LISTENERS" in env and "ALLOW_PLAINTEXT_LISTENER" in env
+    config = build_config(env_settings(env))
+    assert config.unknown == () and config.listener == ("0.0.0.0", 9092) and config.num_partitions == 3
