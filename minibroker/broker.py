@@ -14,7 +14,7 @@ import os
 import ssl
 import time
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from minibroker.broker_configs import FILE_NAME as BROKER_CONFIGS_FILE
 from minibroker.broker_configs import BrokerConfigFileError, BrokerConfigs
@@ -108,10 +108,14 @@ class Broker:
         # What ApiVersions advertises and the dispatcher serves: the handler table itself, or with kafka.version a
         # copy capped at that release's ranges, made once here so requests pay nothing for it.
         self.apis: dict[int, Handler] = HANDLERS
+        # The internal-topic value versions that release wrote (value schema name -> newest version), none without.
+        self.record_caps: Mapping[str, int] = {}
         if config.kafka_version.strip():
             from minibroker.kafka_versions import emulated_apis  # only when a release is emulated
+            from minibroker.record_versions import written_versions
 
             self.apis = emulated_apis(HANDLERS, config.kafka_version)
+            self.record_caps = written_versions(config.kafka_version)
         self.logs = LogManager(config.data_dir, config.log_config(), node_id=config.node_id, clock=self.clock)
         self.cleaner: LogCleaner | None = None  # created on its first run
         self.connections: set[KafkaConnection] = set()

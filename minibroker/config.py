@@ -320,7 +320,13 @@ class BrokerConfig(FrozenConfig):
 
     def log_config(self) -> LogConfig:
         """The default topic configuration: Kafka's topic defaults with the broker synonyms that were given."""
-        return LogConfig().with_overrides(topic_defaults(dict(self.given)))
+        config = LogConfig().with_overrides(topic_defaults(dict(self.given)))
+        if not self.kafka_version.strip():
+            return config
+        from minibroker.legacy_settings import retired_topic_configs  # the topic configs the release had
+
+        retired = retired_topic_configs(self.kafka_version, dict(self.given))
+        return dataclasses.replace(config, retired=retired) if retired else config
 
     @property
     def data_dir(self) -> str:
@@ -342,7 +348,12 @@ class BrokerConfig(FrozenConfig):
 
         items: dict[str, str | None] = {f.metadata["kafka"]: render(getattr(self, f.name)) for f in SETTING_FIELDS}
         given = dict(self.given)
-        for name, (_, default, _) in BROKER_SETTINGS.items():
+        definitions = BROKER_SETTINGS
+        if self.kafka_version.strip():
+            from minibroker.legacy_settings import removed_broker_settings  # those the emulated release still had
+
+            definitions = {**BROKER_SETTINGS, **removed_broker_settings(self.kafka_version)}
+        for name, (_, default, _) in definitions.items():
             if name not in items and name not in INTERNAL_SETTINGS:
                 items[name] = given.get(name, default)
         return items
@@ -398,6 +409,9 @@ TOPIC_SYNONYMS: dict[str, tuple[tuple[str, int], ...]] = {
     "local.retention.bytes": (("log.local.retention.bytes", 1),),
 }
 BROKER_SYNONYMS = {broker: topic for topic, synonyms in TOPIC_SYNONYMS.items() for broker, _ in synonyms}
+# The prefixes of the passwords among the settings Kafka 4.0 removed (minibroker.legacy_settings), so asking whether
+# a name is secret imports that table only for such names.
+LEGACY_SECRET_PREFIXES = ("zookeeper.ssl.", "password.encoder.", "delegation.token.master.")
 # Kafka names of settings minibroker holds under another name: broker.id is node.id, log.dir a log.dirs of one.
 ALIASES = {"broker.id": "node.id", "log.dir": "log.dirs"}
 
@@ -429,7 +443,12 @@ def is_secret(kafka_name: str) -> bool:
         return f.metadata["secret"]
     from minibroker.kafka_settings import BROKER_SETTINGS
 
-    return BROKER_SETTINGS.get(kafka_name, ("",))[0] == "PASSWORD"
+    spec = BROKER_SETTINGS.get(kafka_name)
+    if spec is None and kafka_name.startswith(LEGACY_SECRET_PREFIXES):
+        from minibroker.legacy_settings import REMOVED_BROKER_SETTINGS  # a password of a setting 4.0 removed
+
+        spec = REMOVED_BROKER_SETTINGS.get(kafka_name)
+    return spec is not None and spec[0] == "PASSWORD"
 
 
 def parse_listener(text: str) -> tuple[str, int]:
@@ -496,7 +515,7 @@ def build_config(*sources: Mapping[str, str]) -> BrokerConfig:
             continue
         from minibroker.setting_values import check_kafka_setting  # Kafka's definitions, read when needed
 
-        checked = check_kafka_setting(name, raw)
+        checked = check_kafka_setting(name, raw, items.get("kafka.version", "").strip())
         if checked is None:
             unknown.append(name)
         else:

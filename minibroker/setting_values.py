@@ -15,10 +15,21 @@ from minibroker.kafka_settings import BROKER_SETTINGS
 from minibroker.storage.config import PARSERS, split_list
 
 
-def check_kafka_setting(name: str, raw: str) -> str | None:
-    """``raw`` stripped when it is a valid value of Kafka setting ``name``; None when Kafka has no such setting;
-    ConfigError naming the setting when the value is invalid."""
+def setting_spec(name: str, release: str = "") -> tuple[str, str | None, str] | None:
+    """Kafka's definition of broker setting ``name``: 4.3's, or with an emulated ``release`` before 4.0 the one it had
+    of a setting 4.0 removed; None when there is none."""
     spec = BROKER_SETTINGS.get(name)
+    if spec is None and release:
+        from minibroker.legacy_settings import removed_broker_settings  # only when a release is emulated
+
+        spec = removed_broker_settings(release).get(name)
+    return spec
+
+
+def check_kafka_setting(name: str, raw: str, release: str = "") -> str | None:
+    """``raw`` stripped when it is a valid value of Kafka setting ``name`` (of the emulated ``release``, if any); None
+    when Kafka has no such setting; ConfigError naming the setting when the value is invalid."""
+    spec = setting_spec(name, release)
     if spec is None:
         return None
     kind, _, validator = spec
@@ -27,7 +38,12 @@ def check_kafka_setting(name: str, raw: str) -> str | None:
     if value is None:
         reason = "Expected value to be either true or false" if kind == "BOOLEAN" else f"Not a number of type {kind}"
         raise ConfigError(f"Invalid value {raw} for configuration {name}: {reason}")
-    reason = validation_problem(validator, value)
+    if validator == "metadata-version":
+        from minibroker.legacy_settings import metadata_version_problem
+
+        reason = metadata_version_problem(value, release)
+    else:
+        reason = validation_problem(validator, value)
     if reason is not None:
         raise ConfigError(f"Invalid value {raw} for configuration {name}: {reason}")
     return text

@@ -9,7 +9,7 @@ coordinator uses and the dicts the generic codec reads and writes); ``RecordTabl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -35,6 +35,15 @@ class RecordSchema:
     message: Message
     to_body: Callable[[Any], Body]
     from_body: Callable[[Body], Any]
+
+
+NO_CAPS: Mapping[str, int] = {}
+
+
+def capped(message: Message, version: int, caps: Mapping[str, int]) -> int:
+    """``version``, or the newest version of ``message`` the emulated Kafka release wrote if that is lower (``caps``:
+    value schema name -> version, from minibroker.record_versions; empty without emulation)."""
+    return min(version, caps.get(message.name, version))
 
 
 def version_zero(value: Any) -> int:
@@ -98,10 +107,11 @@ class RecordTable:
             raise UnknownRecordTypeError(self.topic, record_type)
         return kind.key.from_body(codec(kind.key.message, 0).decode(reader))
 
-    def encode_value(self, value: Any, kind: RecordType | None = None) -> bytes:
-        """A value at the version its type writes it (``kind``: the type, when its class is not the one to go by)."""
+    def encode_value(self, value: Any, kind: RecordType | None = None, caps: Mapping[str, int] = NO_CAPS) -> bytes:
+        """A value at the version its type writes it (``kind``: the type, when its class is not the one to go by),
+        capped by ``caps`` (see ``capped``)."""
         kind = kind or self._by_value_class[type(value)]
-        version = kind.value_version(value)
+        version = capped(kind.value.message, kind.value_version(value), caps)
         return encode_prefixed(version, kind.value.message, version, kind.value.to_body(value))
 
     def decode_value(self, kind: RecordType, data: bytes | bytearray | memoryview | None) -> Any:

@@ -4,7 +4,7 @@ A key is ``int16 record type`` then the key struct at version 0; a value is ``in
 value struct at that version, and a missing (``None``) value is a tombstone. The structs are the
 generated schemas in ``protocol.messages``, so the bytes are exactly the ones Kafka writes and reads:
 offset commits at OffsetCommitValue v4 (flexible, v1 when an expire timestamp is given), group
-metadata at GroupMetadataValue v3, the KIP-848 consumer group records (types 3-8 and 16) and the KIP-932
+metadata at GroupMetadataValue v3 (both capped at what an emulated release wrote: ``caps``), the KIP-848 consumer group records (types 3-8 and 16) and the KIP-932
 share group records (types 10-15) at v0, their only version. Types 0 (legacy) and 1 are both offset commits, as in Kafka's GroupCoordinatorRecordSerde.
 
 Every record type is one ``RecordType`` entry in ``RECORD_TYPES`` (``coordinator_records``): its key and value
@@ -16,6 +16,7 @@ read and never written.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
 
@@ -52,7 +53,7 @@ from .messages import (
     SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_KEY,
     SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE,
 )
-from .coordinator_records import Body, RecordSchema, RecordTable, RecordType, flat
+from .coordinator_records import NO_CAPS, Body, RecordSchema, RecordTable, RecordType, flat
 from .coordinator_records import UnknownRecordTypeError as UnknownRecordTypeError  # the coordinators catch it from here
 
 CONSUMER_OFFSETS = "__consumer_offsets"
@@ -750,9 +751,10 @@ def decode_key(data: bytes | bytearray | memoryview) -> RecordKey:
     return _TABLE.decode_key(data)
 
 
-def encode_value(value: RecordValue | None) -> bytes | None:
-    """Any record's value, at the version Kafka writes it (None, a tombstone, stays None)."""
-    return None if value is None else _TABLE.encode_value(value)
+def encode_value(value: RecordValue | None, caps: Mapping[str, int] = NO_CAPS) -> bytes | None:
+    """Any record's value, at the version Kafka writes it (capped by an emulated release's ``caps``; None, a
+    tombstone, stays None)."""
+    return None if value is None else _TABLE.encode_value(value, caps=caps)
 
 
 def decode_value(key: RecordKey, data: bytes | bytearray | memoryview | None) -> RecordValue | None:
@@ -760,8 +762,8 @@ def decode_value(key: RecordKey, data: bytes | bytearray | memoryview | None) ->
     return _TABLE.decode_value(_TABLE.kind_of_key(key), data)
 
 
-def encode_offset_value(value: OffsetCommitValue) -> bytes:
-    return _TABLE.encode_value(value)
+def encode_offset_value(value: OffsetCommitValue, caps: Mapping[str, int] = NO_CAPS) -> bytes:
+    return _TABLE.encode_value(value, caps=caps)
 
 
 def decode_offset_value(data: bytes | bytearray | memoryview | None) -> OffsetCommitValue | None:
@@ -769,8 +771,8 @@ def decode_offset_value(data: bytes | bytearray | memoryview | None) -> OffsetCo
     return _TABLE.decode_value(RECORD_TYPES[OFFSET_COMMIT], data)
 
 
-def encode_group_value(value: GroupMetadataValue) -> bytes:
-    return _TABLE.encode_value(value)
+def encode_group_value(value: GroupMetadataValue, caps: Mapping[str, int] = NO_CAPS) -> bytes:
+    return _TABLE.encode_value(value, caps=caps)
 
 
 def decode_group_value(data: bytes | bytearray | memoryview | None) -> GroupMetadataValue | None:

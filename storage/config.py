@@ -63,6 +63,9 @@ class LogConfig(FrozenConfig):
     remote_log_delete_on_disable: bool = False
     # Kafka's internal.segment.bytes: a test-only segment size below segment.bytes' 1 MiB minimum.
     internal_segment_bytes: int | None = None
+    # Topic configs an emulated Kafka release had and 4.0 removed (message.format.version, ...): each spec with its
+    # value as text, kept and shown with no effect; none unless the broker emulates such a release.
+    retired: tuple[tuple[ConfigSpec, str], ...] = ()
 
     @property
     def segment_size(self) -> int:
@@ -98,24 +101,36 @@ class LogConfig(FrozenConfig):
     def with_overrides(self, overrides: dict[str, str]) -> LogConfig:
         """This config with Kafka topic configs (by Kafka name, as strings) applied, validated like Kafka."""
         changes: dict[str, Any] = {}
+        retired = {spec.name: (spec, value) for spec, value in self.retired}
         for name, raw in overrides.items():
-            spec = TOPIC_CONFIGS.get(name)
+            spec = TOPIC_CONFIGS.get(name) or retired.get(name, (None,))[0]
             if spec is None:
                 raise InvalidConfigError(name, f"Unknown topic config name: {name}")
             if raw is None:
                 raise InvalidConfigError(name, "Null value not supported for topic configs")
-            changes[spec.field] = spec.parse(raw)
+            if name in retired:
+                retired[name] = (spec, spec.format(spec.parse(raw)))
+            else:
+                changes[spec.field] = spec.parse(raw)
+        if self.retired:
+            changes["retired"] = tuple(retired.values())
         result = dataclasses.replace(self, **changes)
         _check_combination(result)
         return result
 
+    def knows(self, name: str) -> bool:
+        """Whether ``name`` is a topic config of this broker (Kafka 4's, or one an emulated release had)."""
+        return name in TOPIC_CONFIGS or any(spec.name == name for spec, _ in self.retired)
+
     def to_kafka_configs(self) -> dict[str, str]:
         """Every non-internal topic config by its Kafka name, formatted as DescribeConfigs shows it."""
-        return {
+        configs = {
             name: spec.format(getattr(self, spec.field))
             for name, spec in TOPIC_CONFIGS.items()
             if not spec.internal
         }
+        configs.update((spec.name, value) for spec, value in self.retired)
+        return configs
 
 
 class ConfigSpec(NamedTuple):

@@ -250,6 +250,10 @@ class LogManager:
     ) -> None:
         stored = self._stored.get(name)
         overrides = dict(stored.overrides) if stored else {}
+        unknown = sorted(name for name in overrides if not self.default_config.knows(name))
+        if unknown:  # configs of an emulated Kafka release this start does not emulate: Kafka 4 ignores them too
+            log.warning("Topic %s: ignoring stored configs this broker does not know: %s", name, ", ".join(unknown))
+            overrides = {key: value for key, value in overrides.items() if key not in unknown}
         try:
             config = self.default_config.with_overrides(overrides)
         except InvalidConfigError as exc:
@@ -274,7 +278,7 @@ class LogManager:
                           uuid_to_str(topic_id))
         self.topics[name] = TopicInfo(name, topic_id, overrides, config, logs)
         if stored is None or stored.partitions != count or stored.topic_id != topic_id:
-            self._stored[name] = StoredTopic(topic_id, count, overrides)
+            self._stored[name] = StoredTopic(topic_id, count, dict(stored.overrides) if stored else {})  # all it had
             self._save_store()
 
     @staticmethod

@@ -62,7 +62,7 @@ class BrokerProcess:
         if self.config_file is not None:
             args += ["--config", str(self.config_file)]
         listeners_given = any(setting.startswith("listeners=") for setting in self.settings) or any(
-            name in self.env for name in ("KAFKA_LISTENERS", "MINIBROKER_LISTENERS")
+            name in self.env for name in ("KAFKA_LISTENERS", "KAFKA_CFG_LISTENERS", "MINIBROKER_LISTENERS")
         )
         if not listeners_given:
             args += ["--port", str(self.port)]

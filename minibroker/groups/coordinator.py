@@ -13,7 +13,7 @@ partition: COMMIT makes them committed offsets, ABORT drops them, at load as whe
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Iterable, Protocol, Sequence
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from minibroker.coordinator_partitions import ServedPartitions
 from minibroker.groups.assignors import TopicSpec
@@ -122,9 +122,10 @@ class GroupCoordinator:
     def __init__(
         self, config: GroupConfig, timer: Timer, records: RecordLog, topics: TopicCatalog | None = None,
         owned: Iterable[int] | None = None, group_configs: GroupConfigs | None = None,
-        share_group_deleted: Callable[[str], None] | None = None,
+        share_group_deleted: Callable[[str], None] | None = None, record_caps: Mapping[str, int] | None = None,
     ) -> None:
         self.config = config
+        self.record_caps = record_caps or {}  # the value versions an emulated Kafka release wrote (record_versions)
         self.timer = timer
         self.records = records
         self.groups: dict[str, ClassicGroup] = {}
@@ -283,7 +284,7 @@ class GroupCoordinator:
         error to answer with."""
         if not records:
             return ErrorCode.NONE
-        encoded = [(encode_key(key), encode_value(value)) for key, value in records]
+        encoded = [(encode_key(key), encode_value(value, self.record_caps)) for key, value in records]
         try:
             base_offset = self.records.append(self.partition_of(group_id), encoded, producer_id, producer_epoch)
         except CoordinatorWriteError as exc:

@@ -204,7 +204,7 @@ class GroupService:
         self._timers.append(timer)
         return GroupCoordinator(
             self.config, timer, self.topic, self.catalog, owned=(), group_configs=self.broker.group_configs,
-            share_group_deleted=self._share_group_deleted,
+            share_group_deleted=self._share_group_deleted, record_caps=self.broker.record_caps,
         )
 
     def _share_group_deleted(self, group_id: str) -> None:

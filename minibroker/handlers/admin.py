@@ -57,6 +57,7 @@ def config_entries(ctx: RequestContext, overrides: dict[str, str], names: list[s
     broker settings given for it (their order is Kafka's precedence), then the broker default."""
     given = dict(ctx.broker.static_config.given)
     effective = ctx.broker.logs.default_config.with_overrides(overrides).to_kafka_configs()
+    retired = {spec.name for spec, _ in ctx.broker.logs.default_config.retired}  # an emulated 3.x release's
     entries = []
     for name, value in effective.items():
         if names is not None and name not in names:
@@ -64,10 +65,14 @@ def config_entries(ctx: RequestContext, overrides: dict[str, str], names: list[s
         found = []
         if name in overrides:
             found.append({"name": name, "value": value, "source": SOURCE_DYNAMIC_TOPIC})
-        broker_names = [broker for broker, _ in TOPIC_SYNONYMS.get(name, ())]
+        if name not in retired:
+            broker_names = [broker for broker, _ in TOPIC_SYNONYMS.get(name, ())]
+            defaults = broker_defaults(broker_names)
+        else:
+            broker_names, defaults = retired_synonyms(ctx.broker.config.kafka_version, name)
         found += dynamic_synonyms(ctx, broker_names)
         found += [{"name": b, "value": given[b], "source": SOURCE_STATIC_BROKER} for b in broker_names if b in given]
-        found += [{"name": b, "value": d, "source": SOURCE_DEFAULT} for b, d in broker_defaults(broker_names)]
+        found += [{"name": b, "value": d, "source": SOURCE_DEFAULT} for b, d in defaults]
         entry = {
             "name": name,
             "value": value,
@@ -82,6 +87,15 @@ def config_entries(ctx: RequestContext, overrides: dict[str, str], names: list[s
     return entries
 
 
+def retired_synonyms(kafka_version: str, name: str) -> tuple[list[str], list[tuple[str, str]]]:
+    """The broker setting behind a topic config 4.0 removed, and its default, as the emulated release had them."""
+    from minibroker.legacy_settings import REMOVED_TOPIC_CONFIGS, removed_broker_settings
+
+    synonym = REMOVED_TOPIC_CONFIGS[name][1]
+    default = removed_broker_settings(kafka_version)[synonym][1]
+    return [synonym], [] if default is None else [(synonym, default)]
+
+
 def dynamic_synonyms(ctx: RequestContext, names: list[str]) -> list[dict]:
     """The dynamic values of these broker settings for the node asked, in Kafka's precedence: its own
     (DYNAMIC_BROKER_CONFIG), then the cluster default's (DYNAMIC_DEFAULT_BROKER_CONFIG)."""
@@ -92,11 +106,16 @@ def dynamic_synonyms(ctx: RequestContext, names: list[str]) -> list[dict]:
 
 def config_type(kind: str, name: str) -> int:
     """DescribeConfigs' ConfigType of a topic, broker or group config, from Kafka's ConfigDef of that kind (the
-    generated ``kafka_settings``); UNKNOWN (0) where Kafka has none, as minibroker's own settings."""
+    generated ``kafka_settings``, or for one 4.0 removed its 3.x definition); UNKNOWN (0) where Kafka has none, as
+    minibroker's own settings."""
     from minibroker.kafka_settings import BROKER_SETTINGS, GROUP_SETTINGS, TOPIC_SETTINGS  # facts, read when asked
 
     table: dict[str, tuple] = {"topic": TOPIC_SETTINGS, "broker": BROKER_SETTINGS, "group": GROUP_SETTINGS}[kind]
     spec = table.get(name)
+    if spec is None and kind != "group":
+        from minibroker.legacy_settings import removed_config_kind  # shown only under an emulated 3.x release
+
+        return CONFIG_TYPES.get(removed_config_kind(kind, name), 0)
     return CONFIG_TYPES.get(spec[0], 0) if spec is not None else 0
 
 

@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Iterable
 from minibroker.coordinator_partitions import PartitionOwnership
 from minibroker.features import TRANSACTION_VERSION
 from minibroker.internal_topics import InternalTopic, PendingFlushes, internal_replication_factor, replay
+from minibroker.protocol.coordinator_records import capped
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.key_partitions import partition_for
+from minibroker.protocol.messages import TRANSACTION_LOG_VALUE
 from minibroker.protocol.txn_log_records import TransactionLogValue, decode_key, decode_value, encode_key, encode_value
 from minibroker.storage.topic_names import TRANSACTION_STATE_TOPIC
 from minibroker.transactions.coordinator import TransactionCoordinator
@@ -101,8 +103,10 @@ class TransactionService:
         return partition_for(transactional_id, self.topic.num_partitions)
 
     def write(self, transactional_id: str, value: TransactionLogValue | None) -> None:
-        """Version 1 of the value while transaction.version is 1 or more (TransactionVersion.transactionLogValueVersion)."""
-        version = 1 if self.broker.features.level(TRANSACTION_VERSION) >= 1 else 0
+        """Version 1 of the value while transaction.version is 1 or more (TransactionVersion.transactionLogValueVersion),
+        capped at what an emulated release wrote."""
+        version = capped(TRANSACTION_LOG_VALUE, 1 if self.broker.features.level(TRANSACTION_VERSION) >= 1 else 0,
+                         self.broker.record_caps)
         record = (encode_key(transactional_id), None if value is None else encode_value(value, version))
         self.topic.append(self.partition_for(transactional_id), [record])
 
