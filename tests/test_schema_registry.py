@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from minibroker.testing import Broker
-from tests.registryutil import CONTENT_TYPE, call, record_schema
+from tests.registryutil import CONTENT_TYPE, SAMPLES, Samples, call, record_schema
 
 V1 = record_schema("User", {"name": "name", "type": "string"})
 V2 = record_schema("User", {"name": "name", "type": "string"}, {"name": "age", "type": "int", "default": 0})
@@ -155,11 +155,26 @@ def test_soft_and_permanent_deletes(url: str) -> None:
     assert call(url, "POST", "/subjects/t/versions", {"schema": V1}) == (200, {"id": 3})  # its new id is global
 
 
-def test_reregistering_after_a_soft_delete_keeps_the_id_in_a_new_version(url: str) -> None:
+def test_reregistering_after_a_soft_delete_keeps_the_id_in_a_new_version_that_replaces_the_deleted_one(
+        url: str) -> None:
     call(url, "POST", "/subjects/s/versions", {"schema": V1})
     call(url, "DELETE", "/subjects/s")
     assert call(url, "POST", "/subjects/s/versions", {"schema": V1}) == (200, {"id": 1})
-    assert call(url, "GET", "/subjects/s/versions?deleted=true") == (200, [1, 2])
+    # Confluent's register tombstones the soft-deleted version of the same schema
+    assert call(url, "GET", "/subjects/s/versions?deleted=true") == (200, [2])
+    assert call(url, "GET", "/subjects/s/versions/1?deleted=true")[1]["error_code"] == 40402
+
+
+def test_a_soft_deleted_version_a_schema_still_references_stays_when_its_schema_is_registered_again(url: str) -> None:
+    base = record_schema("Address", {"name": "city", "type": "string"})
+    call(url, "POST", "/subjects/address/versions", {"schema": base})
+    order = record_schema("Order", {"name": "to", "type": "test.Address"})
+    references = [{"name": "test.Address", "subject": "address", "version": 1}]
+    call(url, "POST", "/subjects/order/versions", {"schema": order, "references": references})
+    assert call(url, "DELETE", "/subjects/order") == (200, [1])
+    assert call(url, "DELETE", "/subjects/address/versions/1") == (200, 1)
+    assert call(url, "POST", "/subjects/address/versions", {"schema": base}) == (200, {"id": 1})
+    assert call(url, "GET", "/subjects/address/versions?deleted=true") == (200, [1, 2])
 
 
 def test_config_levels_global_and_per_subject(url: str) -> None:
@@ -236,30 +251,72 @@ def test_reset_clears_the_registry(module_broker: Broker, url: str) -> None:
     assert call(url, "POST", "/subjects/s/versions", {"schema": V1}) == (200, {"id": 1})
 
 
-def test_a_restart_keeps_subjects_versions_ids_configs_and_soft_deletes(tmp_path: Path) -> None:
+def populate(url: str, samples: Samples) -> None:
+    """Every kind of state a restart must keep, for one schema type: versions of a subject with one soft-deleted, a
+    schema referencing another subject's, a permanently deleted subject, a soft-deleted one, configs and a mode."""
+    assert call(url, "POST", "/subjects/kept/versions", samples.body(samples.v1)) == (200, {"id": 1})
+    assert call(url, "POST", "/subjects/kept/versions", samples.body(samples.v2)) == (200, {"id": 2})
+    assert call(url, "DELETE", "/subjects/kept/versions/1") == (200, 1)
+    assert call(url, "POST", "/subjects/dep/versions", samples.body(samples.dependency)) == (200, {"id": 3})
+    assert call(url, "POST", "/subjects/ref/versions", samples.body(samples.referencing, ("dep", 1))) == (
+        200, {"id": 4})
+    assert call(url, "POST", "/subjects/gone/versions", samples.body(samples.other)) == (200, {"id": 5})
+    assert call(url, "DELETE", "/subjects/gone") == (200, [1])
+    assert call(url, "DELETE", "/subjects/gone?permanent=true") == (200, [1])
+    assert call(url, "POST", "/subjects/soft/versions", samples.body(samples.v1)) == (200, {"id": 1})
+    assert call(url, "DELETE", "/subjects/soft") == (200, [1])
+    call(url, "PUT", "/config", {"compatibility": "FORWARD"})
+    call(url, "PUT", "/config/kept", {"compatibility": "NONE"})
+    call(url, "PUT", "/config/soft", {"normalize": True})
+    call(url, "PUT", "/mode/dep", {"mode": "READONLY"})
+
+
+def registry_answers(url: str) -> dict[str, object]:
+    """The answers a restart must leave as they were: subjects, versions (soft-deleted ones too), schemas by id with
+    their holders, references, configs and modes."""
+    paths = ["/subjects", "/subjects?deleted=true", "/subjects?deletedOnly=true", "/schemas?deleted=true", "/config",
+             "/mode"]
+    for subject in call(url, "GET", "/subjects?deleted=true")[1]:
+        paths += [f"/subjects/{subject}/versions", f"/subjects/{subject}/versions?deleted=true",
+                  f"/config/{subject}", f"/mode/{subject}"]
+        for version in call(url, "GET", f"/subjects/{subject}/versions?deleted=true")[1]:
+            paths += [f"/subjects/{subject}/versions/{version}?deleted=true",
+                      f"/subjects/{subject}/versions/{version}/referencedby"]
+    for schema in call(url, "GET", "/schemas?deleted=true")[1]:
+        paths += [f"/schemas/ids/{schema['id']}", f"/schemas/ids/{schema['id']}/versions?deleted=true"]
+    return {path: call(url, "GET", path) for path in paths}
+
+
+def check_populated(url: str, samples: Samples) -> None:
+    assert call(url, "GET", "/subjects") == (200, ["dep", "kept", "ref"])
+    assert call(url, "GET", "/subjects?deleted=true") == (200, ["dep", "kept", "ref", "soft"])
+    assert call(url, "GET", "/subjects/kept/versions?deleted=true") == (200, [1, 2])
+    assert call(url, "GET", "/subjects/kept/versions") == (200, [2])
+    assert call(url, "GET", "/schemas/ids/1/versions?deleted=true") == (
+        200, [{"subject": "kept", "version": 1}, {"subject": "soft", "version": 1}])
+    assert call(url, "GET", "/schemas/ids/5")[1]["error_code"] == 40403  # permanently deleted
+    assert call(url, "GET", "/subjects/gone/versions?deleted=true")[1]["error_code"] == 40401
+    assert call(url, "GET", "/subjects/dep/versions/1/referencedby") == (200, [4])
+    status, found = call(url, "POST", "/subjects/ref", samples.body(samples.referencing, ("dep", 1)))
+    assert status == 200 and (found["id"], found["version"]) == (4, 1)  # parsed again with its reference
+    assert call(url, "GET", "/config") == (200, {"compatibilityLevel": "FORWARD"})
+    assert call(url, "GET", "/config/kept") == (200, {"compatibilityLevel": "NONE"})
+    assert call(url, "GET", "/config/soft") == (200, {"compatibilityLevel": "BACKWARD", "normalize": True})
+    assert call(url, "GET", "/mode/dep") == (200, {"mode": "READONLY"})
+
+
+@pytest.mark.parametrize("samples", SAMPLES.values(), ids=list(SAMPLES))
+def test_a_restart_keeps_subjects_versions_ids_configs_and_soft_deletes(tmp_path: Path, samples: Samples) -> None:
     with Broker(schema_registry=True, data_dir=tmp_path) as broker:
         url = broker.schema_registry_url
-        call(url, "POST", "/subjects/kept/versions", {"schema": V1})
-        call(url, "POST", "/subjects/kept/versions", {"schema": V2})
-        call(url, "DELETE", "/subjects/kept/versions/1")
-        call(url, "POST", "/subjects/gone/versions", {"schema": record_schema("Gone")})
-        call(url, "DELETE", "/subjects/gone")
-        call(url, "DELETE", "/subjects/gone?permanent=true")
-        call(url, "POST", "/subjects/soft/versions", {"schema": V1})
-        call(url, "DELETE", "/subjects/soft")
-        call(url, "PUT", "/config", {"compatibility": "FORWARD"})
-        call(url, "PUT", "/config/kept", {"compatibility": "NONE"})
+        populate(url, samples)
+        check_populated(url, samples)
+        before = registry_answers(url)
         broker.restart()
         assert broker.schema_registry_url == url  # the same port
-        assert call(url, "GET", "/subjects") == (200, ["kept"])
-        assert call(url, "GET", "/subjects?deleted=true") == (200, ["kept", "soft"])
-        assert call(url, "GET", "/subjects/kept/versions?deleted=true") == (200, [1, 2])
-        assert call(url, "GET", "/subjects/kept/versions") == (200, [2])
-        assert call(url, "GET", "/subjects/kept/versions/2")[1]["id"] == 2
-        assert call(url, "GET", "/schemas/ids/3")[1]["error_code"] == 40403  # permanently deleted
-        assert call(url, "GET", "/config") == (200, {"compatibilityLevel": "FORWARD"})
-        assert call(url, "GET", "/config/kept") == (200, {"compatibilityLevel": "NONE"})
-        assert call(url, "POST", "/subjects/other/versions", {"schema": record_schema("New")}) == (200, {"id": 4})
+        assert registry_answers(url) == before
+        check_populated(url, samples)
+        assert call(url, "POST", "/subjects/new/versions", samples.body(samples.other)) == (200, {"id": 6})
         records = broker.records("_schemas", 0)
     keys = [json.loads(record["key"]) for batch in records["batches"] for record in batch["records"]]
     assert {"keytype": "SCHEMA", "subject": "kept", "version": 1, "magic": 1} in keys
@@ -307,7 +364,8 @@ def test_the_control_api_shows_the_registrys_url() -> None:
             broker.schema_registry_url
 
 
-def test_a_broker_process_keeps_its_schemas_across_a_crash(tmp_path: Path) -> None:
+@pytest.mark.parametrize("samples", SAMPLES.values(), ids=list(SAMPLES))
+def test_a_broker_process_keeps_its_schemas_across_a_crash(tmp_path: Path, samples: Samples) -> None:
     import re
 
     from tests.brokerproc import BrokerProcess
@@ -316,13 +374,13 @@ def test_a_broker_process_keeps_its_schemas_across_a_crash(tmp_path: Path) -> No
     try:
         process.start()
         url = re.findall(r"schema registry on (http://\S+)", process.log_path.read_text())[-1]
-        assert call(url, "POST", "/subjects/s/versions", {"schema": V1}) == (200, {"id": 1})
-        call(url, "PUT", "/config/s", {"compatibility": "FULL"})
-        process.kill()
+        populate(url, samples)
+        before = registry_answers(url)
+        process.kill()  # SIGKILL: what the registry acknowledged is on disk
         process.start()
         url = re.findall(r"schema registry on (http://\S+)", process.log_path.read_text())[-1]
-        assert call(url, "GET", "/subjects/s/versions/1")[1]["id"] == 1
-        assert call(url, "GET", "/config/s") == (200, {"compatibilityLevel": "FULL"})
+        assert registry_answers(url) == before
+        check_populated(url, samples)
     finally:
         process.stop()
 
