@@ -38,6 +38,7 @@ class Samples:
     reference_name: str
     referencing: str
     invalid: str  # text the type's parser refuses
+    unnormalized: str  # a schema whose canonical form is not Confluent's normalized one
 
     def body(self, schema: str, *references: tuple[str, int]) -> dict[str, Any]:
         """A registration body for `schema` referencing each (subject, version) as `reference_name`."""
@@ -45,8 +46,8 @@ class Samples:
         if self.schema_type != "AVRO":
             body["schemaType"] = self.schema_type
         if references:
-            body["references"] = [
-                {"name": self.reference_name, "subject": subject, "version": version} for subject, version in references]
+            body["references"] = [{"name": self.reference_name, "subject": subject, "version": version}
+                                  for subject, version in references]
         return body
 
 
@@ -68,6 +69,7 @@ SAMPLES = {
         reference_name="test.Address",
         referencing=record_schema("Order", {"name": "to", "type": "test.Address"}),
         invalid='{"type": "record", "fields": []}',  # no name
+        unnormalized=json.dumps({"type": "record", "name": "Aliased", "aliases": ["b", "a"], "fields": []}),
     ),
     "JSON": Samples(
         "JSON",
@@ -79,6 +81,7 @@ SAMPLES = {
         reference_name="address.json",
         referencing=_json({"type": "object", "properties": {"to": {"$ref": "address.json"}}}),
         invalid=_json({"type": 5}),  # not a JSON Schema type
+        unnormalized=_json({"type": "object", "properties": {"b": {"type": "string"}, "a": {"type": "string"}}}),
     ),
     "PROTOBUF": Samples(
         "PROTOBUF",
@@ -89,5 +92,6 @@ SAMPLES = {
         reference_name="dep/address.proto",
         referencing=_proto('import "dep/address.proto";\n\nmessage Order {\n  dep.Address to = 1;\n}'),
         invalid=_proto("message User {\n  string name = 1"),  # unclosed
+        unnormalized=_proto('option java_package = "x";\noption go_package = "y";\n\nmessage Opt {\n  int32 x = 1;\n}'),
     ),
 }

@@ -114,19 +114,131 @@ def test_a_body_that_is_not_a_json_object_is_answered_400(url: str, raw: bytes) 
     assert call(url, "GET", "/subjects") == (200, [])
 
 
-def test_an_oversized_body_is_refused_before_it_is_read(url: str) -> None:
+def send_two_gigabytes_header(url: str, path: str) -> tuple[int, object]:
+    """A request announcing a 2 GB body and sending none: answered before the body is read."""
     address = urlsplit(url)
     connection = http.client.HTTPConnection(address.hostname, address.port, timeout=30)
     try:
-        connection.putrequest("POST", "/subjects/s/versions")
+        connection.putrequest("POST", path)
         connection.putheader("Content-Type", CONTENT_TYPE)
         connection.putheader("Content-Length", str(2 * 1024**3))
         connection.endheaders()
         response = connection.getresponse()
-        assert response.status == 413 and json.loads(response.read())["error_code"] == 413
+        return response.status, json.loads(response.read())
     finally:
         connection.close()
-    assert call(url, "GET", "/subjects") == (200, [])  # and the registry goes on
+
+
+@pytest.mark.parametrize("samples", SAMPLES.values(), ids=list(SAMPLES))
+def test_bad_input_of_each_type_gets_confluents_answers_and_loses_nothing(url: str, samples: Samples) -> None:
+    assert call(url, "POST", "/subjects/dep/versions", samples.body(samples.dependency)) == (200, {"id": 1})
+    assert call(url, "POST", "/subjects/s/versions", samples.body(samples.v1)) == (200, {"id": 2})
+    before = registry_answers(url)
+    v1 = samples.body(samples.v1)
+    bad = [
+        (None, b"{not json", 400, 400),
+        (None, b'{"schema": ', 400, 400),
+        (samples.body(samples.invalid), None, 422, 42201),
+        ({**v1, "schemaType": "XML"}, None, 422, 42201),
+        (samples.body(samples.referencing), None, 422, 42201),  # a reference it needs, not given
+        (samples.body(samples.referencing, ("nowhere", 1)), None, 422, 42201),
+        (samples.body(samples.referencing, ("dep", 9)), None, 422, 42201),
+        ({**v1, "references": [{"name": samples.reference_name, "subject": "dep"}]}, None, 422, 42201),
+    ]
+    for path in ("/subjects/s/versions", "/subjects/new/versions", "/subjects/s", "/compatibility/subjects/s/versions"):
+        for body, raw, status, code in bad:
+            answer_status, answer = call(url, "POST", path, body, raw=raw)
+            assert (answer_status, answer["error_code"]) == (status, code), (path, body or raw, answer)
+            assert answer["message"], answer
+        status, answer = send_two_gigabytes_header(url, path)
+        assert (status, answer["error_code"]) == (413, 413)
+    assert registry_answers(url) == before
+    assert call(url, "POST", "/subjects/s/versions", v1) == (200, {"id": 2})  # and the registry goes on
+    assert call(url, "POST", "/subjects/ref/versions", samples.body(samples.referencing, ("dep", 1))) == (
+        200, {"id": 3})
+
+
+@pytest.mark.parametrize("samples", SAMPLES.values(), ids=list(SAMPLES))
+def test_normalize_as_a_query_parameter_and_as_a_subject_or_global_config(url: str, samples: Samples) -> None:
+    body = samples.body(samples.unnormalized)
+    assert call(url, "POST", "/subjects/plain/versions", body) == (200, {"id": 1})
+    assert call(url, "POST", "/subjects/asked/versions?normalize=true", body) == (200, {"id": 2})  # another form
+    assert call(url, "GET", "/schemas/ids/1")[1]["schema"] != call(url, "GET", "/schemas/ids/2")[1]["schema"]
+    assert call(url, "PUT", "/config/configured", {"normalize": True}) == (200, {"normalize": True})
+    assert call(url, "GET", "/config/configured") == (200, {"compatibilityLevel": "BACKWARD", "normalize": True})
+    assert call(url, "POST", "/subjects/configured/versions", body) == (200, {"id": 2})
+    status, found = call(url, "POST", "/subjects/configured", body)  # the lookup normalizes too
+    assert status == 200 and (found["id"], found["version"]) == (2, 1)
+    assert call(url, "POST", "/subjects/plain", body)[1]["id"] == 1
+    assert call(url, "POST", "/subjects/plain?normalize=true", body)[1]["error_code"] == 40403
+    # the global setting, merged under a subject's own config that leaves normalize unset
+    assert call(url, "PUT", "/config", {"normalize": True}) == (200, {"normalize": True})  # no level set: none shown
+    assert call(url, "PUT", "/config/other", {"compatibility": "NONE"}) == (200, {"compatibility": "NONE"})
+    assert call(url, "GET", "/config/other?defaultToGlobal=true") == (
+        200, {"compatibilityLevel": "NONE", "normalize": True})
+    assert call(url, "POST", "/subjects/other/versions", body) == (200, {"id": 2})
+    assert call(url, "PUT", "/config/other", {"normalize": False}) == (
+        200, {"compatibility": "NONE", "normalize": False})
+    assert call(url, "POST", "/subjects/other/versions", body) == (200, {"id": 1})  # its own setting wins
+    assert call(url, "PUT", "/config", {"normalize": None}) == (200, {})
+    assert call(url, "GET", "/config") == (200, {"compatibilityLevel": "BACKWARD"})
+
+
+@pytest.mark.parametrize("samples", SAMPLES.values(), ids=list(SAMPLES))
+def test_normalizing_sorts_references_by_subject_and_version_and_keeps_equal_ones_once(
+        url: str, samples: Samples) -> None:
+    call(url, "POST", "/subjects/dep/versions", samples.body(samples.dependency))
+    call(url, "POST", "/subjects/a-dep/versions", samples.body(samples.dependency))  # the same schema, id 1
+    given = samples.body(samples.referencing, ("dep", 1), ("a-dep", 1), ("dep", 1))
+    assert call(url, "POST", "/subjects/plain/versions", given) == (200, {"id": 2})
+    assert call(url, "GET", "/subjects/plain/versions/1")[1]["references"] == given["references"]
+    assert call(url, "POST", "/subjects/normal/versions?normalize=true", given) == (200, {"id": 3})
+    assert call(url, "GET", "/subjects/normal/versions/1")[1]["references"] == [
+        {"name": samples.reference_name, "subject": "a-dep", "version": 1},
+        {"name": samples.reference_name, "subject": "dep", "version": 1}]
+    reordered = samples.body(samples.referencing, ("dep", 1), ("a-dep", 1))
+    status, found = call(url, "POST", "/subjects/normal?normalize=true", reordered)
+    assert status == 200 and found["id"] == 3
+
+
+def test_listings_as_confluent_filters_and_pages_them(url: str) -> None:
+    for subject in ("a", "b", "c"):
+        call(url, "POST", f"/subjects/{subject}/versions", {"schema": V1})
+    call(url, "POST", "/subjects/a/versions", {"schema": V2})
+    call(url, "DELETE", "/subjects/a/versions/1")
+    call(url, "DELETE", "/subjects/c")
+    assert call(url, "GET", "/subjects?deletedOnly=true") == (200, ["c"])  # every version soft-deleted
+    assert call(url, "GET", "/subjects?deleted=true&deletedOnly=true") == (200, ["c"])
+    assert call(url, "GET", "/subjects?deleted=true&offset=1&limit=1") == (200, ["b"])
+    assert call(url, "GET", "/subjects/a/versions?deletedOnly=true") == (200, [1])
+    assert call(url, "GET", "/subjects/a/versions?deletedAsNegative=true") == (200, [-1, 2])
+    assert call(url, "GET", "/subjects/c/versions?deletedOnly=true") == (200, [1])
+    assert call(url, "GET", "/subjects/c/versions")[1]["error_code"] == 40401
+    assert call(url, "GET", "/schemas/ids/1/versions") == (200, [{"subject": "b", "version": 1}])
+    assert call(url, "GET", "/schemas/ids/1/versions?deleted=true&limit=2") == (
+        200, [{"subject": "a", "version": 1}, {"subject": "b", "version": 1}])
+    assert call(url, "GET", "/schemas/ids/1/subjects?deleted=true") == (200, ["a", "b", "c"])
+    assert call(url, "GET", "/schemas/ids/1/subjects") == (200, ["b"])
+    assert call(url, "GET", "/schemas/ids/9/subjects")[1]["error_code"] == 40403
+    assert [(v["subject"], v["version"]) for v in call(url, "GET", "/schemas?deleted=true&offset=1")[1]] == [
+        ("a", 2), ("b", 1), ("c", 1)]
+    assert [(v["subject"], v["version"]) for v in call(url, "GET", "/schemas?latestOnly=true")[1]] == [
+        ("a", 2), ("b", 1)]
+    status, found = call(url, "POST", "/subjects/c", {"schema": V1})
+    assert (status, found["error_code"]) == (404, 40401)  # every version soft-deleted
+    status, found = call(url, "POST", "/subjects/c?deleted=true", {"schema": V1})
+    assert status == 200 and (found["subject"], found["version"], found["id"]) == ("c", 1, 1)
+    assert call(url, "POST", "/subjects/a", {"schema": V1})[1]["error_code"] == 40403
+    assert call(url, "POST", "/subjects/a?deleted=true", {"schema": V1})[1]["version"] == 1
+
+
+def test_the_compatibility_route_as_confluent_answers_a_missing_version_and_an_invalid_schema(url: str) -> None:
+    assert call(url, "POST", "/compatibility/subjects/none/versions/1", {"schema": V1})[1]["error_code"] == 40402
+    assert call(url, "POST", "/compatibility/subjects/none/versions/latest", {"schema": V1}) == (
+        200, {"is_compatible": True})
+    assert call(url, "POST", "/compatibility/subjects/none/versions", {"schema": "{"})[1]["error_code"] == 42201
+    status, answer = call(url, "POST", "/compatibility/subjects/none/versions?verbose=true", {"schema": "{"})
+    assert status == 200 and answer["is_compatible"] is False and len(answer["messages"]) == 1
 
 
 def test_soft_and_permanent_deletes(url: str) -> None:

@@ -19,6 +19,8 @@ CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 LEVELS = ("NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE")
 MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT")
 MAX_VERSION = 2**31 - 1
+# The config settings served: the request's (ConfigUpdateRequest) name -> the name kept and answered (Config).
+CONFIG_FIELDS = {"compatibility": "compatibilityLevel", "normalize": "normalize"}
 LATEST = -1
 
 Answer = tuple[int, Any]
@@ -192,32 +194,35 @@ class RegistryApi:
         """The schema parsed with its references resolved; 42201 for an invalid one or a missing reference."""
         schema_format = FORMATS.get(schema_type)
         if schema_format is None:
-            raise invalid_schema(f"Invalid schema type {schema_type}: this registry serves {', '.join(FORMATS)}")
+            raise invalid_schema(f"Invalid schema type {schema_type}")
         named: dict[str, str] = {}
-        self._resolve(references, named, set())
+        try:
+            self._resolve(references, named, set())
+        except LookupError as exc:
+            raise invalid_schema(f"Invalid schema of type {schema_type}, details: {exc.args[0]}") from None
         try:
             return schema_format.parse(text, named)
         except InvalidSchemaError as exc:
             raise invalid_schema(str(exc)) from None
 
     def _resolve(self, references: list[r.Json], named: dict[str, str], seen: set[tuple[str, int]]) -> None:
+        """The referenced schemas' texts by reference name, theirs first; LookupError with Confluent's words
+        (AbstractSchemaProvider.resolveReferences) for a reference without a name, subject or version or to a version
+        that is not there."""
         for reference in references:
-            if not isinstance(reference, dict) or not isinstance(reference.get("name"), str):
-                raise invalid_schema(f"Invalid reference {reference!r}: it needs a name, a subject and a version")
-            subject, number = str(reference.get("subject")), reference.get("version")
-            if not isinstance(number, int):
-                raise invalid_schema(f"Invalid reference {reference!r}: the version must be a number")
+            name, subject, number = (
+                reference.get(k) if isinstance(reference, dict) else None for k in ("name", "subject", "version"))
+            if not (isinstance(name, str) and isinstance(subject, str) and isinstance(number, int)):
+                raise LookupError(f"Invalid reference: {reference!r}")
             if (subject, number) in seen:
                 continue
             seen.add((subject, number))
             try:
                 target = self._find(subject, number, deleted=True)
             except RegistryError:
-                raise invalid_schema(
-                    f"Invalid schema: reference {reference['name']} to subject '{subject}' version {number} "
-                    "does not exist") from None
+                raise LookupError(f'No schema reference found for subject "{subject}" and version {number}') from None
             self._resolve(target.references, named, seen)
-            named[reference["name"]] = target.schema
+            named[name] = target.schema
 
     def _parsed_version(self, version: Version) -> ParsedSchema:
         identity = version.identity()
@@ -315,7 +320,8 @@ class RegistryApi:
         ]
 
     async def versions_of_id(self, request: HttpRequest, schema_id: str) -> Answer:
-        return 200, page(request, [{"subject": v.subject, "version": v.version} for v in self._holders(request, schema_id)])
+        holders = self._holders(request, schema_id)
+        return 200, page(request, [{"subject": v.subject, "version": v.version} for v in holders])
 
     async def subjects_of_id(self, request: HttpRequest, schema_id: str) -> Answer:
         return 200, page(request, list(dict.fromkeys(v.subject for v in self._holders(request, schema_id))))
@@ -523,18 +529,13 @@ class RegistryApi:
         async with self.changes:
             self._writable(subject)
             config = dict(self.state.configs.get(subject) or {})
-            for name, key, value in (("compatibility", "compatibilityLevel", level), ("normalize", "normalize", normalize)):
-                if name in body:
+            for field, key in CONFIG_FIELDS.items():
+                if field in body:
                     config.pop(key, None)
-                    if value is not None:
-                        config[key] = value.upper() if isinstance(value, str) else value
+                    if body[field] is not None:
+                        config[key] = level.upper() if field == "compatibility" else body[field]
             await self.write([(r.subject_key(r.CONFIG, subject), config)])
-        answer: dict[str, Any] = {}
-        if "normalize" in config:
-            answer["normalize"] = config["normalize"]
-        if "compatibilityLevel" in config:
-            answer["compatibility"] = config["compatibilityLevel"]
-        return 200, answer
+        return 200, {field: config[key] for field, key in CONFIG_FIELDS.items() if key in config}
 
     async def delete_config(self, request: HttpRequest, subject: str | None = None) -> Answer:
         """Remove the subject's config (the global one without a subject), answering it; 40401 for a subject that has

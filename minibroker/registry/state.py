@@ -137,7 +137,8 @@ class RegistryState:
         config = self.configs.get(subject)
         if config is None and subject is not None:
             return None
-        return {**(config or {}), "compatibilityLevel": (config or {}).get("compatibilityLevel") or DEFAULT_COMPATIBILITY}
+        config = config or {}
+        return {**config, "compatibilityLevel": config.get("compatibilityLevel") or DEFAULT_COMPATIBILITY}
 
     def config_in_scope(self, subject: str | None) -> r.Json:
         """The config in force for a subject (Confluent's getConfigInScope): its own, with the settings it leaves unset
