@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import http.client
 import json
+import urllib.error
 import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -474,6 +476,37 @@ def test_the_control_api_shows_the_registrys_url() -> None:
         assert ControlClient(broker.control_url).health()["schema_registry_url"] is None
         with pytest.raises(RuntimeError):
             broker.schema_registry_url
+
+
+def test_a_token_guards_the_registry_and_lets_it_listen_beyond_loopback() -> None:
+    import base64
+
+    from minibroker.config import ConfigError
+
+    with pytest.raises(ConfigError, match="schema.registry.token"):
+        with Broker({"schema.registry.host": "0.0.0.0"}, schema_registry=True):
+            pass
+    settings = {"schema.registry.host": "0.0.0.0", "schema.registry.token": "s3cret"}
+    with Broker(settings, schema_registry=True) as broker:
+        url = "http://127.0.0.1:%d" % urlsplit(broker.schema_registry_url).port
+        for headers, status in [
+            ({}, 401), ({"Authorization": "Bearer wrong"}, 401), ({"Authorization": "Bearer s3cret"}, 200),
+            ({"Authorization": "Basic " + base64.b64encode(b"anyone:s3cret").decode()}, 200),
+            ({"Authorization": "Basic " + base64.b64encode(b"anyone:wrong").decode()}, 401),
+            ({"Authorization": "Basic %%%"}, 401),
+        ]:
+            request = urllib.request.Request(url + "/subjects", headers=headers)
+            try:
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    answer_status, answer = response.status, json.loads(response.read())
+            except urllib.error.HTTPError as exc:
+                answer_status, answer = exc.code, json.loads(exc.read())
+            assert answer_status == status, (headers, answer)
+            assert answer == ([] if status == 200 else {"error_code": 401, "message": "Unauthorized"})
+        from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+
+        client = SchemaRegistryClient({"url": url, "basic.auth.user.info": "anyone:s3cret"})
+        assert client.register_schema("s", Schema(V1, "AVRO")) == 1
 
 
 @pytest.mark.parametrize("samples", SAMPLES.values(), ids=list(SAMPLES))
