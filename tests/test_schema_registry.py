@@ -367,13 +367,17 @@ def test_reset_clears_the_registry(module_broker: Broker, url: str) -> None:
 
 def populate(url: str, samples: Samples) -> None:
     """Every kind of state a restart must keep, for one schema type: versions of a subject with one soft-deleted, a
-    schema referencing another subject's, a permanently deleted subject, a soft-deleted one, configs and a mode."""
+    schema referencing another subject's, a permanently deleted version and subject, a soft-deleted subject, configs
+    and a mode."""
     assert call(url, "POST", "/subjects/kept/versions", samples.body(samples.v1)) == (200, {"id": 1})
     assert call(url, "POST", "/subjects/kept/versions", samples.body(samples.v2)) == (200, {"id": 2})
     assert call(url, "DELETE", "/subjects/kept/versions/1") == (200, 1)
     assert call(url, "POST", "/subjects/dep/versions", samples.body(samples.dependency)) == (200, {"id": 3})
     assert call(url, "POST", "/subjects/ref/versions", samples.body(samples.referencing, ("dep", 1))) == (
         200, {"id": 4})
+    assert call(url, "POST", "/subjects/version-gone/versions", samples.body(samples.dependency)) == (200, {"id": 3})
+    assert call(url, "DELETE", "/subjects/version-gone/versions/1") == (200, 1)
+    assert call(url, "DELETE", "/subjects/version-gone/versions/1?permanent=true") == (200, 1)
     assert call(url, "POST", "/subjects/gone/versions", samples.body(samples.other)) == (200, {"id": 5})
     assert call(url, "DELETE", "/subjects/gone") == (200, [1])
     assert call(url, "DELETE", "/subjects/gone?permanent=true") == (200, [1])
@@ -410,6 +414,8 @@ def check_populated(url: str, samples: Samples) -> None:
         200, [{"subject": "kept", "version": 1}, {"subject": "soft", "version": 1}])
     assert call(url, "GET", "/schemas/ids/5")[1]["error_code"] == 40403  # permanently deleted
     assert call(url, "GET", "/subjects/gone/versions?deleted=true")[1]["error_code"] == 40401
+    assert call(url, "GET", "/subjects/version-gone/versions?deleted=true")[1]["error_code"] == 40401
+    assert call(url, "GET", "/schemas/ids/3/versions?deleted=true") == (200, [{"subject": "dep", "version": 1}])
     assert call(url, "GET", "/subjects/dep/versions/1/referencedby") == (200, [4])
     status, found = call(url, "POST", "/subjects/ref", samples.body(samples.referencing, ("dep", 1)))
     assert status == 200 and (found["id"], found["version"]) == (4, 1)  # parsed again with its reference
