@@ -289,6 +289,10 @@ def test_a_soft_deleted_version_a_schema_still_references_stays_when_its_schema_
     assert call(url, "DELETE", "/subjects/address/versions/1") == (200, 1)
     assert call(url, "POST", "/subjects/address/versions", {"schema": base}) == (200, {"id": 1})
     assert call(url, "GET", "/subjects/address/versions?deleted=true") == (200, [1, 2])
+    # nor may a permanent delete take it while the soft-deleted schema references it
+    assert call(url, "DELETE", "/subjects/address/versions/1?permanent=true")[1]["error_code"] == 42206
+    assert call(url, "DELETE", "/subjects/order?permanent=true") == (200, [1])
+    assert call(url, "DELETE", "/subjects/address/versions/1?permanent=true") == (200, 1)
 
 
 def test_config_levels_global_and_per_subject(url: str) -> None:

@@ -444,15 +444,17 @@ class RegistryApi:
                 raise RegistryError(
                     404, 40407, f"Subject '{subject}' Version {found.version} was not deleted first before being "
                     "permanently deleted")
-            self._no_references(subject, [found])
+            self._no_references(subject, [found], permanent)
             value = None if permanent else r.schema_value(
                 subject, found.version, found.schema_id, found.schema, found.schema_type, found.references, True)
             await self.write([(r.schema_key(subject, found.version), value)])
         return 200, found.version
 
-    def _no_references(self, subject: str, versions: list[Version]) -> None:
+    def _no_references(self, subject: str, versions: list[Version], permanent: bool) -> None:
+        """42206 when a live schema references one of the versions (for a permanent delete, a soft-deleted one too:
+        it could be brought back, as Confluent checks)."""
         for version in versions:
-            if self.state.referenced_by(subject, version.version):
+            if self.state.referenced_by(subject, version.version, deleted=permanent):
                 raise RegistryError(
                     422, 42206, f"One or more references exist to the schema {{magic=1, keytype=SCHEMA, "
                     f"subject={subject}, version={version.version}}}.")
@@ -471,7 +473,7 @@ class RegistryApi:
             if permanent and live:
                 raise RegistryError(
                     404, 40405, f"Subject '{subject}' was not deleted first before being permanently deleted")
-            self._no_references(subject, every)
+            self._no_references(subject, every, permanent)
             if permanent:
                 records: list[r.Record] = [(r.schema_key(subject, v.version), None) for v in every]
                 records += [(r.subject_key(kind, subject), None) for kind in (r.CONFIG, r.MODE, r.DELETE_SUBJECT)]
