@@ -377,19 +377,20 @@ class Broker:
                  " (bearer token required)" if self.config.control_token else "")
 
     async def start_schema_registry(self, port: int) -> None:
-        """The schema registry's listener (loopback: it has no authentication), its state read from _schemas; at
-        start-up with schema.registry.port, or later for a test that asks for it (a no-op when it is running)."""
+        """The schema registry's listener (loopback unless schema.registry.token guards it), its state read from
+        _schemas; at start-up with schema.registry.port, or later for a test that asks for it (a no-op when it is
+        running)."""
         if self.schema_registry is not None:
             return
         from minibroker.config import ConfigError
         from minibroker.registry.server import SchemaRegistry  # only when asked for
 
         host = self.config.schema_registry_host
-        if not is_loopback(host):
+        if not self.config.schema_registry_token and not is_loopback(host):
             for server in self._servers:
                 server.close()
-            raise ConfigError(f"schema.registry.host {host} is not a loopback address (the registry has no authentication)")
-        self.schema_registry = SchemaRegistry(self)
+            raise ConfigError(f"schema.registry.host {host} is not a loopback address: set schema.registry.token")
+        self.schema_registry = SchemaRegistry(self, self.config.schema_registry_token)
         await self.schema_registry.start(host, port)
         log.info("schema registry on http://%s:%d", *self.schema_registry.address)
 

@@ -78,7 +78,13 @@ class BrokerConfig(FrozenConfig):
         "-1: off, 0: a free port.", -1,
     )
     schema_registry_host: str = setting(
-        "schema.registry.host", "127.0.0.1", "Address of the schema registry's listener (loopback only).",
+        "schema.registry.host", "127.0.0.1",
+        "Address of the schema registry's listener; anything but loopback needs schema.registry.token.",
+    )
+    schema_registry_token: str = setting(
+        "schema.registry.token", "",
+        "Secret the schema registry requires: Authorization: Bearer TOKEN, or HTTP basic auth with TOKEN as the "
+        "password (a client's basic.auth.user.info any-user:TOKEN).", secret=True,
     )
     clock: str = setting(
         "clock", "system",

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import http.client
 import json
+import urllib.error
 import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -13,7 +15,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from minibroker.testing import Broker
-from tests.registryutil import CONTENT_TYPE, call, record_schema
+from tests.registryutil import CONTENT_TYPE, SAMPLES, Samples, call, record_schema
 
 V1 = record_schema("User", {"name": "name", "type": "string"})
 V2 = record_schema("User", {"name": "name", "type": "string"}, {"name": "age", "type": "int", "default": 0})
@@ -114,19 +116,131 @@ def test_a_body_that_is_not_a_json_object_is_answered_400(url: str, raw: bytes) 
     assert call(url, "GET", "/subjects") == (200, [])
 
 
-def test_an_oversized_body_is_refused_before_it_is_read(url: str) -> None:
+def send_two_gigabytes_header(url: str, path: str) -> tuple[int, object]:
+    """A request announcing a 2 GB body and sending none: answered before the body is read."""
     address = urlsplit(url)
     connection = http.client.HTTPConnection(address.hostname, address.port, timeout=30)
     try:
-        connection.putrequest("POST", "/subjects/s/versions")
+        connection.putrequest("POST", path)
         connection.putheader("Content-Type", CONTENT_TYPE)
         connection.putheader("Content-Length", str(2 * 1024**3))
         connection.endheaders()
         response = connection.getresponse()
-        assert response.status == 413 and json.loads(response.read())["error_code"] == 413
+        return response.status, json.loads(response.read())
     finally:
         connection.close()
-    assert call(url, "GET", "/subjects") == (200, [])  # and the registry goes on
+
+
+@pytest.mark.parametrize("samples", SAMPLES.values(), ids=list(SAMPLES))
+def test_bad_input_of_each_type_gets_confluents_answers_and_loses_nothing(url: str, samples: Samples) -> None:
+    assert call(url, "POST", "/subjects/dep/versions", samples.body(samples.dependency)) == (200, {"id": 1})
+    assert call(url, "POST", "/subjects/s/versions", samples.body(samples.v1)) == (200, {"id": 2})
+    before = registry_answers(url)
+    v1 = samples.body(samples.v1)
+    bad = [
+        (None, b"{not json", 400, 400),
+        (None, b'{"schema": ', 400, 400),
+        (samples.body(samples.invalid), None, 422, 42201),
+        ({**v1, "schemaType": "XML"}, None, 422, 42201),
+        (samples.body(samples.referencing), None, 422, 42201),  # a reference it needs, not given
+        (samples.body(samples.referencing, ("nowhere", 1)), None, 422, 42201),
+        (samples.body(samples.referencing, ("dep", 9)), None, 422, 42201),
+        ({**v1, "references": [{"name": samples.reference_name, "subject": "dep"}]}, None, 422, 42201),
+    ]
+    for path in ("/subjects/s/versions", "/subjects/new/versions", "/subjects/s", "/compatibility/subjects/s/versions"):
+        for body, raw, status, code in bad:
+            answer_status, answer = call(url, "POST", path, body, raw=raw)
+            assert (answer_status, answer["error_code"]) == (status, code), (path, body or raw, answer)
+            assert answer["message"], answer
+        status, answer = send_two_gigabytes_header(url, path)
+        assert (status, answer["error_code"]) == (413, 413)
+    assert registry_answers(url) == before
+    assert call(url, "POST", "/subjects/s/versions", v1) == (200, {"id": 2})  # and the registry goes on
+    assert call(url, "POST", "/subjects/ref/versions", samples.body(samples.referencing, ("dep", 1))) == (
+        200, {"id": 3})
+
+
+@pytest.mark.parametrize("samples", SAMPLES.values(), ids=list(SAMPLES))
+def test_normalize_as_a_query_parameter_and_as_a_subject_or_global_config(url: str, samples: Samples) -> None:
+    body = samples.body(samples.unnormalized)
+    assert call(url, "POST", "/subjects/plain/versions", body) == (200, {"id": 1})
+    assert call(url, "POST", "/subjects/asked/versions?normalize=true", body) == (200, {"id": 2})  # another form
+    assert call(url, "GET", "/schemas/ids/1")[1]["schema"] != call(url, "GET", "/schemas/ids/2")[1]["schema"]
+    assert call(url, "PUT", "/config/configured", {"normalize": True}) == (200, {"normalize": True})
+    assert call(url, "GET", "/config/configured") == (200, {"compatibilityLevel": "BACKWARD", "normalize": True})
+    assert call(url, "POST", "/subjects/configured/versions", body) == (200, {"id": 2})
+    status, found = call(url, "POST", "/subjects/configured", body)  # the lookup normalizes too
+    assert status == 200 and (found["id"], found["version"]) == (2, 1)
+    assert call(url, "POST", "/subjects/plain", body)[1]["id"] == 1
+    assert call(url, "POST", "/subjects/plain?normalize=true", body)[1]["error_code"] == 40403
+    # the global setting, merged under a subject's own config that leaves normalize unset
+    assert call(url, "PUT", "/config", {"normalize": True}) == (200, {"normalize": True})  # no level set: none shown
+    assert call(url, "PUT", "/config/other", {"compatibility": "NONE"}) == (200, {"compatibility": "NONE"})
+    assert call(url, "GET", "/config/other?defaultToGlobal=true") == (
+        200, {"compatibilityLevel": "NONE", "normalize": True})
+    assert call(url, "POST", "/subjects/other/versions", body) == (200, {"id": 2})
+    assert call(url, "PUT", "/config/other", {"normalize": False}) == (
+        200, {"compatibility": "NONE", "normalize": False})
+    assert call(url, "POST", "/subjects/other/versions", body) == (200, {"id": 1})  # its own setting wins
+    assert call(url, "PUT", "/config", {"normalize": None}) == (200, {})
+    assert call(url, "GET", "/config") == (200, {"compatibilityLevel": "BACKWARD"})
+
+
+@pytest.mark.parametrize("samples", SAMPLES.values(), ids=list(SAMPLES))
+def test_normalizing_sorts_references_by_subject_and_version_and_keeps_equal_ones_once(
+        url: str, samples: Samples) -> None:
+    call(url, "POST", "/subjects/dep/versions", samples.body(samples.dependency))
+    call(url, "POST", "/subjects/a-dep/versions", samples.body(samples.dependency))  # the same schema, id 1
+    given = samples.body(samples.referencing, ("dep", 1), ("a-dep", 1), ("dep", 1))
+    assert call(url, "POST", "/subjects/plain/versions", given) == (200, {"id": 2})
+    assert call(url, "GET", "/subjects/plain/versions/1")[1]["references"] == given["references"]
+    assert call(url, "POST", "/subjects/normal/versions?normalize=true", given) == (200, {"id": 3})
+    assert call(url, "GET", "/subjects/normal/versions/1")[1]["references"] == [
+        {"name": samples.reference_name, "subject": "a-dep", "version": 1},
+        {"name": samples.reference_name, "subject": "dep", "version": 1}]
+    reordered = samples.body(samples.referencing, ("dep", 1), ("a-dep", 1))
+    status, found = call(url, "POST", "/subjects/normal?normalize=true", reordered)
+    assert status == 200 and found["id"] == 3
+
+
+def test_listings_as_confluent_filters_and_pages_them(url: str) -> None:
+    for subject in ("a", "b", "c"):
+        call(url, "POST", f"/subjects/{subject}/versions", {"schema": V1})
+    call(url, "POST", "/subjects/a/versions", {"schema": V2})
+    call(url, "DELETE", "/subjects/a/versions/1")
+    call(url, "DELETE", "/subjects/c")
+    assert call(url, "GET", "/subjects?deletedOnly=true") == (200, ["c"])  # every version soft-deleted
+    assert call(url, "GET", "/subjects?deleted=true&deletedOnly=true") == (200, ["c"])
+    assert call(url, "GET", "/subjects?deleted=true&offset=1&limit=1") == (200, ["b"])
+    assert call(url, "GET", "/subjects/a/versions?deletedOnly=true") == (200, [1])
+    assert call(url, "GET", "/subjects/a/versions?deletedAsNegative=true") == (200, [-1, 2])
+    assert call(url, "GET", "/subjects/c/versions?deletedOnly=true") == (200, [1])
+    assert call(url, "GET", "/subjects/c/versions")[1]["error_code"] == 40401
+    assert call(url, "GET", "/schemas/ids/1/versions") == (200, [{"subject": "b", "version": 1}])
+    assert call(url, "GET", "/schemas/ids/1/versions?deleted=true&limit=2") == (
+        200, [{"subject": "a", "version": 1}, {"subject": "b", "version": 1}])
+    assert call(url, "GET", "/schemas/ids/1/subjects?deleted=true") == (200, ["a", "b", "c"])
+    assert call(url, "GET", "/schemas/ids/1/subjects") == (200, ["b"])
+    assert call(url, "GET", "/schemas/ids/9/subjects")[1]["error_code"] == 40403
+    assert [(v["subject"], v["version"]) for v in call(url, "GET", "/schemas?deleted=true&offset=1")[1]] == [
+        ("a", 2), ("b", 1), ("c", 1)]
+    assert [(v["subject"], v["version"]) for v in call(url, "GET", "/schemas?latestOnly=true")[1]] == [
+        ("a", 2), ("b", 1)]
+    status, found = call(url, "POST", "/subjects/c", {"schema": V1})
+    assert (status, found["error_code"]) == (404, 40401)  # every version soft-deleted
+    status, found = call(url, "POST", "/subjects/c?deleted=true", {"schema": V1})
+    assert status == 200 and (found["subject"], found["version"], found["id"]) == ("c", 1, 1)
+    assert call(url, "POST", "/subjects/a", {"schema": V1})[1]["error_code"] == 40403
+    assert call(url, "POST", "/subjects/a?deleted=true", {"schema": V1})[1]["version"] == 1
+
+
+def test_the_compatibility_route_as_confluent_answers_a_missing_version_and_an_invalid_schema(url: str) -> None:
+    assert call(url, "POST", "/compatibility/subjects/none/versions/1", {"schema": V1})[1]["error_code"] == 40402
+    assert call(url, "POST", "/compatibility/subjects/none/versions/latest", {"schema": V1}) == (
+        200, {"is_compatible": True})
+    assert call(url, "POST", "/compatibility/subjects/none/versions", {"schema": "{"})[1]["error_code"] == 42201
+    status, answer = call(url, "POST", "/compatibility/subjects/none/versions?verbose=true", {"schema": "{"})
+    assert status == 200 and answer["is_compatible"] is False and len(answer["messages"]) == 1
 
 
 def test_soft_and_permanent_deletes(url: str) -> None:
@@ -155,11 +269,30 @@ def test_soft_and_permanent_deletes(url: str) -> None:
     assert call(url, "POST", "/subjects/t/versions", {"schema": V1}) == (200, {"id": 3})  # its new id is global
 
 
-def test_reregistering_after_a_soft_delete_keeps_the_id_in_a_new_version(url: str) -> None:
+def test_reregistering_after_a_soft_delete_keeps_the_id_in_a_new_version_that_replaces_the_deleted_one(
+        url: str) -> None:
     call(url, "POST", "/subjects/s/versions", {"schema": V1})
     call(url, "DELETE", "/subjects/s")
     assert call(url, "POST", "/subjects/s/versions", {"schema": V1}) == (200, {"id": 1})
-    assert call(url, "GET", "/subjects/s/versions?deleted=true") == (200, [1, 2])
+    # Confluent's register tombstones the soft-deleted version of the same schema
+    assert call(url, "GET", "/subjects/s/versions?deleted=true") == (200, [2])
+    assert call(url, "GET", "/subjects/s/versions/1?deleted=true")[1]["error_code"] == 40402
+
+
+def test_a_soft_deleted_version_a_schema_still_references_stays_when_its_schema_is_registered_again(url: str) -> None:
+    base = record_schema("Address", {"name": "city", "type": "string"})
+    call(url, "POST", "/subjects/address/versions", {"schema": base})
+    order = record_schema("Order", {"name": "to", "type": "test.Address"})
+    references = [{"name": "test.Address", "subject": "address", "version": 1}]
+    call(url, "POST", "/subjects/order/versions", {"schema": order, "references": references})
+    assert call(url, "DELETE", "/subjects/order") == (200, [1])
+    assert call(url, "DELETE", "/subjects/address/versions/1") == (200, 1)
+    assert call(url, "POST", "/subjects/address/versions", {"schema": base}) == (200, {"id": 1})
+    assert call(url, "GET", "/subjects/address/versions?deleted=true") == (200, [1, 2])
+    # nor may a permanent delete take it while the soft-deleted schema references it
+    assert call(url, "DELETE", "/subjects/address/versions/1?permanent=true")[1]["error_code"] == 42206
+    assert call(url, "DELETE", "/subjects/order?permanent=true") == (200, [1])
+    assert call(url, "DELETE", "/subjects/address/versions/1?permanent=true") == (200, 1)
 
 
 def test_config_levels_global_and_per_subject(url: str) -> None:
@@ -236,30 +369,78 @@ def test_reset_clears_the_registry(module_broker: Broker, url: str) -> None:
     assert call(url, "POST", "/subjects/s/versions", {"schema": V1}) == (200, {"id": 1})
 
 
-def test_a_restart_keeps_subjects_versions_ids_configs_and_soft_deletes(tmp_path: Path) -> None:
+def populate(url: str, samples: Samples) -> None:
+    """Every kind of state a restart must keep, for one schema type: versions of a subject with one soft-deleted, a
+    schema referencing another subject's, a permanently deleted version and subject, a soft-deleted subject, configs
+    and a mode."""
+    assert call(url, "POST", "/subjects/kept/versions", samples.body(samples.v1)) == (200, {"id": 1})
+    assert call(url, "POST", "/subjects/kept/versions", samples.body(samples.v2)) == (200, {"id": 2})
+    assert call(url, "DELETE", "/subjects/kept/versions/1") == (200, 1)
+    assert call(url, "POST", "/subjects/dep/versions", samples.body(samples.dependency)) == (200, {"id": 3})
+    assert call(url, "POST", "/subjects/ref/versions", samples.body(samples.referencing, ("dep", 1))) == (
+        200, {"id": 4})
+    assert call(url, "POST", "/subjects/version-gone/versions", samples.body(samples.dependency)) == (200, {"id": 3})
+    assert call(url, "DELETE", "/subjects/version-gone/versions/1") == (200, 1)
+    assert call(url, "DELETE", "/subjects/version-gone/versions/1?permanent=true") == (200, 1)
+    assert call(url, "POST", "/subjects/gone/versions", samples.body(samples.other)) == (200, {"id": 5})
+    assert call(url, "DELETE", "/subjects/gone") == (200, [1])
+    assert call(url, "DELETE", "/subjects/gone?permanent=true") == (200, [1])
+    assert call(url, "POST", "/subjects/soft/versions", samples.body(samples.v1)) == (200, {"id": 1})
+    assert call(url, "DELETE", "/subjects/soft") == (200, [1])
+    call(url, "PUT", "/config", {"compatibility": "FORWARD"})
+    call(url, "PUT", "/config/kept", {"compatibility": "NONE"})
+    call(url, "PUT", "/config/soft", {"normalize": True})
+    call(url, "PUT", "/mode/dep", {"mode": "READONLY"})
+
+
+def registry_answers(url: str) -> dict[str, object]:
+    """The answers a restart must leave as they were: subjects, versions (soft-deleted ones too), schemas by id with
+    their holders, references, configs and modes."""
+    paths = ["/subjects", "/subjects?deleted=true", "/subjects?deletedOnly=true", "/schemas?deleted=true", "/config",
+             "/mode"]
+    for subject in call(url, "GET", "/subjects?deleted=true")[1]:
+        paths += [f"/subjects/{subject}/versions", f"/subjects/{subject}/versions?deleted=true",
+                  f"/config/{subject}", f"/mode/{subject}"]
+        for version in call(url, "GET", f"/subjects/{subject}/versions?deleted=true")[1]:
+            paths += [f"/subjects/{subject}/versions/{version}?deleted=true",
+                      f"/subjects/{subject}/versions/{version}/referencedby"]
+    for schema in call(url, "GET", "/schemas?deleted=true")[1]:
+        paths += [f"/schemas/ids/{schema['id']}", f"/schemas/ids/{schema['id']}/versions?deleted=true"]
+    return {path: call(url, "GET", path) for path in paths}
+
+
+def check_populated(url: str, samples: Samples) -> None:
+    assert call(url, "GET", "/subjects") == (200, ["dep", "kept", "ref"])
+    assert call(url, "GET", "/subjects?deleted=true") == (200, ["dep", "kept", "ref", "soft"])
+    assert call(url, "GET", "/subjects/kept/versions?deleted=true") == (200, [1, 2])
+    assert call(url, "GET", "/subjects/kept/versions") == (200, [2])
+    assert call(url, "GET", "/schemas/ids/1/versions?deleted=true") == (
+        200, [{"subject": "kept", "version": 1}, {"subject": "soft", "version": 1}])
+    assert call(url, "GET", "/schemas/ids/5")[1]["error_code"] == 40403  # permanently deleted
+    assert call(url, "GET", "/subjects/gone/versions?deleted=true")[1]["error_code"] == 40401
+    assert call(url, "GET", "/subjects/version-gone/versions?deleted=true")[1]["error_code"] == 40401
+    assert call(url, "GET", "/schemas/ids/3/versions?deleted=true") == (200, [{"subject": "dep", "version": 1}])
+    assert call(url, "GET", "/subjects/dep/versions/1/referencedby") == (200, [4])
+    status, found = call(url, "POST", "/subjects/ref", samples.body(samples.referencing, ("dep", 1)))
+    assert status == 200 and (found["id"], found["version"]) == (4, 1)  # parsed again with its reference
+    assert call(url, "GET", "/config") == (200, {"compatibilityLevel": "FORWARD"})
+    assert call(url, "GET", "/config/kept") == (200, {"compatibilityLevel": "NONE"})
+    assert call(url, "GET", "/config/soft") == (200, {"compatibilityLevel": "BACKWARD", "normalize": True})
+    assert call(url, "GET", "/mode/dep") == (200, {"mode": "READONLY"})
+
+
+@pytest.mark.parametrize("samples", SAMPLES.values(), ids=list(SAMPLES))
+def test_a_restart_keeps_subjects_versions_ids_configs_and_soft_deletes(tmp_path: Path, samples: Samples) -> None:
     with Broker(schema_registry=True, data_dir=tmp_path) as broker:
         url = broker.schema_registry_url
-        call(url, "POST", "/subjects/kept/versions", {"schema": V1})
-        call(url, "POST", "/subjects/kept/versions", {"schema": V2})
-        call(url, "DELETE", "/subjects/kept/versions/1")
-        call(url, "POST", "/subjects/gone/versions", {"schema": record_schema("Gone")})
-        call(url, "DELETE", "/subjects/gone")
-        call(url, "DELETE", "/subjects/gone?permanent=true")
-        call(url, "POST", "/subjects/soft/versions", {"schema": V1})
-        call(url, "DELETE", "/subjects/soft")
-        call(url, "PUT", "/config", {"compatibility": "FORWARD"})
-        call(url, "PUT", "/config/kept", {"compatibility": "NONE"})
+        populate(url, samples)
+        check_populated(url, samples)
+        before = registry_answers(url)
         broker.restart()
         assert broker.schema_registry_url == url  # the same port
-        assert call(url, "GET", "/subjects") == (200, ["kept"])
-        assert call(url, "GET", "/subjects?deleted=true") == (200, ["kept", "soft"])
-        assert call(url, "GET", "/subjects/kept/versions?deleted=true") == (200, [1, 2])
-        assert call(url, "GET", "/subjects/kept/versions") == (200, [2])
-        assert call(url, "GET", "/subjects/kept/versions/2")[1]["id"] == 2
-        assert call(url, "GET", "/schemas/ids/3")[1]["error_code"] == 40403  # permanently deleted
-        assert call(url, "GET", "/config") == (200, {"compatibilityLevel": "FORWARD"})
-        assert call(url, "GET", "/config/kept") == (200, {"compatibilityLevel": "NONE"})
-        assert call(url, "POST", "/subjects/other/versions", {"schema": record_schema("New")}) == (200, {"id": 4})
+        assert registry_answers(url) == before
+        check_populated(url, samples)
+        assert call(url, "POST", "/subjects/new/versions", samples.body(samples.other)) == (200, {"id": 6})
         records = broker.records("_schemas", 0)
     keys = [json.loads(record["key"]) for batch in records["batches"] for record in batch["records"]]
     assert {"keytype": "SCHEMA", "subject": "kept", "version": 1, "magic": 1} in keys
@@ -307,7 +488,39 @@ def test_the_control_api_shows_the_registrys_url() -> None:
             broker.schema_registry_url
 
 
-def test_a_broker_process_keeps_its_schemas_across_a_crash(tmp_path: Path) -> None:
+def test_a_token_guards_the_registry_and_lets_it_listen_beyond_loopback() -> None:
+    import base64
+
+    from minibroker.config import ConfigError
+
+    with pytest.raises(ConfigError, match="schema.registry.token"):
+        with Broker({"schema.registry.host": "0.0.0.0"}, schema_registry=True):
+            pass
+    settings = {"schema.registry.host": "0.0.0.0", "schema.registry.token": "s3cret"}
+    with Broker(settings, schema_registry=True) as broker:
+        url = "http://127.0.0.1:%d" % urlsplit(broker.schema_registry_url).port
+        for headers, status in [
+            ({}, 401), ({"Authorization": "Bearer wrong"}, 401), ({"Authorization": "Bearer s3cret"}, 200),
+            ({"Authorization": "Basic " + base64.b64encode(b"anyone:s3cret").decode()}, 200),
+            ({"Authorization": "Basic " + base64.b64encode(b"anyone:wrong").decode()}, 401),
+            ({"Authorization": "Basic %%%"}, 401),
+        ]:
+            request = urllib.request.Request(url + "/subjects", headers=headers)
+            try:
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    answer_status, answer = response.status, json.loads(response.read())
+            except urllib.error.HTTPError as exc:
+                answer_status, answer = exc.code, json.loads(exc.read())
+            assert answer_status == status, (headers, answer)
+            assert answer == ([] if status == 200 else {"error_code": 401, "message": "Unauthorized"})
+        from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+
+        client = SchemaRegistryClient({"url": url, "basic.auth.user.info": "anyone:s3cret"})
+        assert client.register_schema("s", Schema(V1, "AVRO")) == 1
+
+
+@pytest.mark.parametrize("samples", SAMPLES.values(), ids=list(SAMPLES))
+def test_a_broker_process_keeps_its_schemas_across_a_crash(tmp_path: Path, samples: Samples) -> None:
     import re
 
     from tests.brokerproc import BrokerProcess
@@ -316,13 +529,13 @@ def test_a_broker_process_keeps_its_schemas_across_a_crash(tmp_path: Path) -> No
     try:
         process.start()
         url = re.findall(r"schema registry on (http://\S+)", process.log_path.read_text())[-1]
-        assert call(url, "POST", "/subjects/s/versions", {"schema": V1}) == (200, {"id": 1})
-        call(url, "PUT", "/config/s", {"compatibility": "FULL"})
-        process.kill()
+        populate(url, samples)
+        before = registry_answers(url)
+        process.kill()  # SIGKILL: what the registry acknowledged is on disk
         process.start()
         url = re.findall(r"schema registry on (http://\S+)", process.log_path.read_text())[-1]
-        assert call(url, "GET", "/subjects/s/versions/1")[1]["id"] == 1
-        assert call(url, "GET", "/config/s") == (200, {"compatibilityLevel": "FULL"})
+        assert registry_answers(url) == before
+        check_populated(url, samples)
     finally:
         process.stop()
 

@@ -1,6 +1,6 @@
 """confluent-kafka's SchemaRegistryClient, AvroSerializer and AvroDeserializer against the broker's schema registry:
 records round-trip through the broker with auto-registered schemas, an evolved schema registers under BACKWARD, an
-incompatible one gets the client's 409 error."""
+incompatible one gets the client's 409 error; a schema referencing another subject serializes and deserializes."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from minibroker.testing import Broker
 
 pytest.importorskip("fastavro", reason="AvroSerializer needs fastavro (pip install 'confluent-kafka[avro]')")
 from confluent_kafka import Consumer, Producer  # noqa: E402
-from confluent_kafka.schema_registry import Schema, SchemaRegistryClient  # noqa: E402
+from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient  # noqa: E402
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer  # noqa: E402
 from confluent_kafka.schema_registry.error import SchemaRegistryError  # noqa: E402
 from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: E402
@@ -122,3 +122,31 @@ def test_a_serializer_that_does_not_register_looks_the_schema_up(registry: Schem
     with pytest.raises(SchemaRegistryError) as missing:
         unknown({"name": "c", "favorite": 3, "email": None}, context)
     assert missing.value.error_code == 40403
+
+
+def test_an_avro_schema_referencing_another_subject(broker: Broker, registry: SchemaRegistryClient) -> None:
+    address = {"type": "record", "name": "Address", "namespace": "test", "fields": [{"name": "city", "type": "string"}]}
+    order = {"type": "record", "name": "Order", "namespace": "test",
+             "fields": [{"name": "id", "type": "long"}, {"name": "to", "type": "test.Address"}]}
+    registry.register_schema("address", Schema(json.dumps(address), "AVRO"))
+    references = [SchemaReference("test.Address", "address", 1)]
+    order_id = registry.register_schema("orders-value", Schema(json.dumps(order), "AVRO", references))
+    assert registry.get_schema(order_id).references[0].subject == "address"
+    assert registry.get_referenced_by("address", 1) == [order_id]
+    serializer = AvroSerializer(registry, None, conf={"auto.register.schemas": False, "use.latest.version": True})
+    deserializer = AvroDeserializer(registry)
+    context = SerializationContext("orders", MessageField.VALUE)
+    value = {"id": 7, "to": {"city": "Lyon"}}
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    producer.produce("orders", value=serializer(value, context))
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "orders",
+                         "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe(["orders"])
+        message = consumer.poll(30)
+        assert message is not None and message.error() is None
+        assert int.from_bytes(message.value()[1:5], "big") == order_id
+        assert deserializer(message.value(), context) == value
+    finally:
+        consumer.close()

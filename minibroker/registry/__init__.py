@@ -6,5 +6,6 @@ same way at start-up (replay) and when the API writes; ``api`` maps routes to op
 ``server`` is the HTTP/1.1 keep-alive listener and the glue to the broker's log. ``avro`` parses Avro schemas into
 Confluent's canonical and normalized strings and ``compatibility`` checks them by Avro's schema resolution; both are
 pure functions with no broker imports. ``json_schema``, ``json_model`` and ``json_compatibility`` do the same for
-JSON Schema (``formats`` names each type's pair).
+JSON Schema, ``protobuf*`` for Protobuf (``formats`` names each type's pair; ``parsed`` is what the REST layer asks of
+a parsed schema of any type).
 """

@@ -19,6 +19,8 @@ CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 LEVELS = ("NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE")
 MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT")
 MAX_VERSION = 2**31 - 1
+# The config settings served: the request's (ConfigUpdateRequest) name -> the name kept and answered (Config).
+CONFIG_FIELDS = {"compatibility": "compatibilityLevel", "normalize": "normalize"}
 LATEST = -1
 
 Answer = tuple[int, Any]
@@ -72,6 +74,31 @@ def parse_version(text: str) -> int:
     )
 
 
+def page(request: HttpRequest, items: list[Any]) -> list[Any]:
+    """The ``offset``/``limit`` slice of a listing (a negative limit: no limit), as Confluent pages its lists."""
+    offset, limit = (_int_query(request, name, default) for name, default in (("offset", 0), ("limit", -1)))
+    rest = items[max(offset, 0):]
+    return rest if limit < 0 else rest[:limit]
+
+
+def _int_query(request: HttpRequest, name: str, default: int) -> int:
+    text = request.query.get(name, [str(default)])[-1]
+    try:
+        return int(text)
+    except ValueError:
+        raise RegistryError(404, 404, f"HTTP 404 Not Found: {name}={text!r} is not a number") from None
+
+
+def normalized_references(references: list[r.Json]) -> list[r.Json]:
+    """References as Confluent's normalize() leaves them for every schema type: sorted by subject then version (a
+    stable sort), equal ones (name, subject and version) once."""
+    ordered = sorted(references, key=lambda ref: (str(ref.get("subject")), int(ref.get("version", 0))))
+    unique: dict[str, r.Json] = {}
+    for reference in ordered:
+        unique.setdefault(json.dumps([reference.get(k) for k in ("name", "subject", "version")]), reference)
+    return list(unique.values())
+
+
 def version_view(version: Version, text: str | None = None) -> dict[str, Any]:
     view: dict[str, Any] = {"subject": version.subject, "version": version.version, "id": version.schema_id}
     view.update(schema_view(version, text))
@@ -106,6 +133,7 @@ class RegistryApi:
             ("schemas", "ids", "*"): {"GET": self.schema_by_id},
             ("schemas", "ids", "*", "schema"): {"GET": self.schema_text_by_id},
             ("schemas", "ids", "*", "versions"): {"GET": self.versions_of_id},
+            ("schemas", "ids", "*", "subjects"): {"GET": self.subjects_of_id},
             ("subjects",): {"GET": self.list_subjects},
             ("subjects", "*"): {"POST": self.lookup, "DELETE": self.delete_subject},
             ("subjects", "*", "versions"): {"GET": self.list_versions, "POST": self.register},
@@ -166,32 +194,35 @@ class RegistryApi:
         """The schema parsed with its references resolved; 42201 for an invalid one or a missing reference."""
         schema_format = FORMATS.get(schema_type)
         if schema_format is None:
-            raise invalid_schema(f"Invalid schema type {schema_type}: this registry serves {', '.join(FORMATS)}")
+            raise invalid_schema(f"Invalid schema type {schema_type}")
         named: dict[str, str] = {}
-        self._resolve(references, named, set())
+        try:
+            self._resolve(references, named, set())
+        except LookupError as exc:
+            raise invalid_schema(f"Invalid schema of type {schema_type}, details: {exc.args[0]}") from None
         try:
             return schema_format.parse(text, named)
         except InvalidSchemaError as exc:
             raise invalid_schema(str(exc)) from None
 
     def _resolve(self, references: list[r.Json], named: dict[str, str], seen: set[tuple[str, int]]) -> None:
+        """The referenced schemas' texts by reference name, theirs first; LookupError with Confluent's words
+        (AbstractSchemaProvider.resolveReferences) for a reference without a name, subject or version or to a version
+        that is not there."""
         for reference in references:
-            if not isinstance(reference, dict) or not isinstance(reference.get("name"), str):
-                raise invalid_schema(f"Invalid reference {reference!r}: it needs a name, a subject and a version")
-            subject, number = str(reference.get("subject")), reference.get("version")
-            if not isinstance(number, int):
-                raise invalid_schema(f"Invalid reference {reference!r}: the version must be a number")
+            name, subject, number = (
+                reference.get(k) if isinstance(reference, dict) else None for k in ("name", "subject", "version"))
+            if not (isinstance(name, str) and isinstance(subject, str) and isinstance(number, int)):
+                raise LookupError(f"Invalid reference: {reference!r}")
             if (subject, number) in seen:
                 continue
             seen.add((subject, number))
             try:
                 target = self._find(subject, number, deleted=True)
             except RegistryError:
-                raise invalid_schema(
-                    f"Invalid schema: reference {reference['name']} to subject '{subject}' version {number} "
-                    "does not exist") from None
+                raise LookupError(f'No schema reference found for subject "{subject}" and version {number}') from None
             self._resolve(target.references, named, seen)
-            named[reference["name"]] = target.schema
+            named[name] = target.schema
 
     def _parsed_version(self, version: Version) -> ParsedSchema:
         identity = version.identity()
@@ -205,8 +236,11 @@ class RegistryApi:
         fmt = request.query.get("format", [""])[-1]
         return self._parsed_version(version).formatted(fmt) if fmt else None
 
-    def _request_schema(self, request: HttpRequest, body: dict[str, Any]) -> tuple[str, list[r.Json], ParsedSchema]:
-        """The request's schema parsed (``?normalize=true``: in Confluent's normalized form, which is then kept)."""
+    def _request_schema(
+        self, request: HttpRequest, body: dict[str, Any], subject: str,
+    ) -> tuple[str, list[r.Json], ParsedSchema]:
+        """The request's schema parsed; in Confluent's normalized form (schema and references), which is then kept,
+        with ``?normalize=true`` or when the subject's config (or the global one) says ``normalize``."""
         text = body.get("schema")
         if not isinstance(text, str) or not text.strip():
             raise invalid_schema("Empty schema")
@@ -215,7 +249,9 @@ class RegistryApi:
         if not isinstance(schema_type, str) or not isinstance(references, list):
             raise invalid_schema("schemaType must be a string and references a list")
         parsed = self._parse(schema_type, text, references)
-        return schema_type, references, parsed.normalize() if flag(request, "normalize") else parsed
+        if flag(request, "normalize") or self.state.normalize(subject):
+            return schema_type, normalized_references(references), parsed.normalize()
+        return schema_type, references, parsed
 
     def _writable(self, subject: str | None) -> None:
         if self.state.mode(subject) in ("READONLY", "READONLY_OVERRIDE"):
@@ -258,7 +294,7 @@ class RegistryApi:
             if subject.startswith(prefix):
                 versions = self.state.versions(subject, deleted)
                 found += [version_view(v) for v in (versions[-1:] if latest_only else versions)]
-        return 200, found
+        return 200, page(request, found)
 
     def _by_id(self, text: str) -> Version:
         version = self.state.by_id(int(text)) if text.lstrip("-").isdigit() else None
@@ -274,27 +310,47 @@ class RegistryApi:
         version = self._by_id(schema_id)
         return 200, RawBody(CONTENT_TYPE, (self._formatted(request, version) or version.schema).encode())
 
-    async def versions_of_id(self, request: HttpRequest, schema_id: str) -> Answer:
+    def _holders(self, request: HttpRequest, schema_id: str) -> list[Version]:
+        """The versions holding the id (soft-deleted ones with ``deleted``); 40403 for an id never given or gone."""
         self._by_id(schema_id)
         deleted = flag(request, "deleted")
-        return 200, [
-            {"subject": v.subject, "version": v.version}
-            for subject in sorted(self.state.subjects) for v in self.state.versions(subject, deleted)
+        return [
+            v for subject in sorted(self.state.subjects) for v in self.state.versions(subject, deleted)
             if v.schema_id == int(schema_id)
         ]
+
+    async def versions_of_id(self, request: HttpRequest, schema_id: str) -> Answer:
+        holders = self._holders(request, schema_id)
+        return 200, page(request, [{"subject": v.subject, "version": v.version} for v in holders])
+
+    async def subjects_of_id(self, request: HttpRequest, schema_id: str) -> Answer:
+        return 200, page(request, list(dict.fromkeys(v.subject for v in self._holders(request, schema_id))))
 
     # ---- subjects and versions ----
 
     async def list_subjects(self, request: HttpRequest) -> Answer:
+        """Subjects with a live version; with ``deleted`` those with soft-deleted ones too; with ``deletedOnly`` those
+        whose every version is soft-deleted (Confluent's LookupFilter)."""
         prefix = request.query.get("subjectPrefix", [""])[-1]
-        return 200, [s for s in self.state.subject_names(flag(request, "deleted")) if s.startswith(prefix)]
+        deleted_only = flag(request, "deletedOnly")
+        names = self.state.subject_names(deleted_only or flag(request, "deleted"))
+        if deleted_only:
+            names = [s for s in names if not self.state.versions(s)]
+        return 200, page(request, [s for s in names if s.startswith(prefix)])
 
     async def list_versions(self, request: HttpRequest, subject: str) -> Answer:
-        deleted_only = flag(request, "deletedOnly")
-        versions = self.state.versions(subject, deleted_only or flag(request, "deleted"))
-        if not versions:
+        """The subject's version numbers: live ones; with ``deleted`` soft-deleted ones too, with ``deletedOnly`` only
+        those, with ``deletedAsNegative`` all with the soft-deleted ones negated."""
+        deleted_only, as_negative = flag(request, "deletedOnly"), flag(request, "deletedAsNegative")
+        deleted = deleted_only or flag(request, "deleted")
+        if not self.state.versions(subject, deleted):
             raise subject_not_found(subject)
-        return 200, [v.version for v in versions if v.deleted or not deleted_only]
+        versions = self.state.versions(subject, deleted or as_negative)
+        if as_negative:
+            numbers = [-v.version if v.deleted else v.version for v in versions]
+        else:
+            numbers = [v.version for v in versions if v.deleted or not deleted_only]
+        return 200, page(request, numbers)
 
     async def get_version(self, request: HttpRequest, subject: str, version: str) -> Answer:
         found = self._find(subject, parse_version(version), flag(request, "deleted"))
@@ -309,15 +365,18 @@ class RegistryApi:
         return 200, self.state.referenced_by(subject, found.version)
 
     async def lookup(self, request: HttpRequest, subject: str) -> Answer:
+        """The newest version of the subject holding the schema (soft-deleted ones too with ``deleted``); the schema is
+        parsed first, so an invalid one is 42201 whether the subject exists or not, as Confluent answers."""
         body = self._body(request)
         deleted = flag(request, "deleted")
-        if not self.state.versions(subject, deleted):
-            raise subject_not_found(subject)
-        schema_type, references, parsed = self._request_schema(request, body)
+        schema_type, references, parsed = self._request_schema(request, body, subject)
         identity = schema_identity(schema_type, parsed.canonical, references)
-        for version in reversed(self.state.versions(subject, deleted)):
+        versions = self.state.versions(subject, deleted)
+        for version in reversed(versions):
             if version.identity() == identity:
-                return 200, version_view(version)
+                return 200, version_view(version, self._formatted(request, version))
+        if not versions:
+            raise subject_not_found(subject)
         raise RegistryError(404, 40403, "Schema not found")
 
     async def register(self, request: HttpRequest, subject: str) -> Answer:
@@ -325,7 +384,7 @@ class RegistryApi:
         async with self.changes:
             mode = self.state.mode(subject)
             self._writable(subject)
-            schema_type, references, parsed = self._request_schema(request, body)
+            schema_type, references, parsed = self._request_schema(request, body, subject)
             identity = schema_identity(schema_type, parsed.canonical, references)
             live = self.state.versions(subject)
             for version in live:
@@ -346,8 +405,16 @@ class RegistryApi:
             elif schema_id is None:
                 schema_id = self.state.max_id + 1
             self._parsed[identity] = parsed
-            await self.write([(r.schema_key(subject, number), r.schema_value(
-                subject, number, schema_id, parsed.canonical, schema_type, references, deleted=False))])
+            # Soft-deleted earlier versions of the same schema go for good, unless a schema still references them
+            # (Confluent's register tombstones them, so the subject lists the schema once).
+            records: list[r.Record] = [
+                (r.schema_key(subject, v.version), None) for v in every
+                if v.deleted and v.schema_id == schema_id and v.version < number
+                and not self.state.referenced_by(subject, v.version, deleted=True)
+            ]
+            records.append((r.schema_key(subject, number), r.schema_value(
+                subject, number, schema_id, parsed.canonical, schema_type, references, deleted=False)))
+            await self.write(records)
         return 200, {"id": schema_id}
 
     def _imported(
@@ -377,15 +444,17 @@ class RegistryApi:
                 raise RegistryError(
                     404, 40407, f"Subject '{subject}' Version {found.version} was not deleted first before being "
                     "permanently deleted")
-            self._no_references(subject, [found])
+            self._no_references(subject, [found], permanent)
             value = None if permanent else r.schema_value(
                 subject, found.version, found.schema_id, found.schema, found.schema_type, found.references, True)
             await self.write([(r.schema_key(subject, found.version), value)])
         return 200, found.version
 
-    def _no_references(self, subject: str, versions: list[Version]) -> None:
+    def _no_references(self, subject: str, versions: list[Version], permanent: bool) -> None:
+        """42206 when a live schema references one of the versions (for a permanent delete, a soft-deleted one too:
+        it could be brought back, as Confluent checks)."""
         for version in versions:
-            if self.state.referenced_by(subject, version.version):
+            if self.state.referenced_by(subject, version.version, deleted=permanent):
                 raise RegistryError(
                     422, 42206, f"One or more references exist to the schema {{magic=1, keytype=SCHEMA, "
                     f"subject={subject}, version={version.version}}}.")
@@ -404,7 +473,7 @@ class RegistryApi:
             if permanent and live:
                 raise RegistryError(
                     404, 40405, f"Subject '{subject}' was not deleted first before being permanently deleted")
-            self._no_references(subject, every)
+            self._no_references(subject, every, permanent)
             if permanent:
                 records: list[r.Record] = [(r.schema_key(subject, v.version), None) for v in every]
                 records += [(r.subject_key(kind, subject), None) for kind in (r.CONFIG, r.MODE, r.DELETE_SUBJECT)]
@@ -416,14 +485,22 @@ class RegistryApi:
     # ---- compatibility ----
 
     async def compatibility(self, request: HttpRequest, subject: str, version: str | None = None) -> Answer:
+        """Whether the schema may follow the subject's versions (or one of them) at its level; with ``verbose`` an
+        invalid schema is an answer with its message, as Confluent gives it, else 42201."""
         body = self._body(request)
-        schema_type, _, parsed = self._request_schema(request, body)
         live = self.state.versions(subject)
-        if version is None:
-            against = live
-        else:
+        against = live
+        if version is not None:
             number = parse_version(version)
-            against = [self._find(subject, number, deleted=False)] if live or number != LATEST else []
+            against = live[-1:] if number == LATEST else [v for v in live if v.version == number]
+            if number != LATEST and not against:
+                raise version_not_found(number)
+        try:
+            schema_type, _, parsed = self._request_schema(request, body, subject)
+        except RegistryError as exc:
+            if exc.code != 42201 or not flag(request, "verbose"):
+                raise
+            return 200, {"is_compatible": False, "messages": [str(exc)]}
         problems = self._incompatibilities(subject, schema_type, parsed, against)
         answer: dict[str, Any] = {"is_compatible": not problems}
         if flag(request, "verbose"):
@@ -433,30 +510,43 @@ class RegistryApi:
     # ---- config and mode ----
 
     async def get_config(self, request: HttpRequest, subject: str | None = None) -> Answer:
-        config = self.state.configs.get(subject)
-        if subject is not None and not config:
-            if not flag(request, "defaultToGlobal"):
-                raise RegistryError(
-                    404, 40408, f"Subject '{subject}' does not have subject-level compatibility configured")
-            config = self.state.configs.get(None)
-        return 200, config or {"compatibilityLevel": self.state.compatibility(None)}
+        """The config set for the subject (the global one without a subject); with ``defaultToGlobal`` the one in
+        force, merged as Confluent's getConfigInScope does."""
+        config = self.state.config_in_scope(subject) if flag(request, "defaultToGlobal") else self.state.config(subject)
+        if config is None:
+            raise RegistryError(404, 40408, f"Subject '{subject}' does not have subject-level compatibility configured")
+        return 200, config
 
     async def put_config(self, request: HttpRequest, subject: str | None = None) -> Answer:
+        """Set what the request names (``compatibility``, ``normalize``), keeping the rest of the config as it was
+        (Confluent's ConfigValue.update); the answer is the config then set, in the request's field names."""
         body = self._body(request)
-        level = body.get("compatibility")
-        if not isinstance(level, str) or level.upper() not in LEVELS:
+        level, normalize = body.get("compatibility"), body.get("normalize")
+        if level is not None and (not isinstance(level, str) or level.upper() not in LEVELS):
             raise RegistryError(
                 422, 42203, "Invalid compatibility level. Valid values are none, backward, forward, full, "
                 "backward_transitive, forward_transitive, and full_transitive")
+        if normalize is not None and not isinstance(normalize, bool):
+            raise RegistryError(400, 400, f"Unrecognized JSON: normalize must be true or false, not {normalize!r}")
         async with self.changes:
-            await self.write([(r.subject_key(r.CONFIG, subject), {"compatibilityLevel": level.upper()})])
-        return 200, {"compatibility": level.upper()}
+            self._writable(subject)
+            config = dict(self.state.configs.get(subject) or {})
+            for field, key in CONFIG_FIELDS.items():
+                if field in body:
+                    config.pop(key, None)
+                    if body[field] is not None:
+                        config[key] = level.upper() if field == "compatibility" else body[field]
+            await self.write([(r.subject_key(r.CONFIG, subject), config)])
+        return 200, {field: config[key] for field, key in CONFIG_FIELDS.items() if key in config}
 
     async def delete_config(self, request: HttpRequest, subject: str | None = None) -> Answer:
+        """Remove the subject's config (the global one without a subject), answering it; 40401 for a subject that has
+        none, as Confluent answers."""
         async with self.changes:
-            if subject is not None and not self.state.versions(subject, deleted=True):
-                raise subject_not_found(subject)
-            previous = self.state.configs.get(subject) or {"compatibilityLevel": self.state.compatibility(subject)}
+            previous = self.state.config(subject)
+            if previous is None:
+                raise subject_not_found(subject or "")
+            self._writable(subject)
             await self.write([(r.subject_key(r.CONFIG, subject), None)])
         return 200, previous
 

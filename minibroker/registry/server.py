@@ -4,11 +4,13 @@ connections), state read back from ``_schemas`` at start-up and written through 
 from __future__ import annotations
 
 import asyncio
+import base64
+import hmac
 import json
 import logging
 from typing import TYPE_CHECKING, Any
 
-from minibroker.control_http import REASONS, ClosedBeforeRequest, HttpError, RawBody, read_request
+from minibroker.control_http import REASONS, ClosedBeforeRequest, HttpError, HttpRequest, RawBody, read_request
 from minibroker.internal_topics import KAFKA_INTERNAL_REPLICATION_FACTOR, InternalTopic, PendingFlushes, replay
 from minibroker.registry import records as r
 from minibroker.registry.api import CONTENT_TYPE, RegistryApi, RegistryError
@@ -37,11 +39,26 @@ def encode_answer(status: int, value: Any, keep_alive: bool) -> bytes:
     return head.encode() + body
 
 
+def authorized(request: HttpRequest, token: str) -> bool:
+    """The request carries the token: ``Authorization: Bearer <token>`` (a client's bearer.auth.token), or basic auth
+    with the token as the password, any user (a client's basic.auth.user.info)."""
+    scheme, _, given = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "basic":
+        try:
+            given = base64.b64decode(given.strip(), validate=True).decode().partition(":")[2]
+        except (ValueError, UnicodeDecodeError):
+            return False
+    elif scheme.lower() != "bearer":
+        return False
+    return hmac.compare_digest(given.strip().encode(), token.encode())
+
+
 class SchemaRegistry:
     """The registry of one broker: its state, its API and its listener."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: Broker, token: str = "") -> None:
         self.broker = broker
+        self.token = token
         self.state = RegistryState()
         self.api = RegistryApi(self.state, self.write)
         self.flushes = PendingFlushes(broker)
@@ -116,7 +133,10 @@ class SchemaRegistry:
                 except asyncio.TimeoutError:
                     return
                 try:
-                    status, value = await self.api.handle(request)
+                    if self.token and not authorized(request, self.token):
+                        status, value = 401, {"error_code": 401, "message": "Unauthorized"}
+                    else:
+                        status, value = await self.api.handle(request)
                 except Exception as exc:  # a bug: answered as Confluent answers one, logged, and the broker goes on
                     log.exception("schema registry request %s %s failed", request.method, request.path)
                     status, value = 500, {"error_code": 500, "message": f"{type(exc).__name__}: {exc}"}

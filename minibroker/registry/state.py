@@ -121,22 +121,40 @@ class RegistryState:
         schema_id = self._ids.get(identity)
         return schema_id if schema_id in self._holders else None
 
-    def referenced_by(self, subject: str, number: int) -> list[int]:
-        """Ids of the live schemas whose references name this subject and version."""
+    def referenced_by(self, subject: str, number: int, deleted: bool = False) -> list[int]:
+        """Ids of the live schemas (soft-deleted ones too with ``deleted``) whose references name this subject and
+        version."""
         return sorted({
             version.schema_id for versions in self.subjects.values() for version in versions.values()
-            if not version.deleted and any(
+            if (deleted or not version.deleted) and any(
                 ref.get("subject") == subject and int(ref.get("version", -1)) == number for ref in version.references
             )
         })
 
+    def config(self, subject: str | None) -> r.Json | None:
+        """The config set for a subject (None: the global one, always there), its level BACKWARD when it sets none
+        (Confluent's getConfig fills in the default level, not the global one)."""
+        config = self.configs.get(subject)
+        if config is None and subject is not None:
+            return None
+        config = config or {}
+        return {**config, "compatibilityLevel": config.get("compatibilityLevel") or DEFAULT_COMPATIBILITY}
+
+    def config_in_scope(self, subject: str | None) -> r.Json:
+        """The config in force for a subject (Confluent's getConfigInScope): its own, with the settings it leaves unset
+        (``normalize``) taken from the global one; the global one when it has none."""
+        top = self.config(None) or {}
+        own = self.config(subject) if subject is not None else None
+        if own is None:
+            return top
+        return {**{k: v for k, v in top.items() if k != "compatibilityLevel"}, **own}
+
     def compatibility(self, subject: str | None) -> str:
-        """The level in force for a subject: its own, else the global one, else BACKWARD."""
-        for scope in (subject, None):
-            config = self.configs.get(scope)
-            if config and config.get("compatibilityLevel"):
-                return str(config["compatibilityLevel"])
-        return DEFAULT_COMPATIBILITY
+        return str(self.config_in_scope(subject)["compatibilityLevel"])
+
+    def normalize(self, subject: str | None) -> bool:
+        """Whether every registration, lookup and compatibility test under the subject normalizes its schema."""
+        return self.config_in_scope(subject).get("normalize") is True
 
     def mode(self, subject: str | None) -> str:
         return self.modes.get(subject) or self.modes.get(None) or DEFAULT_MODE
