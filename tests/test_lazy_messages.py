@@ -128,7 +128,9 @@ def test_throttled_apis_match_kafka_json() -> None:
 
 @needs_kafka_spec
 def test_the_package_is_what_the_generator_writes(tmp_path: Path) -> None:
-    subprocess.run([sys.executable, str(ROOT / "tools" / "gen_schemas.py"), str(SPEC_DIR), "--out", str(tmp_path)],
-                   check=True, cwd=ROOT, timeout=60)
+    from tests.test_schemas import legacy_jar
+
+    command = [sys.executable, str(ROOT / "tools" / "gen_schemas.py"), str(SPEC_DIR), "--out", str(tmp_path)]
+    subprocess.run([*command, "--legacy", str(legacy_jar())], check=True, cwd=ROOT, timeout=60)
     generated = {path.name: path.read_text() for path in tmp_path.glob("*.py")}
     assert generated == {path.name: path.read_text() for path in (ROOT / "protocol" / "messages").glob("*.py")}

@@ -6,7 +6,11 @@ records) another; the package's ``__init__`` says which module defines each desc
 description is first used (``protocol/lazy_messages.py``), so a process builds only the descriptions it uses.
 Run from the repository root:
 
-    python tools/gen_schemas.py ../shared/kafka-protocol
+    python tools/gen_schemas.py ../shared/kafka-protocol --legacy path/to/kafka-clients-3.9.1.jar
+
+Kafka 4 dropped the request versions KIP-896 removed, which ``--kafka-version`` still serves for older releases.
+``--legacy`` (kafka-clients 3.9.1's jar, or a directory of its ``common/message/*.json``) puts them back: each API's
+versions below its 4.x minimum come from 3.9.1's definition, merged into the 4.x one (``tools/legacy_schemas.py``).
 """
 
 from __future__ import annotations
@@ -14,7 +18,11 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from legacy_schemas import LegacySpecs  # noqa: E402
 
 API_KEYS = (
     0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33,
@@ -76,8 +84,11 @@ MAX_VERSION = 0x7FFF
 
 def load_json(path: Path) -> dict:
     """Kafka's JSON files carry // comments; strip them before parsing."""
-    text = re.sub(r"^\s*//.*$", "", path.read_text(), flags=re.M)
-    return json.loads(text)
+    return parse_json(path.read_text())
+
+
+def parse_json(text: str) -> dict:
+    return json.loads(re.sub(r"^\s*//.*$", "", text, flags=re.M))
 
 
 def parse_versions(spec: str | None) -> tuple[int, int] | None:
@@ -158,14 +169,15 @@ def module_name(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
 
 
-def families(spec_dir: Path) -> list[tuple[str, str, list[dict]]]:
-    """Every module of the package: (module name, what it holds, its messages' JSON), in the order of the tables."""
+def families(spec_dir: Path, legacy: LegacySpecs | None = None) -> list[tuple[str, str, list[dict]]]:
+    """Every module of the package: (module name, what it holds, its messages' JSON), in the order of the tables;
+    with ``legacy``, each API's messages carry the old versions too."""
     out = [(module, doc, [load_json(spec_dir / path) for path in paths]) for module, (doc, paths) in EXTRA.items()]
     by_api: dict[int, list[dict]] = {}
     for path in sorted((spec_dir / "messages").glob("*.json")):
         data = load_json(path)
         if data.get("apiKey") in API_KEYS and data["type"] in ("request", "response"):
-            by_api.setdefault(data["apiKey"], []).append(data)
+            by_api.setdefault(data["apiKey"], []).append(legacy.extend(data) if legacy else data)
     for key in sorted(by_api):
         pair = sorted(by_api[key], key=lambda data: data["type"])  # request, then response
         api = pair[0]["name"].removesuffix("Request")
@@ -271,8 +283,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("spec_dir", type=Path, help="the kafka-protocol directory")
     parser.add_argument("--out", type=Path, default=Path("protocol/messages"), help="the package's directory")
+    parser.add_argument(
+        "--legacy", type=Path, help="kafka-clients 3.9.1's jar (or a directory of its JSON): the versions before 4.x"
+    )
     args = parser.parse_args()
-    modules = families(args.spec_dir)
+    legacy = LegacySpecs.load(args.legacy, parse_json) if args.legacy else None
+    modules = families(args.spec_dir, legacy)
     args.out.mkdir(exist_ok=True)
     for stale in args.out.glob("*.py"):  # a module of an API no longer listed goes
         if GENERATED in stale.read_text().partition("\n")[0]:

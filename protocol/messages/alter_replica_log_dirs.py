@@ -3,7 +3,7 @@
 from ..schema import Field as F
 from ..schema import Message as M
 
-ALTER_REPLICA_LOG_DIRS_REQUEST = M('AlterReplicaLogDirsRequest', 34, 'request', (1, 2), (2, 32767), (
+ALTER_REPLICA_LOG_DIRS_REQUEST = M('AlterReplicaLogDirsRequest', 34, 'request', (0, 2), (2, 32767), (
     F('Dirs', '[]AlterReplicaLogDir', (0, 32767), fields=(
         F('Path', 'string', (0, 32767)),
         F('Topics', '[]AlterReplicaLogDirTopic', (0, 32767), fields=(
@@ -13,7 +13,7 @@ ALTER_REPLICA_LOG_DIRS_REQUEST = M('AlterReplicaLogDirsRequest', 34, 'request', 
     )),
 ))
 
-ALTER_REPLICA_LOG_DIRS_RESPONSE = M('AlterReplicaLogDirsResponse', 34, 'response', (1, 2), (2, 32767), (
+ALTER_REPLICA_LOG_DIRS_RESPONSE = M('AlterReplicaLogDirsResponse', 34, 'response', (0, 2), (2, 32767), (
     F('ThrottleTimeMs', 'int32', (0, 32767)),
     F('Results', '[]AlterReplicaLogDirTopicResult', (0, 32767), fields=(
         F('TopicName', 'string', (0, 32767)),

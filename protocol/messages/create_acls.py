@@ -3,7 +3,7 @@
 from ..schema import Field as F
 from ..schema import Message as M
 
-CREATE_ACLS_REQUEST = M('CreateAclsRequest', 30, 'request', (1, 3), (2, 32767), (
+CREATE_ACLS_REQUEST = M('CreateAclsRequest', 30, 'request', (0, 3), (2, 32767), (
     F('Creations', '[]AclCreation', (0, 32767), fields=(
         F('ResourceType', 'int8', (0, 32767)),
         F('ResourceName', 'string', (0, 32767)),
@@ -15,7 +15,7 @@ CREATE_ACLS_REQUEST = M('CreateAclsRequest', 30, 'request', (1, 3), (2, 32767), 
     )),
 ))
 
-CREATE_ACLS_RESPONSE = M('CreateAclsResponse', 30, 'response', (1, 3), (2, 32767), (
+CREATE_ACLS_RESPONSE = M('CreateAclsResponse', 30, 'response', (0, 3), (2, 32767), (
     F('ThrottleTimeMs', 'int32', (0, 32767)),
     F('Results', '[]AclCreationResult', (0, 32767), fields=(
         F('ErrorCode', 'int16', (0, 32767)),

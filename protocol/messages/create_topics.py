@@ -3,7 +3,7 @@
 from ..schema import Field as F
 from ..schema import Message as M
 
-CREATE_TOPICS_REQUEST = M('CreateTopicsRequest', 19, 'request', (2, 7), (5, 32767), (
+CREATE_TOPICS_REQUEST = M('CreateTopicsRequest', 19, 'request', (0, 7), (5, 32767), (
     F('Topics', '[]CreatableTopic', (0, 32767), fields=(
         F('Name', 'string', (0, 32767)),
         F('NumPartitions', 'int32', (0, 32767)),
@@ -21,7 +21,7 @@ CREATE_TOPICS_REQUEST = M('CreateTopicsRequest', 19, 'request', (2, 7), (5, 3276
     F('validateOnly', 'bool', (1, 32767), default=False),
 ))
 
-CREATE_TOPICS_RESPONSE = M('CreateTopicsResponse', 19, 'response', (2, 7), (5, 32767), (
+CREATE_TOPICS_RESPONSE = M('CreateTopicsResponse', 19, 'response', (0, 7), (5, 32767), (
     F('ThrottleTimeMs', 'int32', (2, 32767), ignorable=True),
     F('Topics', '[]CreatableTopicResult', (0, 32767), fields=(
         F('Name', 'string', (0, 32767)),

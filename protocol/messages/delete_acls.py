@@ -3,7 +3,7 @@
 from ..schema import Field as F
 from ..schema import Message as M
 
-DELETE_ACLS_REQUEST = M('DeleteAclsRequest', 31, 'request', (1, 3), (2, 32767), (
+DELETE_ACLS_REQUEST = M('DeleteAclsRequest', 31, 'request', (0, 3), (2, 32767), (
     F('Filters', '[]DeleteAclsFilter', (0, 32767), fields=(
         F('ResourceTypeFilter', 'int8', (0, 32767)),
         F('ResourceNameFilter', 'string', (0, 32767), nullable=(0, 32767)),
@@ -15,7 +15,7 @@ DELETE_ACLS_REQUEST = M('DeleteAclsRequest', 31, 'request', (1, 3), (2, 32767), 
     )),
 ))
 
-DELETE_ACLS_RESPONSE = M('DeleteAclsResponse', 31, 'response', (1, 3), (2, 32767), (
+DELETE_ACLS_RESPONSE = M('DeleteAclsResponse', 31, 'response', (0, 3), (2, 32767), (
     F('ThrottleTimeMs', 'int32', (0, 32767)),
     F('FilterResults', '[]DeleteAclsFilterResult', (0, 32767), fields=(
         F('ErrorCode', 'int16', (0, 32767)),

@@ -3,7 +3,7 @@
 from ..schema import Field as F
 from ..schema import Message as M
 
-DELETE_TOPICS_REQUEST = M('DeleteTopicsRequest', 20, 'request', (1, 6), (4, 32767), (
+DELETE_TOPICS_REQUEST = M('DeleteTopicsRequest', 20, 'request', (0, 6), (4, 32767), (
     F('Topics', '[]DeleteTopicState', (6, 32767), fields=(
         F('Name', 'string', (6, 32767), nullable=(6, 32767), default='null'),
         F('TopicId', 'uuid', (6, 32767)),
@@ -12,7 +12,7 @@ DELETE_TOPICS_REQUEST = M('DeleteTopicsRequest', 20, 'request', (1, 6), (4, 3276
     F('TimeoutMs', 'int32', (0, 32767)),
 ))
 
-DELETE_TOPICS_RESPONSE = M('DeleteTopicsResponse', 20, 'response', (1, 6), (4, 32767), (
+DELETE_TOPICS_RESPONSE = M('DeleteTopicsResponse', 20, 'response', (0, 6), (4, 32767), (
     F('ThrottleTimeMs', 'int32', (1, 32767), ignorable=True),
     F('Responses', '[]DeletableTopicResult', (0, 32767), fields=(
         F('Name', 'string', (0, 32767), nullable=(6, 32767)),

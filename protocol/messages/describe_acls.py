@@ -3,7 +3,7 @@
 from ..schema import Field as F
 from ..schema import Message as M
 
-DESCRIBE_ACLS_REQUEST = M('DescribeAclsRequest', 29, 'request', (1, 3), (2, 32767), (
+DESCRIBE_ACLS_REQUEST = M('DescribeAclsRequest', 29, 'request', (0, 3), (2, 32767), (
     F('ResourceTypeFilter', 'int8', (0, 32767)),
     F('ResourceNameFilter', 'string', (0, 32767), nullable=(0, 32767)),
     F('PatternTypeFilter', 'int8', (1, 32767), default=3),
@@ -13,7 +13,7 @@ DESCRIBE_ACLS_REQUEST = M('DescribeAclsRequest', 29, 'request', (1, 3), (2, 3276
     F('PermissionType', 'int8', (0, 32767)),
 ))
 
-DESCRIBE_ACLS_RESPONSE = M('DescribeAclsResponse', 29, 'response', (1, 3), (2, 32767), (
+DESCRIBE_ACLS_RESPONSE = M('DescribeAclsResponse', 29, 'response', (0, 3), (2, 32767), (
     F('ThrottleTimeMs', 'int32', (0, 32767)),
     F('ErrorCode', 'int16', (0, 32767)),
     F('ErrorMessage', 'string', (0, 32767), nullable=(0, 32767)),

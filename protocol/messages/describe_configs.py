@@ -3,7 +3,7 @@
 from ..schema import Field as F
 from ..schema import Message as M
 
-DESCRIBE_CONFIGS_REQUEST = M('DescribeConfigsRequest', 32, 'request', (1, 4), (4, 32767), (
+DESCRIBE_CONFIGS_REQUEST = M('DescribeConfigsRequest', 32, 'request', (0, 4), (4, 32767), (
     F('Resources', '[]DescribeConfigsResource', (0, 32767), fields=(
         F('ResourceType', 'int8', (0, 32767)),
         F('ResourceName', 'string', (0, 32767)),
@@ -13,7 +13,7 @@ DESCRIBE_CONFIGS_REQUEST = M('DescribeConfigsRequest', 32, 'request', (1, 4), (4
     F('IncludeDocumentation', 'bool', (3, 32767), default=False),
 ))
 
-DESCRIBE_CONFIGS_RESPONSE = M('DescribeConfigsResponse', 32, 'response', (1, 4), (4, 32767), (
+DESCRIBE_CONFIGS_RESPONSE = M('DescribeConfigsResponse', 32, 'response', (0, 4), (4, 32767), (
     F('ThrottleTimeMs', 'int32', (0, 32767)),
     F('Results', '[]DescribeConfigsResult', (0, 32767), fields=(
         F('ErrorCode', 'int16', (0, 32767)),
@@ -24,6 +24,7 @@ DESCRIBE_CONFIGS_RESPONSE = M('DescribeConfigsResponse', 32, 'response', (1, 4),
             F('Name', 'string', (0, 32767)),
             F('Value', 'string', (0, 32767), nullable=(0, 32767)),
             F('ReadOnly', 'bool', (0, 32767)),
+            F('IsDefault', 'bool', (0, 0)),
             F('ConfigSource', 'int8', (1, 32767), default=-1, ignorable=True),
             F('IsSensitive', 'bool', (0, 32767)),
             F('Synonyms', '[]DescribeConfigsSynonym', (1, 32767), ignorable=True, fields=(

@@ -3,14 +3,14 @@
 from ..schema import Field as F
 from ..schema import Message as M
 
-DESCRIBE_LOG_DIRS_REQUEST = M('DescribeLogDirsRequest', 35, 'request', (1, 5), (2, 32767), (
+DESCRIBE_LOG_DIRS_REQUEST = M('DescribeLogDirsRequest', 35, 'request', (0, 5), (2, 32767), (
     F('Topics', '[]DescribableLogDirTopic', (0, 32767), nullable=(0, 32767), fields=(
         F('Topic', 'string', (0, 32767)),
         F('Partitions', '[]int32', (0, 32767)),
     )),
 ))
 
-DESCRIBE_LOG_DIRS_RESPONSE = M('DescribeLogDirsResponse', 35, 'response', (1, 5), (2, 32767), (
+DESCRIBE_LOG_DIRS_RESPONSE = M('DescribeLogDirsResponse', 35, 'response', (0, 5), (2, 32767), (
     F('ThrottleTimeMs', 'int32', (0, 32767)),
     F('ErrorCode', 'int16', (3, 32767), ignorable=True),
     F('Results', '[]DescribeLogDirsResult', (0, 32767), fields=(

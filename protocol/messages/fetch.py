@@ -3,7 +3,7 @@
 from ..schema import Field as F
 from ..schema import Message as M
 
-FETCH_REQUEST = M('FetchRequest', 1, 'request', (4, 18), (12, 32767), (
+FETCH_REQUEST = M('FetchRequest', 1, 'request', (0, 18), (12, 32767), (
     F('ClusterId', 'string', (12, 32767), nullable=(12, 32767), tagged=(12, 32767), tag=0, default='null', ignorable=True),
     F('ReplicaId', 'int32', (0, 14), default=-1),
     F('ReplicaState', 'ReplicaState', (15, 32767), tagged=(15, 32767), tag=1, fields=(
@@ -38,7 +38,7 @@ FETCH_REQUEST = M('FetchRequest', 1, 'request', (4, 18), (12, 32767), (
     F('RackId', 'string', (11, 32767), default='', ignorable=True),
 ))
 
-FETCH_RESPONSE = M('FetchResponse', 1, 'response', (4, 18), (12, 32767), (
+FETCH_RESPONSE = M('FetchResponse', 1, 'response', (0, 18), (12, 32767), (
     F('ThrottleTimeMs', 'int32', (1, 32767), ignorable=True),
     F('ErrorCode', 'int16', (7, 32767), ignorable=True),
     F('SessionId', 'int32', (7, 32767), default=0),

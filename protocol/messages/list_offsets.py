@@ -3,7 +3,7 @@
 from ..schema import Field as F
 from ..schema import Message as M
 
-LIST_OFFSETS_REQUEST = M('ListOffsetsRequest', 2, 'request', (1, 11), (6, 32767), (
+LIST_OFFSETS_REQUEST = M('ListOffsetsRequest', 2, 'request', (0, 11), (6, 32767), (
     F('ReplicaId', 'int32', (0, 32767)),
     F('IsolationLevel', 'int8', (2, 32767)),
     F('Topics', '[]ListOffsetsTopic', (0, 32767), fields=(
@@ -12,18 +12,20 @@ LIST_OFFSETS_REQUEST = M('ListOffsetsRequest', 2, 'request', (1, 11), (6, 32767)
             F('PartitionIndex', 'int32', (0, 32767)),
             F('CurrentLeaderEpoch', 'int32', (4, 32767), default=-1, ignorable=True),
             F('Timestamp', 'int64', (0, 32767)),
+            F('MaxNumOffsets', 'int32', (0, 0), default=1),
         )),
     )),
     F('TimeoutMs', 'int32', (10, 32767), ignorable=True),
 ))
 
-LIST_OFFSETS_RESPONSE = M('ListOffsetsResponse', 2, 'response', (1, 11), (6, 32767), (
+LIST_OFFSETS_RESPONSE = M('ListOffsetsResponse', 2, 'response', (0, 11), (6, 32767), (
     F('ThrottleTimeMs', 'int32', (2, 32767), ignorable=True),
     F('Topics', '[]ListOffsetsTopicResponse', (0, 32767), fields=(
         F('Name', 'string', (0, 32767)),
         F('Partitions', '[]ListOffsetsPartitionResponse', (0, 32767), fields=(
             F('PartitionIndex', 'int32', (0, 32767)),
             F('ErrorCode', 'int16', (0, 32767)),
+            F('OldStyleOffsets', '[]int64', (0, 0)),
             F('Timestamp', 'int64', (1, 32767), default=-1),
             F('Offset', 'int64', (1, 32767), default=-1),
             F('LeaderEpoch', 'int32', (4, 32767), default=-1),

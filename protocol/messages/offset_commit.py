@@ -3,7 +3,7 @@
 from ..schema import Field as F
 from ..schema import Message as M
 
-OFFSET_COMMIT_REQUEST = M('OffsetCommitRequest', 8, 'request', (2, 10), (8, 32767), (
+OFFSET_COMMIT_REQUEST = M('OffsetCommitRequest', 8, 'request', (0, 10), (8, 32767), (
     F('GroupId', 'string', (0, 32767)),
     F('GenerationIdOrMemberEpoch', 'int32', (1, 32767), default=-1, ignorable=True),
     F('MemberId', 'string', (1, 32767), ignorable=True),
@@ -16,12 +16,13 @@ OFFSET_COMMIT_REQUEST = M('OffsetCommitRequest', 8, 'request', (2, 10), (8, 3276
             F('PartitionIndex', 'int32', (0, 32767)),
             F('CommittedOffset', 'int64', (0, 32767)),
             F('CommittedLeaderEpoch', 'int32', (6, 32767), default=-1, ignorable=True),
+            F('CommitTimestamp', 'int64', (1, 1), default=-1),
             F('CommittedMetadata', 'string', (0, 32767), nullable=(0, 32767)),
         )),
     )),
 ))
 
-OFFSET_COMMIT_RESPONSE = M('OffsetCommitResponse', 8, 'response', (2, 10), (8, 32767), (
+OFFSET_COMMIT_RESPONSE = M('OffsetCommitResponse', 8, 'response', (0, 10), (8, 32767), (
     F('ThrottleTimeMs', 'int32', (3, 32767), ignorable=True),
     F('Topics', '[]OffsetCommitResponseTopic', (0, 32767), fields=(
         F('Name', 'string', (0, 9), ignorable=True),

@@ -3,7 +3,7 @@
 from ..schema import Field as F
 from ..schema import Message as M
 
-OFFSET_FETCH_REQUEST = M('OffsetFetchRequest', 9, 'request', (1, 10), (6, 32767), (
+OFFSET_FETCH_REQUEST = M('OffsetFetchRequest', 9, 'request', (0, 10), (6, 32767), (
     F('GroupId', 'string', (0, 7)),
     F('Topics', '[]OffsetFetchRequestTopic', (0, 7), nullable=(2, 7), fields=(
         F('Name', 'string', (0, 7)),
@@ -22,7 +22,7 @@ OFFSET_FETCH_REQUEST = M('OffsetFetchRequest', 9, 'request', (1, 10), (6, 32767)
     F('RequireStable', 'bool', (7, 32767), default=False),
 ))
 
-OFFSET_FETCH_RESPONSE = M('OffsetFetchResponse', 9, 'response', (1, 10), (6, 32767), (
+OFFSET_FETCH_RESPONSE = M('OffsetFetchResponse', 9, 'response', (0, 10), (6, 32767), (
     F('ThrottleTimeMs', 'int32', (3, 32767), ignorable=True),
     F('Topics', '[]OffsetFetchResponseTopic', (0, 7), fields=(
         F('Name', 'string', (0, 7)),

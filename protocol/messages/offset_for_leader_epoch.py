@@ -3,7 +3,7 @@
 from ..schema import Field as F
 from ..schema import Message as M
 
-OFFSET_FOR_LEADER_EPOCH_REQUEST = M('OffsetForLeaderEpochRequest', 23, 'request', (2, 4), (4, 32767), (
+OFFSET_FOR_LEADER_EPOCH_REQUEST = M('OffsetForLeaderEpochRequest', 23, 'request', (0, 4), (4, 32767), (
     F('ReplicaId', 'int32', (3, 32767), default=-2, ignorable=True),
     F('Topics', '[]OffsetForLeaderTopic', (0, 32767), fields=(
         F('Topic', 'string', (0, 32767)),
@@ -15,7 +15,7 @@ OFFSET_FOR_LEADER_EPOCH_REQUEST = M('OffsetForLeaderEpochRequest', 23, 'request'
     )),
 ))
 
-OFFSET_FOR_LEADER_EPOCH_RESPONSE = M('OffsetForLeaderEpochResponse', 23, 'response', (2, 4), (4, 32767), (
+OFFSET_FOR_LEADER_EPOCH_RESPONSE = M('OffsetForLeaderEpochResponse', 23, 'response', (0, 4), (4, 32767), (
     F('ThrottleTimeMs', 'int32', (2, 32767), ignorable=True),
     F('Topics', '[]OffsetForLeaderTopicResult', (0, 32767), fields=(
         F('Topic', 'string', (0, 32767)),

@@ -3,7 +3,7 @@
 from ..schema import Field as F
 from ..schema import Message as M
 
-PRODUCE_REQUEST = M('ProduceRequest', 0, 'request', (3, 13), (9, 32767), (
+PRODUCE_REQUEST = M('ProduceRequest', 0, 'request', (0, 13), (9, 32767), (
     F('TransactionalId', 'string', (3, 32767), nullable=(3, 32767), default='null'),
     F('Acks', 'int16', (0, 32767)),
     F('TimeoutMs', 'int32', (0, 32767)),
@@ -17,7 +17,7 @@ PRODUCE_REQUEST = M('ProduceRequest', 0, 'request', (3, 13), (9, 32767), (
     )),
 ))
 
-PRODUCE_RESPONSE = M('ProduceResponse', 0, 'response', (3, 13), (9, 32767), (
+PRODUCE_RESPONSE = M('ProduceResponse', 0, 'response', (0, 13), (9, 32767), (
     F('Responses', '[]TopicProduceResponse', (0, 32767), fields=(
         F('Name', 'string', (0, 12), ignorable=True),
         F('TopicId', 'uuid', (13, 32767), ignorable=True),

@@ -3,7 +3,7 @@
 from ..schema import Field as F
 from ..schema import Message as M
 
-WRITE_TXN_MARKERS_REQUEST = M('WriteTxnMarkersRequest', 27, 'request', (1, 2), (1, 32767), (
+WRITE_TXN_MARKERS_REQUEST = M('WriteTxnMarkersRequest', 27, 'request', (0, 2), (1, 32767), (
     F('Markers', '[]WritableTxnMarker', (0, 32767), fields=(
         F('ProducerId', 'int64', (0, 32767)),
         F('ProducerEpoch', 'int16', (0, 32767)),
@@ -17,7 +17,7 @@ WRITE_TXN_MARKERS_REQUEST = M('WriteTxnMarkersRequest', 27, 'request', (1, 2), (
     )),
 ))
 
-WRITE_TXN_MARKERS_RESPONSE = M('WriteTxnMarkersResponse', 27, 'response', (1, 2), (1, 32767), (
+WRITE_TXN_MARKERS_RESPONSE = M('WriteTxnMarkersResponse', 27, 'response', (0, 2), (1, 32767), (
     F('Markers', '[]WritableTxnMarkerResult', (0, 32767), fields=(
         F('ProducerId', 'int64', (0, 32767)),
         F('Topics', '[]WritableTxnMarkerTopicResult', (0, 32767), fields=(
