@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from minibroker.sasl.session import SaslAuthority
     from minibroker.share.manager import SharePartitionManager
     from minibroker.share.state_store import ShareStateStore
+    from minibroker.zookeeper_offsets import ZooKeeperOffsets
     from minibroker.storage.cleaner import LogCleaner
     from minibroker.registry.server import SchemaRegistry
     from minibroker.transactions.service import TransactionService
@@ -158,6 +159,7 @@ class Broker:
         # The client quotas, read at start-up when the data directory has some, else made by the first request that
         # names them; None till then, so a broker without quotas never imports minibroker.quotas.
         self.quota_state: Quotas | None = self._read_quotas() if (config.data_dir / QUOTAS_FILE).exists() else None
+        self.zookeeper_offsets: ZooKeeperOffsets | None = None  # OffsetCommit v0 of a ZooKeeper-mode release, on first use
         self.request_counts: Counter[int] = Counter()  # requests served by API key, for the inspector's rates
         self.api_versions_answers: dict[int, EncodedAnswer] = {}  # by version: the same answer for every request
         self._fetch_sessions: FetchSessionCache | None = None  # made by the first Fetch
@@ -513,14 +515,17 @@ class Broker:
 
     def _log_emulation(self) -> None:
         """Once at start-up: which release is emulated and which of minibroker's APIs it did not serve."""
-        from minibroker.kafka_versions import resolve
+        from minibroker.kafka_versions import emulation_notes, resolve
         from minibroker.protocol.messages import KAFKA_APIS
 
         left_out = [KAFKA_APIS[key][0] for key in sorted(HANDLERS) if key not in self.apis]
+        older, lacking = emulation_notes(HANDLERS, self.config.kafka_version)
         log.info(
-            "emulating Apache Kafka %s: ApiVersions advertises %d APIs, each capped at the versions that release served%s",
+            "emulating Apache Kafka %s: ApiVersions advertises %d APIs at the versions that release served%s%s%s",
             resolve(self.config.kafka_version), len(self.apis),
+            f" (versions Kafka 4 removed, served as the release did: {', '.join(older)})" if older else "",
             f"; not served: {', '.join(left_out)}" if left_out else "",
+            f"; versions of the release not served: {', '.join(lacking)}" if lacking else "",
         )
 
     async def _start_listeners(self) -> None:

@@ -86,8 +86,9 @@ class BrokerConfig(FrozenConfig):
     )
     kafka_version: str = setting(
         "kafka.version", "",
-        "An Apache Kafka release to emulate, e.g. 3.5 (3.5.1 is 3.5): ApiVersions advertises only the APIs it served, "
-        "each capped at its versions, and the rest are refused like unknown APIs; empty: every version minibroker serves.",
+        "An Apache Kafka release to emulate, e.g. 3.5 (3.5.1 is 3.5): ApiVersions advertises the APIs it served at its "
+        "versions (those Kafka 4 removed included, served as it served them), and the rest are refused like unknown "
+        "APIs; empty: every version minibroker serves.",
     )
     transcript_enabled: bool = setting(
         "transcript.enabled", False,

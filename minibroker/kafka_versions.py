@@ -1,5 +1,7 @@
 """Version emulation (the setting ``kafka.version``): what each Apache Kafka release's broker served in ApiVersions,
-and minibroker's handler table capped to it, so clients meet the versions of the brokers they run against.
+and minibroker's handler table set to it, so clients meet the versions of the brokers they run against: the release's
+ranges exactly, the versions Kafka 4 removed (KIP-896) included, for every API minibroker serves (capped only at
+minibroker's own maximum, which no release exceeds but for 4.x's DescribeGroups v6).
 
 Facts, each release written as its changes from the one before (API key -> (min, max) of every API it added or
 whose range changed; ``removed``: keys it no longer served). They are read off Kafka's message definitions
@@ -26,6 +28,7 @@ from functools import cache
 from typing import Mapping
 
 from minibroker.config import ConfigError
+from minibroker.handlers import OLDEST
 from minibroker.handlers.registry import Handler
 
 Ranges = dict[int, tuple[int, int]]
@@ -159,6 +162,15 @@ def resolve(text: str) -> str:
     )
 
 
+FIRST_KRAFT_RELEASE = (3, 3, 0)
+
+
+def zookeeper_mode(text: str) -> bool:
+    """Whether the release's broker is the ZooKeeper-mode one (up to 3.2, see above): it kept OffsetCommit v0's
+    offsets in ZooKeeper, where a KRaft broker refuses those versions (UNSUPPORTED_VERSION)."""
+    return _number(resolve(text)) < FIRST_KRAFT_RELEASE
+
+
 def emulated_features(text: str) -> dict[str, tuple[int, int]]:
     """The features the release's broker advertised, with their supported ranges."""
     release = _number(resolve(text))
@@ -170,13 +182,32 @@ def emulated_features(text: str) -> dict[str, tuple[int, int]]:
 
 
 def emulated_apis(handlers: Mapping[int, Handler], text: str) -> dict[int, Handler]:
-    """``handlers`` with each range intersected with what the release advertised; APIs it did not serve, or served
-    only in versions minibroker does not, are left out (refused like an unknown API)."""
+    """``handlers`` with each range set to what the release advertised, down to the handler's ``OLDEST`` version
+    (the versions below Kafka 4's minimums that it answers as the release did) and up to its maximum; APIs the
+    release did not serve are left out (refused like an unknown API)."""
     served = served_by_release()[resolve(text)]
     capped: dict[int, Handler] = {}
     for key, handler in handlers.items():
         low, high = served.get(key, (0, -1))
-        low, high = max(low, handler.min_version), min(high, handler.max_version)
+        low, high = max(low, OLDEST.get(key, handler.min_version)), min(high, handler.max_version)
         if low <= high:
             capped[key] = handler._replace(min_version=low, max_version=high)
     return capped
+
+
+def _span(name: str, low: int, high: int) -> str:
+    return f"{name} v{low}" if low == high else f"{name} v{low}-{high}"
+
+
+def emulation_notes(handlers: Mapping[int, Handler], text: str) -> tuple[list[str], list[str]]:
+    """What the start-up line and ``api-reference --kafka-version`` say besides the table: (the versions served below
+    Kafka 4's minimums, as the release served them; the release's versions minibroker does not serve)."""
+    from minibroker.protocol.messages import KAFKA_APIS
+
+    served = served_by_release()[resolve(text)]
+    emulated = emulated_apis(handlers, text)
+    older = [_span(KAFKA_APIS[key][0], h.min_version, handlers[key].min_version - 1)
+             for key, h in sorted(emulated.items()) if h.min_version < handlers[key].min_version]
+    lacking = [_span(KAFKA_APIS[key][0], handlers[key].max_version + 1, served[key][1])
+               for key in sorted(handlers) if key in served and served[key][1] > handlers[key].max_version]
+    return older, lacking

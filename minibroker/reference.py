@@ -95,16 +95,26 @@ def api_table(kafka_version: str = "") -> str:
     from minibroker.protocol.messages import KAFKA_APIS
 
     apis = HANDLERS
+    notes: list[str] = []
     if kafka_version:
-        from minibroker.kafka_versions import emulated_apis
+        from minibroker.kafka_versions import emulated_apis, emulation_notes, resolve
 
         apis = emulated_apis(HANDLERS, kafka_version)
+        older, lacking = emulation_notes(HANDLERS, kafka_version)
+        notes.append(f"\nEmulating Apache Kafka {resolve(kafka_version)}: the versions that release's broker served.")
+        if older:
+            notes.append(f"Versions Kafka 4 removed (KIP-896), served as the release served them: {', '.join(older)}.")
+        if lacking:
+            notes.append(f"Versions of the release minibroker does not serve: {', '.join(lacking)}.")
+        left_out = [KAFKA_APIS[key][0] for key in sorted(HANDLERS) if key not in apis]
+        if left_out:
+            notes.append(f"APIs minibroker serves that the release did not: {', '.join(left_out)}.")
     rows = ["| API | key | versions |", "|---|---|---|"]
     for key in sorted(apis):
         handler = apis[key]
         name = KAFKA_APIS[key][0]
         rows.append(f"| {name} | {key} | {handler.min_version}-{handler.max_version} |")
-    return "\n".join(rows) + "\n"
+    return "\n".join(rows + notes) + "\n"
 
 
 CONTROLLER_ONLY = "Controller only: Kafka's brokers do not answer these either"

@@ -781,6 +781,25 @@ class PartitionLog:
                         return record.offset, record.timestamp
         return None
 
+    def offsets_before(self, timestamp_ms: int, max_count: int) -> list[int]:
+        """ListOffsets v0 (Kafka's UnifiedLog.legacyFetchOffsetsBefore): the base offsets of the segments last modified
+        at or before ``timestamp_ms`` (the log end offset, stamped now, stands for a non-empty active segment), newest
+        first and at most ``max_count``; -1 asks for the latest alone, -2 for the earliest."""
+        entries = [(max(segment.base_offset, self._log_start_offset), segment.last_modified_ms())
+                   for segment in self._segments]
+        if self._segments[-1].size > 0:
+            entries.append((self.log_end_offset, self._clock()))
+        if timestamp_ms == -1:
+            start = len(entries) - 1
+        elif timestamp_ms == -2:
+            start = 0
+        else:
+            start = len(entries) - 1
+            while start >= 0 and entries[start][1] > timestamp_ms:
+                start -= 1
+        count = min(max_count, start + 1)
+        return sorted((entries[start - i][0] for i in range(count)), reverse=True)
+
     def max_timestamp_entry(self) -> tuple[int, int] | None:
         """ListOffsets MAX_TIMESTAMP (-3): (offset, timestamp) of the first record carrying the largest timestamp."""
         best = max(self._segments, key=lambda segment: segment.max_timestamp)

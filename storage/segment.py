@@ -363,6 +363,10 @@ class LogSegment:
             return self.max_timestamp
         return os.fstat(self.fd).st_mtime_ns // 1_000_000
 
+    def last_modified_ms(self) -> int:
+        """The log file's modification time (Kafka's LogSegment.lastModified), by which ListOffsets v0 finds offsets."""
+        return os.fstat(self.fd).st_mtime_ns // 1_000_000
+
     def open_for_sync(self) -> list[int]:
         """New descriptors of every file of this segment, for an fsync elsewhere (the caller closes them): index
         files whose descriptor was closed are opened again by path."""

@@ -23,7 +23,7 @@ from minibroker.protocol.frames import decode_response, encode_request
 from minibroker.cli import build_parser, flag_settings
 from minibroker.config import ConfigError
 from minibroker.faults import FaultSpecError
-from minibroker.handlers import HANDLERS
+from minibroker.handlers import HANDLERS, OLDEST
 from minibroker.kafka_versions import emulated_apis, known_releases, resolve, served_by_release
 from minibroker.reference import api_table
 from minibroker.testing import Broker
@@ -58,12 +58,14 @@ def advertised(bootstrap: str, version: int = 3) -> dict[int, tuple[int, int]]:
 
 
 def expected(release: str) -> dict[int, tuple[int, int]]:
-    """minibroker's own ranges intersected with the release's, APIs without a common version left out."""
+    """The release's ranges of minibroker's APIs, down to the oldest version each handler answers when emulating (the
+    versions Kafka 4 removed included) and up to its own maximum; APIs without a common version left out."""
     served = served_by_release()[release]
     ranges = {}
     for key, handler in HANDLERS.items():
         if key in served:
-            low, high = max(served[key][0], handler.min_version), min(served[key][1], handler.max_version)
+            low = max(served[key][0], OLDEST.get(key, handler.min_version))
+            high = min(served[key][1], handler.max_version)
             if low <= high:
                 ranges[key] = (low, high)
     return ranges
@@ -134,7 +136,7 @@ def test_4x_releases_agree_with_kafkas_later_definitions() -> None:
     assert {key: low for key, (low, _) in table["4.0.1"].items()} == {key: definitions[key][0] for key in table["4.0.1"]}
 
 
-def test_emulation_is_the_intersection_with_minibrokers_ranges() -> None:
+def test_emulation_is_the_releases_ranges_within_what_minibroker_answers() -> None:
     for release in served_by_release():
         capped = emulated_apis(HANDLERS, release)
         assert {key: (h.min_version, h.max_version) for key, h in capped.items()} == expected(release), release
@@ -159,7 +161,10 @@ def test_topic_id_versions_come_with_the_release_that_added_them(release: str, m
 
 def test_api_reference_prints_the_emulated_table() -> None:
     table = api_table("2.8")
-    assert "| Produce | 0 | 3-9 |" in table and "ConsumerGroupHeartbeat" not in table
+    assert "| Produce | 0 | 0-9 |" in table and "| ConsumerGroupHeartbeat |" not in table
+    assert "served as the release served them: Produce v0-2, Fetch v0-3, ListOffsets v0," in table
+    assert "the release did not: DescribeTransactions, ListTransactions, ConsumerGroupHeartbeat," in table
+    assert "does not serve: FindCoordinator v5-6, InitProducerId v5, AddOffsetsToTxn v4." in api_table("3.9")
     result = subprocess.run([sys.executable, "-m", "minibroker", "api-reference", "--kafka-version", "2.8"],
                             capture_output=True, text=True, timeout=30)
     assert (result.returncode, result.stdout) == (0, table)
@@ -171,7 +176,7 @@ def test_api_reference_prints_the_emulated_table() -> None:
 def test_api_versions_of_an_emulated_broker(kafka35: Broker) -> None:
     ranges = advertised(kafka35.bootstrap_servers)
     assert ranges == expected("3.5")
-    assert ranges[PRODUCE] == (3, 9) and ranges[API_VERSIONS] == (0, 3)
+    assert ranges[PRODUCE] == (0, 9) and ranges[API_VERSIONS] == (0, 3)
     assert CONSUMER_GROUP_HEARTBEAT not in ranges and 69 not in ranges
     with Broker() as plain:
         assert advertised(plain.bootstrap_servers) == {k: (h.min_version, h.max_version) for k, h in HANDLERS.items()}
@@ -211,10 +216,10 @@ def test_versions_and_apis_the_release_lacked_are_refused_like_unknown_ones(kafk
 def test_a_fault_must_name_what_the_emulated_release_serves(kafka35: Broker) -> None:
     with pytest.raises(FaultSpecError, match="unknown API 'ConsumerGroupHeartbeat'"):
         kafka35.add_fault("ConsumerGroupHeartbeat", error="NOT_COORDINATOR")
-    with pytest.raises(FaultSpecError, match="never match: this broker serves versions 3-9"):
+    with pytest.raises(FaultSpecError, match="never match: this broker serves versions 0-9"):
         kafka35.add_fault("Produce", error="NOT_LEADER_OR_FOLLOWER", versions=[10, 11])
     fault = kafka35.add_fault("Produce", error="NOT_LEADER_OR_FOLLOWER")
-    assert fault["versions"] == [3, 9]
+    assert fault["versions"] == [0, 9]
     kafka35.clear_faults()
 
 
@@ -344,7 +349,7 @@ def test_an_emulated_4_0_refuses_a_client_pinned_to_an_old_protocol(caplog: pyte
 async def test_aiokafka_against_an_emulated_release_in_async_mode() -> None:
     async with Broker(kafka_version="2.8", num_partitions=1) as broker:
         ranges = await asyncio.to_thread(advertised, broker.bootstrap_servers, 0)  # the broker runs on this loop
-        assert ranges == expected("2.8") and ranges[PRODUCE] == (3, 9)
+        assert ranges == expected("2.8") and ranges[PRODUCE] == (0, 9)
         producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers)
         await producer.start()
         try:
@@ -386,7 +391,8 @@ def test_environment_setting_and_start_up_line(tmp_path: Path) -> None:
     broker = BrokerProcess(tmp_path / "data", env={"MINIBROKER_KAFKA_VERSION": "3.5.1"}).start()
     try:
         assert advertised(broker.bootstrap) == expected("3.5")
-        assert re.search(r"emulating Apache Kafka 3\.5: ApiVersions advertises \d+ APIs.*not served: "
-                         r"ConsumerGroupHeartbeat, ConsumerGroupDescribe", broker.log_text())
+        assert re.search(r"emulating Apache Kafka 3\.5: ApiVersions advertises \d+ APIs at the versions that release "
+                         r"served \(versions Kafka 4 removed, served as the release did: Produce v0-2, .*\); "
+                         r"not served: ConsumerGroupHeartbeat, ConsumerGroupDescribe", broker.log_text())
     finally:
         broker.stop()

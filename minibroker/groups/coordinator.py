@@ -551,7 +551,8 @@ class GroupCoordinator:
                 results.append(ErrorCode.OFFSET_METADATA_TOO_LARGE)
                 continue
             results.append(ErrorCode.NONE)
-            value = OffsetCommitValue(commit.offset, metadata, now, commit.leader_epoch, expire)
+            stamp = now if commit.commit_timestamp == -1 else commit.commit_timestamp
+            value = OffsetCommitValue(commit.offset, metadata, stamp, commit.leader_epoch, expire)
             records.append((OffsetCommitKey(group_id, commit.topic, commit.partition), value))
         if records:
             error = self._write(group_id, records, producer_id, producer_epoch)

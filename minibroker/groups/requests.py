@@ -43,3 +43,4 @@ class PartitionCommit:
     offset: int
     leader_epoch: int
     metadata: str | None
+    commit_timestamp: int = -1  # OffsetCommit v1's CommitTimestamp; -1: the time of the commit

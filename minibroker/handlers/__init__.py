@@ -70,8 +70,15 @@ TABLE: dict[int, tuple[int, int, str]] = {
 }
 """API key -> (min version, max version, module in this package)."""
 
+OLDEST: dict[int, int] = {
+    0: 0, 1: 0, 2: 0, 8: 0, 9: 0, 19: 0, 20: 0, 23: 0, 27: 0, 29: 0, 30: 0, 31: 0, 32: 0, 34: 0, 35: 0,
+}
+"""API key -> the oldest version its handler serves when an older release is emulated (``kafka.version``), where
+that is below the table's minimum: the versions Kafka 4 removed (KIP-896), answered as that release answered them,
+and never advertised or served without ``kafka.version``. The handler modules say the same with ``@api(oldest=)``."""
+
 HANDLERS: dict[int, Handler] = {
     key: Handler(key, low, high, f"{__name__}.{module}") for key, (low, high, module) in TABLE.items()
 }
 
-__all__ = ["HANDLERS", "TABLE"]
+__all__ = ["HANDLERS", "OLDEST", "TABLE"]

@@ -63,7 +63,7 @@ async def store_acls(ctx: RequestContext, change: Callable[[tuple[Acl, ...]], li
     return before, after
 
 
-@api(29, 1, 3)
+@api(29, 1, 3, oldest=0)
 async def describe_acls(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     if ctx.broker.authorizer is None:
         return {"error_code": ErrorCode.SECURITY_DISABLED, "error_message": "No Authorizer is configured on the broker",
@@ -88,7 +88,7 @@ async def describe_acls(ctx: RequestContext, body: dict[str, Any]) -> dict[str, 
     }
 
 
-@api(30, 1, 3)
+@api(30, 1, 3, oldest=0)
 async def create_acls(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     creations = body["creations"]
     if ctx.broker.authorizer is None:
@@ -126,7 +126,7 @@ async def create_acls(ctx: RequestContext, body: dict[str, Any]) -> dict[str, An
     ]}
 
 
-@api(31, 1, 3)
+@api(31, 1, 3, oldest=0)
 async def delete_acls(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     filters = body["filters"]
     if ctx.broker.authorizer is None:

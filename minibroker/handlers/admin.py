@@ -162,7 +162,7 @@ async def create_one(ctx: RequestContext, request: dict[str, Any], validate_only
     return result
 
 
-@api(19, 2, 7)
+@api(19, 2, 7, oldest=0)
 async def create_topics(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     """With the authorizer on: CREATE on the cluster or on each topic, else TOPIC_AUTHORIZATION_FAILED; without
     DESCRIBE_CONFIGS on a created topic its configs, partitions and replicas are not shown (topic_config_error_code
@@ -204,7 +204,7 @@ def delete_refusal(ctx: RequestContext, request: dict[str, Any], name: str | Non
     return denied if by_id else {**denied, **secret}
 
 
-@api(20, 1, 6)
+@api(20, 1, 6, oldest=0)
 async def delete_topics(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     broker = ctx.broker
     by_id = {info.topic_id: name for name, info in broker.logs.topics.items()}
@@ -429,7 +429,7 @@ def config_refusal(ctx: RequestContext, kind: int, name: str, operation: int) ->
     return None
 
 
-@api(32, 1, 4)
+@api(32, 1, 4, oldest=0)
 async def describe_configs(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     results = []
     for resource in body["resources"]:
@@ -458,6 +458,9 @@ async def describe_configs(ctx: RequestContext, body: dict[str, Any]) -> dict[st
             result["configs"] = describe_group(ctx, name, names, body["include_synonyms"])
         else:
             result.update(error_code=ErrorCode.INVALID_REQUEST, error_message=f"Unsupported resource {kind} {name!r}")
+        if ctx.api_version == 0:  # v0 says IsDefault where later versions give the source
+            for entry in result["configs"]:
+                entry["is_default"] = entry["config_source"] == SOURCE_DEFAULT
         results.append(result)
     return {"results": results}
 

@@ -44,6 +44,8 @@ TIMESTAMP_MIN_VERSION = {
     EARLIEST_PENDING_UPLOAD_TIMESTAMP: 11,
 }
 READ_COMMITTED = 1
+CONSUMER_REPLICA_ID = -1  # ListOffsets from a client
+DEBUGGING_REPLICA_ID = -2  # ListOffsets that any replica may answer
 LEADER_EPOCH_LIST_OFFSETS_VERSION = 4  # ListOffsets answers carry the offset's leader epoch from v4
 MAX_VERSION = 0x7FFF
 TOPIC_ID_VERSION = 13  # Fetch names topics by id (KIP-516)
@@ -356,7 +358,7 @@ def with_endpoints(ctx: RequestContext, answer: dict[str, Any], partitions: Iter
     return answer
 
 
-@api(1, 4, 18)
+@api(1, 4, 18, oldest=0)
 async def fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     """Sessions and topic ids as Kafka's KafkaApis.handleFetchRequest; what a partition is answered is the same
     whether it is named by id or by name, in a session or not. A fetch outside any session (session id 0, epoch -1:
@@ -457,9 +459,38 @@ def list_offset(
     return answer
 
 
-@api(2, 1, 11)
+def legacy_list_offset(ctx: RequestContext, topic: str, request: dict[str, Any], replica: int, denied: set[str]) -> dict[str, Any]:
+    """ListOffsets v0 (Kafka 3.9's handleListOffsetRequestV0): up to MaxNumOffsets segment base offsets at or before
+    the timestamp, newest first; a consumer (replica id -1) sees none beyond the high watermark, which takes their
+    place. Errors answer an empty offsets array."""
+    index = request["partition_index"]
+    if denied and topic in denied:
+        return {"partition_index": index, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "old_style_offsets": []}
+    partition_log, error = ctx.led_partition(topic, index, require_leader=replica != DEBUGGING_REPLICA_ID)
+    if partition_log is None:
+        return {"partition_index": index, "error_code": error, "old_style_offsets": []}
+    if request["max_num_offsets"] < 0:  # Kafka sizes an array by it, and answers the exception
+        return {"partition_index": index, "error_code": ErrorCode.UNKNOWN_SERVER_ERROR, "old_style_offsets": []}
+    offsets = partition_log.offsets_before(request["timestamp"], request["max_num_offsets"])
+    high_watermark = partition_log.log_end_offset
+    if replica == CONSUMER_REPLICA_ID and any(offset > high_watermark for offset in offsets):
+        offsets = [high_watermark, *(offset for offset in offsets if offset <= high_watermark)]
+    return {"partition_index": index, "error_code": ErrorCode.NONE, "old_style_offsets": offsets}
+
+
+@api(2, 1, 11, oldest=0)
 async def list_offsets(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    """v0 (served only when emulating a release before 4.0) answers offset arrays; later versions one offset."""
     denied = refused_topics(ctx, {t["name"] for t in body["topics"]}, DESCRIBE)
+    if ctx.api_version == 0:
+        topics = [
+            {"name": t["name"], "partitions": [
+                legacy_list_offset(ctx, t["name"], p, body["replica_id"], denied) for p in t["partitions"]
+            ]}
+            for t in body["topics"]
+        ]
+        topics.sort(key=lambda topic: bool(denied) and topic["name"] in denied)  # Kafka: authorized topics first
+        return {"topics": topics}
     topics = [
         {"name": t["name"], "partitions": [list_offset(ctx, t["name"], p, body["isolation_level"], denied) for p in t["partitions"]]}
         for t in body["topics"]
@@ -467,7 +498,7 @@ async def list_offsets(ctx: RequestContext, body: dict[str, Any]) -> dict[str, A
     return {"topics": topics}
 
 
-@api(23, 2, 4)
+@api(23, 2, 4, oldest=0)
 async def offset_for_leader_epoch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     """Where a leader epoch ends, from the partition's leader-epoch cache (Kafka's Partition.lastOffsetForLeaderEpoch,
     KIP-320): an epoch the cache does not know (undefined, or newer than its latest) answers NONE with epoch and end

@@ -39,6 +39,7 @@ from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC
 
 if TYPE_CHECKING:
     from minibroker.groups.coordinator import GroupCoordinator
+    from minibroker.zookeeper_offsets import ZooKeeperOffsets
 
 GROUP_KEY = 0
 TRANSACTION_KEY = 1
@@ -254,7 +255,8 @@ def known_commits(
             else:
                 partitions[index] = ErrorCode.NONE  # the coordinator's answer replaces it
                 commits.append(PartitionCommit(
-                    name, index, p["committed_offset"], p["committed_leader_epoch"], p["committed_metadata"]
+                    name, index, p["committed_offset"], p["committed_leader_epoch"], p["committed_metadata"],
+                    p.get("commit_timestamp", -1),
                 ))
     return answers, commits
 
@@ -273,8 +275,10 @@ def commit_response(
     return {"topics": topics}
 
 
-@api(8, 2, 10)
+@api(8, 2, 10, oldest=0)
 async def offset_commit(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    """v1 (served only when emulating a release before 4.0) may set each commit's timestamp; v0 commits are
+    ZooKeeper's (``zookeeper_commit``)."""
     refused = refusal(ctx, body, READ, GROUP, body["group_id"])
     if refused is not None:
         return refused
@@ -282,6 +286,8 @@ async def offset_commit(ctx: RequestContext, body: dict[str, Any]) -> dict[str, 
     if by_id:
         name_topics(ctx, body["topics"])
     answers, commits = known_commits(ctx, body["topics"], by_id)
+    if commits and ctx.api_version == 0:
+        return zookeeper_commit(ctx, body, answers, commits)
     errors = []
     if commits:
         errors = coordinator(ctx).commit_offsets(
@@ -290,6 +296,35 @@ async def offset_commit(ctx: RequestContext, body: dict[str, Any]) -> dict[str, 
         )
         await ctx.broker.groups.flush()
     return commit_response(answers, commits, errors, by_id)
+
+
+def zookeeper_commit(
+    ctx: RequestContext, body: dict[str, Any], answers: CommitAnswers, commits: list[PartitionCommit],
+) -> dict[str, Any]:
+    """OffsetCommit v0 with partitions to commit, as Kafka's commitOffsetsToZookeeper: a ZooKeeper-mode release (up
+    to 3.2) stores the offsets in ZooKeeper, not through the group coordinator; a KRaft release has no ZooKeeper and
+    answers every partition UNSUPPORTED_VERSION (its whole-request error answer)."""
+    from minibroker.kafka_versions import zookeeper_mode
+
+    if not zookeeper_mode(ctx.broker.config.kafka_version):
+        return error_response(ctx.api_key, ctx.api_version, body, ErrorCode.UNSUPPORTED_VERSION, None)
+    limit = ctx.broker.config.offset_metadata_max_bytes
+    errors = [
+        ErrorCode.OFFSET_METADATA_TOO_LARGE if c.metadata is not None and len(c.metadata) > limit else ErrorCode.NONE
+        for c in commits
+    ]
+    stored = [(c.topic, c.partition, c.offset) for c, error in zip(commits, errors) if error == ErrorCode.NONE]
+    if stored:
+        zookeeper_offsets(ctx).commit(body["group_id"], stored)
+    return commit_response(answers, commits, errors)
+
+
+def zookeeper_offsets(ctx: RequestContext) -> ZooKeeperOffsets:
+    from minibroker.zookeeper_offsets import ZooKeeperOffsets
+
+    if ctx.broker.zookeeper_offsets is None:
+        ctx.broker.zookeeper_offsets = ZooKeeperOffsets(ctx.broker.config.data_dir)
+    return ctx.broker.zookeeper_offsets
 
 
 FIRST_TXN_COMMIT_WITH_ABORTABLE = 4  # GENERIC_ERROR_SUPPORTED: TRANSACTION_ABORTABLE reaches the client
@@ -403,7 +438,7 @@ def fetch_group_offsets_by_id(
     return {**answer, "topics": topics}
 
 
-@api(9, 1, 10)
+@api(9, 1, 10, oldest=0)
 async def offset_fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     stable = body["require_stable"]
     if ctx.api_version >= OFFSETS_BY_ID_VERSION:
@@ -415,19 +450,52 @@ async def offset_fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, A
         ]
         return {"groups": groups}
     topics = requested_topics(body["topics"])
+    if ctx.api_version == 0:
+        return zookeeper_fetch(ctx, body["group_id"], topics or [])
     group = fetch_group_offsets(ctx, body["group_id"], topics, stable)
     error = group["error_code"]
     if error != ErrorCode.NONE and ctx.api_version < 2:
-        # v0-1 have no group-level error: every requested partition carries it.
-        return {
-            "topics": [
-                {"name": name, "partitions": [
-                    {"partition_index": p, "committed_offset": -1, "metadata": "", "error_code": error} for p in partitions
-                ]}
-                for name, partitions in topics or []
-            ]
-        }
+        return every_partition(topics or [], error)  # v0-1 have no group-level error
     return {"topics": group["topics"], "error_code": error}
+
+
+def every_partition(topics: list[tuple[str, list[int]]], error: ErrorCode) -> dict[str, Any]:
+    """An OffsetFetch v0-1 answer of one error, which every requested partition carries."""
+    return {
+        "topics": [
+            {"name": name, "partitions": [
+                {"partition_index": p, "committed_offset": -1, "metadata": "", "error_code": error} for p in partitions
+            ]}
+            for name, partitions in topics
+        ]
+    }
+
+
+def zookeeper_fetch(ctx: RequestContext, group_id: str, topics: list[tuple[str, list[int]]]) -> dict[str, Any]:
+    """OffsetFetch v0 (served only when emulating a release before 4.0), as Kafka's handleOffsetFetchRequestV0: the
+    offsets v0 commits stored in ZooKeeper, without metadata, a partition never committed UNKNOWN_TOPIC_OR_PARTITION;
+    a KRaft release (3.3 on) has no ZooKeeper and answers UNSUPPORTED_VERSION. DESCRIBE on the group comes first."""
+    from minibroker.kafka_versions import zookeeper_mode
+
+    if ctx.broker.authorizer is not None and not ctx.allowed(DESCRIBE, GROUP, group_id):
+        return every_partition(topics, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    if not zookeeper_mode(ctx.broker.config.kafka_version):
+        return every_partition(topics, ErrorCode.UNSUPPORTED_VERSION)
+    denied = refused_topics(ctx, {name for name, _ in topics}, DESCRIBE)
+    stored = zookeeper_offsets(ctx)
+    answers = []
+    for name, partitions in topics:
+        results = []
+        for index in partitions:
+            offset = stored.get(group_id, name, index) if ctx.broker.partition(name, index) is not None else None
+            if denied and name in denied:
+                error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            else:
+                error = ErrorCode.NONE if offset is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            found = offset if error == ErrorCode.NONE else -1
+            results.append({"partition_index": index, "committed_offset": found, "metadata": "", "error_code": error})
+        answers.append({"name": name, "partitions": results})
+    return {"topics": answers}
 
 
 @api(47, 0, 0)

@@ -29,7 +29,7 @@ def hosts(ctx: RequestContext, topic: str, partition: int) -> bool:
     return ctx.node_id in ctx.broker.placements.of(topic, partition).replicas
 
 
-@api(35, 1, 5)
+@api(35, 1, 5, oldest=0)
 async def describe_log_dirs(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     broker = ctx.broker
     if broker.authorizer is not None and not ctx.allowed(DESCRIBE, CLUSTER, CLUSTER_NAME):
@@ -67,7 +67,7 @@ def move_error(ctx: RequestContext, path: str, topic: str, partition: int) -> Er
     return ErrorCode.NONE  # already there
 
 
-@api(34, 1, 2)
+@api(34, 1, 2, oldest=0)
 async def alter_replica_log_dirs(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     denied = ctx.broker.authorizer is not None and not ctx.allowed(ALTER, CLUSTER, CLUSTER_NAME)
     results: dict[str, list[dict[str, Any]]] = {}

@@ -197,7 +197,7 @@ def refused_topics(ctx: RequestContext, body: dict[str, Any], names: list[str | 
     return known - ctx.allowed_names(WRITE, TOPIC, known)
 
 
-@api(0, 3, 13)
+@api(0, 3, 13, oldest=0)
 async def produce(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any] | None:
     acks = body["acks"]
     by_id = ctx.api_version >= TOPIC_ID_VERSION

@@ -19,6 +19,8 @@ FUNCTIONS: dict[int, HandlerFn] = {}
 """The handlers of the modules imported so far, by API key."""
 REGISTERED: dict[int, tuple[int, int, str]] = {}
 """What each imported module registered: API key -> (min version, max version, module)."""
+REGISTERED_OLDEST: dict[int, int] = {}
+"""What each imported module registered as ``oldest``: API key -> the oldest version served under emulation."""
 
 
 class Handler(NamedTuple):
@@ -42,15 +44,20 @@ class UnreadableRequest(Exception):
     know): Kafka closes such a connection, and so does the dispatcher, logging the reason."""
 
 
-def api(api_key: int, min_version: int, max_version: int) -> Callable[[HandlerFn], HandlerFn]:
+def api(
+    api_key: int, min_version: int, max_version: int, oldest: int | None = None,
+) -> Callable[[HandlerFn], HandlerFn]:
     """Register an async handler; it gets the request context and decoded body, and returns the response body
-    (or ``None`` when no response is sent, as for Produce with acks=0)."""
+    (or ``None`` when no response is sent, as for Produce with acks=0). ``oldest``: the versions below
+    ``min_version`` it also answers, as the release answered them, when an older Kafka release is emulated."""
 
     def register(fn: HandlerFn) -> HandlerFn:
         if api_key in FUNCTIONS:
             raise RuntimeError(f"API key {api_key} registered twice")
         FUNCTIONS[api_key] = fn
         REGISTERED[api_key] = (min_version, max_version, fn.__module__)
+        if oldest is not None:
+            REGISTERED_OLDEST[api_key] = oldest
         return fn
 
     return register

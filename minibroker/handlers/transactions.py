@@ -218,7 +218,7 @@ async def end_txn(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     return {"error_code": fenced_error(error, ctx.api_version, 2)}
 
 
-@api(27, 1, 2)
+@api(27, 1, 2, oldest=0)
 async def write_txn_markers(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     if ctx.broker.authorizer is not None and not (
         ctx.allowed(ALTER, CLUSTER, CLUSTER_NAME, log_denied=False) or ctx.allowed(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME)
