@@ -81,13 +81,13 @@ def first_magic(buf: Buffer) -> int | None:
 # ---- produce: validate and convert to one V2 batch (Kafka's UnifiedLog.analyzeAndValidateRecords, LogValidator) ----
 
 
-def to_record_batch(buf: Buffer, codec: int | None, max_message_bytes: int) -> bytearray | None:
+def to_record_batch(buf: Buffer, max_message_bytes: int) -> bytearray | None:
     """The V2 batch Kafka appends for a produced message set of magic 0 or 1, or None when it holds no complete message
     (Kafka then appends nothing and answers without an offset).
 
-    ``codec``: the topic's compression.type as a codec id, None for ``producer`` (the batch keeps the producer's codec).
-    Records keep key, value and timestamp (none for magic 0) and get no headers; offsets are the log's to assign.
-    Raises InvalidRecordError with Kafka's error code for what Kafka refuses.
+    The batch keeps the producer's codec (a topic's compression.type is applied to it as to any batch); records keep
+    key, value and timestamp (none for magic 0) and get no headers; offsets are the log's to assign. Raises
+    InvalidRecordError with Kafka's error code for what Kafka refuses.
     """
     shallow = list(_shallow_messages(buf, max_message_bytes))
     if not shallow:
@@ -104,11 +104,10 @@ def to_record_batch(buf: Buffer, codec: int | None, max_message_bytes: int) -> b
     if source != NONE and len(shallow) > 1:
         raise InvalidRecordError(INVALID_RECORD, "Compressed outer record has more than one batch")
     records = shallow if source == NONE else list(_inner_messages(shallow[0]))
-    target = source if codec is None else codec
     return new_batch(
         [RecordInput(m.key, m.value, (), m.timestamp) for m in records],
         base_timestamp=records[0].timestamp,
-        compression=target,
+        compression=source,
     )
 
 

@@ -18,11 +18,11 @@ from typing import Any, Iterator
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, TIMESTAMP_CREATE_TIME, Consumer, KafkaException, Producer, TopicPartition
-
-from tests.brokerproc import BrokerProcess
+from minibroker.protocol.compression import LZ4, ZSTD
 from minibroker.protocol.frames import decode_response
 
-from tests.clientutil import TIMEOUT_MS, TIMEOUT_S, Deadline, RawConnection, confluent_create_topic
+from tests.brokerproc import BrokerProcess
+from tests.clientutil import TIMEOUT_MS, TIMEOUT_S, Deadline, RawConnection, confluent_create_topic, stored_batches
 
 PINS = [pytest.param((0, 10), id="magic1"), pytest.param((0, 9), id="magic0")]
 CODECS = [pytest.param(None, id="none"), pytest.param("gzip", id="gzip"), pytest.param("lz4", id="lz4")]
@@ -228,3 +228,22 @@ def test_a_consumer_group_of_kafka_python_202(
                                                  "group": f"group-{topic_name}"})
     assert [v for *_, v, _ in got] == [v.hex() for _, v, _ in sent]
     assert committed == 30
+
+
+@pytest.mark.parametrize("pin", PINS)
+def test_stored_as_one_v2_batch_per_request_in_the_topics_codec(
+    kafka_python_202: Path, old_broker: BrokerProcess, topic_name: str, pin: tuple[int, int],
+) -> None:
+    """A message set becomes one V2 batch (Kafka's LogValidator), in the topic's compression.type when it sets one;
+    a zstd topic takes the old formats too (Kafka converts to the topic's codec whatever the request version)."""
+    for name, codec, stored in ((topic_name, "lz4", LZ4), (f"{topic_name}-zstd", "zstd", ZSTD)):
+        confluent_create_topic(old_broker.bootstrap, name, partitions=1, config={"compression.type": codec})
+        sent = messages(20)
+        job = {"action": "produce", "bootstrap": old_broker.bootstrap, "topic": name, "api_version": pin,
+               "compression": "gzip", "messages": [[None if k is None else k.hex(), v.hex(), t] for k, v, t in sent]}
+        assert run_202(kafka_python_202, job) == list(range(20))
+        batches = stored_batches(old_broker.bootstrap, name, 0)
+        assert {header.compression for header in batches} == {stored}
+        assert sum(header.records_count for header in batches) == 20
+        got = confluent_read(old_broker.bootstrap, name, 20)
+        assert [(key, value) for *_, key, value in got] == [(k, v) for k, v, _ in sent]

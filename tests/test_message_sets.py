@@ -44,9 +44,9 @@ def messages(count: int = 4, first: int = 0) -> list[OutMessage]:
     ]
 
 
-def converted(data: bytes, codec: int | None = None) -> tuple:
+def converted(data: bytes) -> tuple:
     """The one V2 batch the message set converts to: (header, records)."""
-    batch = to_record_batch(data, codec, LIMIT)
+    batch = to_record_batch(data, LIMIT)
     assert batch is not None
     ((header, records),) = decode_all(bytes(batch))
     return header, records
@@ -54,7 +54,7 @@ def converted(data: bytes, codec: int | None = None) -> tuple:
 
 def refused(data: bytes, limit: int = LIMIT) -> int:
     with pytest.raises(InvalidRecordError) as caught:
-        to_record_batch(data, None, limit)
+        to_record_batch(data, limit)
     return caught.value.error_code
 
 
@@ -87,13 +87,6 @@ def test_converted_batch_keeps_records_and_the_producers_codec(magic: int, codec
     expected = [m.timestamp for m in messages()] if magic else [-1] * 4  # magic 0 has no timestamps
     assert [r.timestamp for r in records] == expected
     assert header.max_timestamp == max(expected)
-
-
-def test_the_topics_codec_replaces_the_producers() -> None:
-    header, records = converted(build_message_set(messages(), MAGIC_V1, GZIP), LZ4)
-    assert header.compression == LZ4 and len(records) == 4
-    header, _ = converted(build_message_set(messages(), MAGIC_V1, NONE), GZIP)
-    assert header.compression == GZIP
 
 
 def test_uncompressed_messages_become_one_batch_whatever_their_offsets() -> None:
@@ -134,8 +127,8 @@ def test_a_partial_last_message_is_dropped_and_none_at_all_appends_nothing() -> 
     data = build_message_set(messages(2), MAGIC_V1)
     _, records = converted(data + data[:20])
     assert len(records) == 2
-    assert to_record_batch(data[:20], None, LIMIT) is None
-    assert to_record_batch(b"", None, LIMIT) is None
+    assert to_record_batch(data[:20], LIMIT) is None
+    assert to_record_batch(b"", LIMIT) is None
 
 
 # ---- produce: refusals, with Kafka's error codes ----
@@ -195,7 +188,7 @@ def test_invalid_message_sets_are_invalid_record(data: bytes) -> None:
 def test_a_message_over_max_message_bytes_is_too_large() -> None:
     data = message(1, 0, None, b"x" * 100)
     assert refused(data, limit=len(data) - 1) == MESSAGE_TOO_LARGE
-    assert to_record_batch(data, None, len(data)) is not None
+    assert to_record_batch(data, len(data)) is not None
 
 
 # ---- fetch: down-conversion ----
@@ -212,7 +205,7 @@ def inputs(count: int = 4) -> list[RecordInput]:
 @pytest.mark.parametrize("magic", [MAGIC_V0, MAGIC_V1])
 def test_uncompressed_messages_come_back_byte_for_byte(magic: int) -> None:
     original = build_message_set(messages(), magic)
-    batch = bytearray(to_record_batch(original, None, LIMIT))
+    batch = bytearray(to_record_batch(original, LIMIT))
     assert down_convert(bytes(batch), magic, 0) == original
 
 

@@ -120,13 +120,15 @@ def is_record_batch(records: memoryview) -> bool:
 def from_message_set(
     ctx: RequestContext, topic: str, index: int, records: memoryview, partition_log: PartitionLog,
 ) -> tuple[bytearray, dict[str, Any] | None]:
-    """A message set of magic 0 or 1 (Produce v0-2) as the V2 batch Kafka's LogValidator converts it to, or the
-    partition's answer instead: a refusal, or (no complete message in it) nothing appended and no offset, as Kafka."""
+    """A message set of magic 0 or 1 (Produce v0-2) as the V2 batch Kafka's LogValidator converts it to, in the
+    producer's codec (the V2 path then applies the topic's, after the zstd check that concerns only what the client
+    sent), or the partition's answer instead: a refusal, or (no complete message in it) nothing appended and no
+    offset, as Kafka."""
     from minibroker.protocol.message_sets import to_record_batch  # only for the old versions (--kafka-version)
 
     config = partition_log.config
     try:
-        batch = to_record_batch(records, config.stored_codec, config.max_message_bytes)
+        batch = to_record_batch(records, config.max_message_bytes)
     except InvalidRecordError as exc:
         return bytearray(), rejected(ctx, topic, index, partition_error(index, ErrorCode(exc.error_code), str(exc)))
     if batch is None:
