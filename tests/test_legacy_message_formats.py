@@ -1,6 +1,6 @@
 """kafka-python 2.0.2 with ``api_version`` pinned to (0, 10) and (0, 9) speaks message formats 1 and 0 (Produce v2 and
 v1, Fetch v2 and v1) to a broker emulating Kafka 2.8: what it writes reads back the same with a current client
-(confluent-kafka), and what a current client writes reads back with it, compressed (gzip, lz4) and not.
+(confluent-kafka), and what a current client writes reads back with it, compressed (gzip, snappy, lz4) and not.
 
 kafka-python 2.0.2 conflicts with the kafka-python 3.x of the test environment, so it is installed from PyPI into a
 directory of its own (with ``xxhash``, which it needs for magic-0 lz4) and run in a subprocess with that directory
@@ -25,7 +25,7 @@ from tests.brokerproc import BrokerProcess
 from tests.clientutil import TIMEOUT_MS, TIMEOUT_S, Deadline, RawConnection, confluent_create_topic, stored_batches
 
 PINS = [pytest.param((0, 10), id="magic1"), pytest.param((0, 9), id="magic0")]
-CODECS = [pytest.param(None, id="none"), pytest.param("gzip", id="gzip"), pytest.param("lz4", id="lz4")]
+CODECS = [pytest.param(None, id="none"), *(pytest.param(codec, id=codec) for codec in ("gzip", "snappy", "lz4"))]
 COUNT = 200
 PRODUCE, FETCH, LIST_OFFSETS, API_VERSIONS = 0, 1, 2, 18
 T0 = 1_700_000_000_000
