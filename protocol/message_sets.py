@@ -34,7 +34,6 @@ from .records import (
 MAGIC_V0 = 0
 MAGIC_V1 = 1
 LOG_OVERHEAD = 12  # offset + size
-MAGIC_OFFSET = LOG_OVERHEAD + 4  # after the crc: where a message's magic lies, as a V2 batch's does
 RECORD_OVERHEAD_V0 = 14  # crc, magic, attributes, key length, value length
 RECORD_OVERHEAD_V1 = 22  # and the timestamp
 COMPRESSION_MASK = 0x07
@@ -62,7 +61,6 @@ class Message:
     timestamp: int
     key: bytes | None
     value: bytes | None
-    size: int  # with the log overhead
 
     @property
     def codec(self) -> int:
@@ -71,11 +69,6 @@ class Message:
     @property
     def log_append_time(self) -> bool:
         return self.magic > MAGIC_V0 and bool(self.attributes & TIMESTAMP_TYPE_FLAG)
-
-
-def first_magic(buf: Buffer) -> int | None:
-    """The magic of the first message or batch in a Produce partition's records, None when too short to tell."""
-    return buf[MAGIC_OFFSET] if len(buf) > MAGIC_OFFSET else None
 
 
 # ---- produce: validate and convert to one V2 batch (Kafka's UnifiedLog.analyzeAndValidateRecords, LogValidator) ----
@@ -171,7 +164,7 @@ def _message(offset: int, record: memoryview, wrapper: Message | None = None) ->
             timestamp = wrapper.timestamp
     key, position = _nullable_bytes(record, position)
     value, position = _nullable_bytes(record, position)
-    return Message(offset, magic, attributes, timestamp, key, value, len(record) + LOG_OVERHEAD)
+    return Message(offset, magic, attributes, timestamp, key, value)
 
 
 def _nullable_bytes(record: memoryview, position: int) -> tuple[bytes | None, int]:
