@@ -18,8 +18,10 @@ from typing import Any, Iterator
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, TIMESTAMP_CREATE_TIME, Consumer, KafkaException, Producer, TopicPartition
-from minibroker.protocol.compression import LZ4, ZSTD
+from minibroker.protocol.compression import GZIP, LZ4, NONE, ZSTD
 from minibroker.protocol.frames import decode_response
+from minibroker.protocol.message_sets import OutMessage, build_message_set, read_messages
+from minibroker.protocol.records import CORRUPT_MESSAGE, INVALID_RECORD, UNSUPPORTED_COMPRESSION_TYPE, decode_all
 
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import TIMEOUT_MS, TIMEOUT_S, Deadline, RawConnection, confluent_create_topic, stored_batches
@@ -247,3 +249,67 @@ def test_stored_as_one_v2_batch_per_request_in_the_topics_codec(
         assert sum(header.records_count for header in batches) == 20
         got = confluent_read(old_broker.bootstrap, name, 20)
         assert [(key, value) for *_, key, value in got] == [(k, v) for k, v, _ in sent]
+
+
+# ---- the same paths with hand-made requests (no kafka-python 2.0.2 needed) ----
+
+
+def call(bootstrap: str, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
+    with RawConnection(bootstrap) as conn:
+        _, answer = decode_response(api_key, version, conn.request(api_key, version, body))
+    return answer
+
+
+def produce_raw(bootstrap: str, version: int, topic: str, records: bytes) -> dict[str, Any]:
+    body = {"acks": 1, "timeout_ms": 10_000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": 0, "records": records}]},
+    ]}
+    [[answer]] = [t["partition_responses"] for t in call(bootstrap, PRODUCE, version, body)["responses"]]
+    return answer
+
+
+def fetch_raw(bootstrap: str, version: int, topic: str, offset: int = 0) -> dict[str, Any]:
+    body = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "topics": [
+        {"topic": topic, "partitions": [{"partition": 0, "fetch_offset": offset, "partition_max_bytes": 1 << 20}]},
+    ]}
+    [[answer]] = [t["partitions"] for t in call(bootstrap, FETCH, version, body)["responses"]]
+    return answer
+
+
+def test_message_sets_in_and_out_by_version(old_broker: BrokerProcess, topic_name: str) -> None:
+    """Produce v2 (magic 1, gzip) and v0 (magic 0) append; Fetch v0-1 answer magic 0, v2-3 magic 1, v4 the V2 batches."""
+    confluent_create_topic(old_broker.bootstrap, topic_name, partitions=1)
+    first = [OutMessage(i, T0 + i, b"k%d" % i, b"v%d" % i) for i in range(3)]
+    assert produce_raw(old_broker.bootstrap, 2, topic_name, build_message_set(first, 1, GZIP))["base_offset"] == 0
+    second = [OutMessage(i, -1, None, b"w%d" % i) for i in range(2)]
+    assert produce_raw(old_broker.bootstrap, 0, topic_name, build_message_set(second, 0))["base_offset"] == 3
+    values = [b"v0", b"v1", b"v2", b"w0", b"w1"]
+    for version, magic in ((0, 0), (1, 0), (2, 1), (3, 1)):
+        answer = fetch_raw(old_broker.bootstrap, version, topic_name)
+        assert (answer["error_code"], answer["high_watermark"]) == (0, 5)
+        got = read_messages(answer["records"])
+        assert [(m.offset, m.magic, m.value) for m in got] == [(i, magic, v) for i, v in enumerate(values)]
+        assert [m.timestamp for m in got] == ([T0, T0 + 1, T0 + 2, -1, -1] if magic else [-1] * 5)
+    batches = decode_all(fetch_raw(old_broker.bootstrap, 4, topic_name)["records"])
+    assert [(h.base_offset, h.records_count, h.compression) for h, _ in batches] == [(0, 3, GZIP), (3, 2, NONE)]
+
+
+def test_message_sets_kafka_refuses(old_broker: BrokerProcess, topic_name: str) -> None:
+    """Kafka's answers: a wrong CRC is CORRUPT_MESSAGE, two compressed wrappers INVALID_RECORD, and a set without a
+    complete message appends nothing and answers no offset."""
+    confluent_create_topic(old_broker.bootstrap, topic_name, partitions=1)
+    good = build_message_set([OutMessage(0, T0, None, b"v")], 1)
+    corrupt = good[:-1] + bytes((good[-1] ^ 1,))
+    assert produce_raw(old_broker.bootstrap, 2, topic_name, corrupt)["error_code"] == CORRUPT_MESSAGE
+    wrapped = build_message_set([OutMessage(0, T0, None, b"v")], 1, GZIP)
+    assert produce_raw(old_broker.bootstrap, 1, topic_name, wrapped * 2)["error_code"] == INVALID_RECORD
+    answer = produce_raw(old_broker.bootstrap, 2, topic_name, good[:-3])
+    assert (answer["error_code"], answer["base_offset"]) == (0, -1)
+    assert fetch_raw(old_broker.bootstrap, 3, topic_name)["high_watermark"] == 0
+
+
+def test_zstd_batches_cannot_be_down_converted(old_broker: BrokerProcess, topic_name: str) -> None:
+    confluent_create_topic(old_broker.bootstrap, topic_name, partitions=1)
+    produce_with_timestamps(old_broker.bootstrap, topic_name, messages(3), {"compression.type": "zstd"})
+    assert fetch_raw(old_broker.bootstrap, 3, topic_name)["error_code"] == UNSUPPORTED_COMPRESSION_TYPE
+    assert fetch_raw(old_broker.bootstrap, 4, topic_name)["error_code"] == 0
