@@ -53,6 +53,7 @@ NODE_ENDPOINTS_VERSION = 16  # Fetch answers a moved partition's leader and its 
 CLIENT_METADATA_VERSION = 11  # Fetch carries the consumer's rack, and followers serve consumers (KIP-392)
 NO_PREFERRED_REPLICA = -1  # preferred_read_replica's default: read from the node asked
 UNRESOLVED = (ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+LAST_MESSAGE_SET_VERSION = 3  # Fetch v0-3 read message sets of magic 0 and 1 (served only under --kafka-version)
 
 
 def aborted_in(partition_log: PartitionLog, offset: int, data: bytes | FileRegion, end: int | None = None) -> list[dict[str, int]]:
@@ -216,7 +217,26 @@ def read_partition(
         data = b""  # only the first partition with data may exceed the limits (KIP-74)
     if scope.read_committed:
         answer["aborted_transactions"] = aborted_in(partition_log, offset, data, end)
+    if ctx.api_version <= LAST_MESSAGE_SET_VERSION and data:
+        return down_converted(ctx, answer, data, offset)
     answer["records"] = data
+    return answer
+
+
+def down_converted(ctx: RequestContext, answer: dict[str, Any], data: bytes | FileRegion, offset: int) -> dict[str, Any]:
+    """``answer`` with the fetched batches as the message set Kafka's down-conversion sends Fetch v0-1 (magic 0) and
+    v2-3 (magic 1); a first batch it cannot convert (zstd) answers UNSUPPORTED_COMPRESSION_TYPE."""
+    from minibroker.protocol.message_sets import down_convert  # only for the old versions (--kafka-version)
+    from minibroker.protocol.records import InvalidRecordError
+
+    raw = data
+    if isinstance(data, FileRegion):
+        raw = data.read()
+        data.close()
+    try:
+        answer["records"] = down_convert(raw, 0 if ctx.api_version <= 1 else 1, offset)
+    except InvalidRecordError as exc:
+        return error_partition(answer["partition_index"], ErrorCode(exc.error_code))
     return answer
 
 

@@ -14,6 +14,8 @@ from minibroker.protocol.compression import ZSTD
 from minibroker.protocol.errors import NO_ERROR, ErrorCode
 from minibroker.protocol.records import (
     BATCH_HEADER_SIZE,
+    MAGIC_OFFSET,
+    MAGIC_V2,
     BatchHeader,
     InvalidRecordError,
     decode_batch,
@@ -34,6 +36,7 @@ TOPIC_ID_VERSION = 13  # Produce names topics by id (KIP-516)
 ADMIN_CLIENT_ID = "__admin_client"  # Kafka lets only this client id append to internal topics
 NODE_ENDPOINTS_VERSION = 10  # Produce answers a moved partition's leader and its endpoint (KIP-951)
 NO_RECORD_ERRORS = ()  # the answer's RecordErrors when no single record was refused
+LAST_MESSAGE_SET_VERSION = 2  # Produce v0-2 may carry message sets of magic 0 and 1 (served only under --kafka-version)
 
 
 def partition_error(index: int, error: ErrorCode, message: str | None = None) -> dict[str, Any]:
@@ -56,6 +59,10 @@ def append_partition(
     too_few = insync_problem(config.min_insync_replicas, in_sync, topic, index) if acks == -1 else None
     if too_few is not None:  # Partition.appendRecordsToLeader's check, before the batch is looked at
         return partition_error(index, ErrorCode.NOT_ENOUGH_REPLICAS, too_few)
+    if ctx.api_version <= LAST_MESSAGE_SET_VERSION and records is not None and not is_record_batch(records):
+        records, answer = from_message_set(ctx, topic, index, records, partition_log)
+        if answer is not None:
+            return answer
     try:
         headers = validate_batches(records if records is not None else b"")
     except InvalidRecordError as exc:
@@ -104,6 +111,33 @@ def append_partition(
     return response
 
 
+def is_record_batch(records: memoryview) -> bool:
+    """Whether a Produce v0-2 partition's records start with a V2 batch (Kafka let those versions carry one) rather
+    than a message set of magic 0 or 1."""
+    return len(records) > MAGIC_OFFSET and records[MAGIC_OFFSET] == MAGIC_V2
+
+
+def from_message_set(
+    ctx: RequestContext, topic: str, index: int, records: memoryview, partition_log: PartitionLog,
+) -> tuple[bytearray, dict[str, Any] | None]:
+    """A message set of magic 0 or 1 (Produce v0-2) as the V2 batch Kafka's LogValidator converts it to, in the
+    producer's codec (the V2 path then applies the topic's, after the zstd check that concerns only what the client
+    sent), or the partition's answer instead: a refusal, or (no complete message in it) nothing appended and no
+    offset, as Kafka."""
+    from minibroker.protocol.message_sets import to_record_batch  # only for the old versions (--kafka-version)
+
+    config = partition_log.config
+    try:
+        batch = to_record_batch(records, config.max_message_bytes)
+    except InvalidRecordError as exc:
+        return bytearray(), rejected(ctx, topic, index, partition_error(index, ErrorCode(exc.error_code), str(exc)))
+    if batch is None:
+        answer = {"index": index, "error_code": NO_ERROR, "base_offset": -1, "log_append_time_ms": -1,
+                  "log_start_offset": partition_log.log_start_offset, "record_errors": NO_RECORD_ERRORS}
+        return bytearray(), answer
+    return batch, None
+
+
 def rejected(ctx: RequestContext, topic: str, index: int, answer: dict[str, Any]) -> dict[str, Any]:
     """A partition answer refusing a batch whose bytes are wrong, logged once with its reason."""
     log.info("rejected batch for %s-%d from %s: %s", topic, index, ctx.peer, answer["error_message"])
@@ -146,7 +180,10 @@ def has_transactional_records(body: dict[str, Any]) -> bool:
     for topic in body["topic_data"]:
         for partition in topic["partition_data"]:
             records = partition["records"]
-            if records is not None and len(records) >= BATCH_HEADER_SIZE and parse_header(records).is_transactional:
+            if records is None or len(records) < BATCH_HEADER_SIZE:
+                continue
+            header = parse_header(records)
+            if header.magic == MAGIC_V2 and header.is_transactional:  # message sets (v0-2) are never transactional
                 return True
     return False
 
