@@ -126,7 +126,7 @@ FEATURE_CHANGES: tuple[tuple[str, dict[str, tuple[int, int]]], ...] = (
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 
 
-def _number(name: str) -> tuple[int, int, int]:
+def release_number(name: str) -> tuple[int, int, int]:
     major, minor, patch = _VERSION.fullmatch(name).groups()  # type: ignore[union-attr]
     return int(major), int(minor), int(patch or 0)
 
@@ -144,7 +144,7 @@ def served_by_release() -> dict[str, Ranges]:
 
 def known_releases() -> list[str]:
     """The minor releases that can be emulated, oldest first ("2.1" ... "4.3")."""
-    return [release.name for release in RELEASES if _number(release.name)[2] == 0]
+    return [release.name for release in RELEASES if release_number(release.name)[2] == 0]
 
 
 def resolve(text: str) -> str:
@@ -155,10 +155,10 @@ def resolve(text: str) -> str:
     lines = known_releases()
     if match is None or f"{match[1]}.{int(match[2])}" not in lines:
         raise ConfigError(f"kafka.version {text!r}: not a known Apache Kafka release; known: {', '.join(lines)}")
-    wanted = _number(value)
+    wanted = release_number(value)
     return max(
-        (release.name for release in RELEASES if _number(release.name)[:2] == wanted[:2] and _number(release.name) <= wanted),
-        key=_number,
+        (release.name for release in RELEASES if release_number(release.name)[:2] == wanted[:2] and release_number(release.name) <= wanted),
+        key=release_number,
     )
 
 
@@ -168,15 +168,15 @@ FIRST_KRAFT_RELEASE = (3, 3, 0)
 def zookeeper_mode(text: str) -> bool:
     """Whether the release's broker is the ZooKeeper-mode one (up to 3.2, see above): it kept OffsetCommit v0's
     offsets in ZooKeeper, where a KRaft broker refuses those versions (UNSUPPORTED_VERSION)."""
-    return _number(resolve(text)) < FIRST_KRAFT_RELEASE
+    return release_number(resolve(text)) < FIRST_KRAFT_RELEASE
 
 
 def emulated_features(text: str) -> dict[str, tuple[int, int]]:
     """The features the release's broker advertised, with their supported ranges."""
-    release = _number(resolve(text))
+    release = release_number(resolve(text))
     supported: dict[str, tuple[int, int]] = {}
     for name, changes in FEATURE_CHANGES:
-        if _number(name) <= release:
+        if release_number(name) <= release:
             supported |= changes
     return supported
 

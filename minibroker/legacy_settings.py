@@ -18,7 +18,7 @@ from __future__ import annotations
 from functools import cache, partial
 from typing import Mapping
 
-from minibroker.kafka_versions import _number, resolve
+from minibroker.kafka_versions import release_number, resolve
 from minibroker.storage.config import ConfigSpec
 
 FIRST_WITHOUT = "4.0"  # the release that removed them (KIP-724, KIP-896, KIP-500's ZooKeeper removal)
@@ -100,7 +100,7 @@ REMOVED_BROKER_SETTINGS: dict[str, tuple[str, str | None, str]] = {
 
 
 def _accepts_legacy(release: str) -> bool:
-    return _number(release) < _number(FIRST_WITHOUT)
+    return release_number(release) < release_number(FIRST_WITHOUT)
 
 
 @cache
@@ -109,14 +109,14 @@ def ibp_versions(text: str) -> tuple[str, ...]:
     release's name alone ("2.8", "0.10.2"), which means that release's latest version."""
     release = resolve(text)
     ordered = [version for _, versions in IBP_VERSIONS for version in versions]
-    own = [versions for minor, versions in IBP_VERSIONS if _number(minor) <= _number(release)][-1]
+    own = [versions for minor, versions in IBP_VERSIONS if release_number(minor) <= release_number(release)][-1]
     known = ordered[: ordered.index(NEWEST_KNOWN.get(release, own[-1])) + 1]
     return tuple(known) + tuple(sorted({version.split("-")[0] for version in known}))
 
 
 def latest_ibp(text: str) -> str:
     """The release's own inter.broker.protocol.version default (MetadataVersion.latestProduction: its own newest)."""
-    return [versions for minor, versions in IBP_VERSIONS if _number(minor) <= _number(resolve(text))][-1][-1]
+    return [versions for minor, versions in IBP_VERSIONS if release_number(minor) <= release_number(resolve(text))][-1][-1]
 
 
 @cache
@@ -128,7 +128,7 @@ def removed_broker_settings(text: str) -> dict[str, tuple[str, str | None, str]]
     own = latest_ibp(release)
     settings = dict(REMOVED_BROKER_SETTINGS)
     settings["inter.broker.protocol.version"] = ("STRING", own, "metadata-version")
-    if _number(release) < _number("3.0"):
+    if release_number(release) < release_number("3.0"):
         settings["log.message.format.version"] = ("STRING", own, "metadata-version")
     return settings
 

@@ -16,7 +16,7 @@ Reading accepts every version whatever is emulated: a log written by another rel
 
 from __future__ import annotations
 
-from minibroker.kafka_versions import _number, resolve
+from minibroker.kafka_versions import release_number, resolve
 
 VersionCaps = dict[str, int]  # value schema name -> the newest version written
 
@@ -30,9 +30,9 @@ CAP_CHANGES: tuple[tuple[str, VersionCaps], ...] = (
 
 def written_versions(text: str) -> VersionCaps:
     """The caps of the release ``text`` names (see kafka_versions.resolve)."""
-    release = _number(resolve(text))
+    release = release_number(resolve(text))
     caps: VersionCaps = {}
     for name, changes in CAP_CHANGES:
-        if _number(name) <= release:
+        if release_number(name) <= release:
             caps |= changes
     return caps
