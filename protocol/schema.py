@@ -11,6 +11,7 @@ dicts and fill any missing field with its default (``protocol.strict`` checks re
 
 from __future__ import annotations
 
+import os
 import re
 import struct
 from collections.abc import Iterator
@@ -691,6 +692,14 @@ def use_codec_compiler(compile_codec: CompileCodec) -> None:
     _compile_codec = compile_codec
 
 
+STRICT_ENV = "MINIBROKER_STRICT_CODEC"  # protocol.strict's switch
+
+
+def strict_enabled() -> bool:
+    """Whether responses are checked against their schema (``protocol.strict``, which is imported only then)."""
+    return os.environ.get(STRICT_ENV) == "1"
+
+
 def codec(message: Message, version: int) -> StructCodec:
     """The codec of ``message`` at ``version`` (built once, then cached by name and version)."""
     key = (message.name, version)
@@ -699,11 +708,10 @@ def codec(message: Message, version: int) -> StructCodec:
         if not in_range(version, message.valid):
             raise ProtocolError(f"{message.name} has no version {version}")
         found = _struct_codec(message.fields, version, in_range(version, message.flexible))
-        if message.kind == "response":
-            from . import strict  # the check imports this module
+        if message.kind == "response" and strict_enabled():
+            from . import strict  # the check imports this module: loaded only in strict mode
 
-            if strict.enabled():
-                found = StructCodec(found.decode, strict.checked(message, version, found.encode))
+            found = StructCodec(found.decode, strict.checked(message, version, found.encode))
         _CODECS[key] = found
     return found
 

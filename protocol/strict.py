@@ -17,14 +17,12 @@ retries past the dropped connection.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Callable
 
-from .schema import Field, Message, default_value, in_range, snake_case
+from .schema import STRICT_ENV, Field, Message, default_value, in_range, snake_case, strict_enabled
 
-STRICT_ENV = "MINIBROKER_STRICT_CODEC"
 VIOLATIONS: list[str] = []
 _suspensions = [0]  # > 0 inside suspended()
 LOG_MARKER = "strict codec:"
@@ -36,8 +34,7 @@ class StrictCodecError(ValueError):
     """A response that does not match its schema (strict mode only)."""
 
 
-def enabled() -> bool:
-    return os.environ.get(STRICT_ENV) == "1"
+enabled = strict_enabled  # STRICT_ENV (imported above) is the switch, set in the environment
 
 
 @contextmanager
