@@ -46,7 +46,7 @@ DEFAULT_SERVE_MODULES = sorted(
     minibroker.protocol.messages minibroker.protocol.messages.headers minibroker.protocol.primitives
     minibroker.protocol.schema minibroker.replicas minibroker.server minibroker.setting_values minibroker.storage
     minibroker.storage.checkpoint minibroker.storage.clock minibroker.storage.config minibroker.storage.errors
-    minibroker.storage.frozen_config minibroker.storage.leader_epochs minibroker.storage.log_manager
+    minibroker.storage.frozen_config minibroker.storage.log_manager
     minibroker.storage.topic_names minibroker.storage.topic_store minibroker.storage.uuid minibroker.tls
     """.split()
 )
