@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Mapping
 
 from minibroker.storage.checkpoint import StrPath, read_json, write_json_atomically
 
@@ -30,12 +30,27 @@ PLACEMENT_FILE = "cluster-placement.json"
 NO_LEADER = -1
 
 
-class PartitionPlacement(NamedTuple):
-    replicas: tuple[int, ...]
-    leader: int
-    leader_epoch: int = 0
-    adding: tuple[int, ...] = ()  # an in-progress reassignment's new replicas, not yet live
-    removing: tuple[int, ...] = ()  # ... and the replicas it will drop
+class PartitionPlacement:
+    """One partition's replicas and leader; never changed, replaced. (A plain class: a NamedTuple compiles its
+    constructor when its module loads, a cost every start-up pays.)"""
+
+    __slots__ = ("replicas", "leader", "leader_epoch", "adding", "removing")
+
+    def __init__(
+        self, replicas: tuple[int, ...], leader: int, leader_epoch: int = 0, adding: tuple[int, ...] = (),
+        removing: tuple[int, ...] = (),
+    ) -> None:
+        self.replicas = replicas
+        self.leader = leader
+        self.leader_epoch = leader_epoch
+        self.adding = adding  # an in-progress reassignment's new replicas, not yet live
+        self.removing = removing  # ... and the replicas it will drop
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not PartitionPlacement:
+            return NotImplemented
+        return (self.replicas, self.leader, self.leader_epoch, self.adding, self.removing) == (
+            other.replicas, other.leader, other.leader_epoch, other.adding, other.removing)
 
     @property
     def reassigning(self) -> bool:
@@ -191,7 +206,8 @@ class Placements:
             for index, partition in enumerate(placed):
                 floor = floors.get((topic, index), 0)
                 if partition.leader_epoch < floor:
-                    placed[index] = partition._replace(leader_epoch=floor)
+                    placed[index] = PartitionPlacement(
+                        partition.replicas, partition.leader, floor, partition.adding, partition.removing)
                     changed = True
         if changed:
             self._save()
@@ -209,8 +225,9 @@ class Placements:
                 if partition.adding and all(node in live for node in partition.adding):
                     placed[index] = completed(partition, partition.replicas[: len(partition.replicas) - len(partition.removing)], live)
                 elif partition.leader not in live and first_live(partition.replicas, live) != partition.leader:
-                    placed[index] = partition._replace(
-                        leader=first_live(partition.replicas, live), leader_epoch=partition.leader_epoch + 1,
+                    placed[index] = PartitionPlacement(
+                        partition.replicas, first_live(partition.replicas, live), partition.leader_epoch + 1,
+                        partition.adding, partition.removing,
                     )
                 else:
                     continue
@@ -226,7 +243,8 @@ class Placements:
         if placed is None or node not in current.replicas:
             raise ValueError(f"node {node} is not a replica of {topic}-{partition} (replicas {list(current.replicas)})")
         if current.leader != node:
-            placed[partition] = current._replace(leader=node, leader_epoch=current.leader_epoch + 1)
+            placed[partition] = PartitionPlacement(
+                current.replicas, node, current.leader_epoch + 1, current.adding, current.removing)
             self._save()
         return placed[partition]
 
@@ -248,7 +266,7 @@ class Placements:
             if all(node in live for node in adding):
                 new = completed(current, target, live)
             else:
-                new = current._replace(replicas=target + removing, adding=adding, removing=removing)
+                new = PartitionPlacement(target + removing, current.leader, current.leader_epoch, adding, removing)
         if new != current:
             self._materialize(topic, partitions)[partition] = new
             self._save()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Mapping, NamedTuple
+from typing import Mapping
 
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.checkpoint import StrPath, read_json, write_json_atomically
@@ -48,10 +48,16 @@ FILE_NAME = "features.json"
 FORMAT_VERSION = 1
 
 
-class FeatureUpdate(NamedTuple):
-    name: str
-    level: int
-    upgrade_type: int
+class FeatureUpdate:
+    """One update of UpdateFeatures. (A plain class: a NamedTuple compiles its constructor when its module loads, a
+    cost every start-up pays.)"""
+
+    __slots__ = ("name", "level", "upgrade_type")
+
+    def __init__(self, name: str, level: int, upgrade_type: int) -> None:
+        self.name = name
+        self.level = level
+        self.upgrade_type = upgrade_type
 
 
 class FeatureLevels:

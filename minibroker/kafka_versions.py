@@ -191,7 +191,7 @@ def emulated_apis(handlers: Mapping[int, Handler], text: str) -> dict[int, Handl
         low, high = served.get(key, (0, -1))
         low, high = max(low, OLDEST.get(key, handler.min_version)), min(high, handler.max_version)
         if low <= high:
-            capped[key] = handler._replace(min_version=low, max_version=high)
+            capped[key] = Handler(handler.api_key, low, high, handler.module)
     return capped
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from enum import Enum
-from typing import NamedTuple
 
 from minibroker.config import BrokerConfig, ConfigError
 
@@ -33,13 +32,22 @@ class SecurityProtocol(str, Enum):
 CLIENT_AUTH_MODES = ("none", "requested", "required")
 
 
-class ListenerSpec(NamedTuple):
-    """One configured endpoint; port 0 binds a free port."""
+class ListenerSpec:
+    """One configured endpoint; port 0 binds a free port. (A plain class: a NamedTuple compiles its constructor when
+    its module loads, a cost every start-up pays.)"""
 
-    name: str
-    protocol: SecurityProtocol
-    host: str
-    port: int
+    __slots__ = ("name", "protocol", "host", "port")
+
+    def __init__(self, name: str, protocol: SecurityProtocol, host: str, port: int) -> None:
+        self.name = name
+        self.protocol = protocol
+        self.host = host
+        self.port = port
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not ListenerSpec:
+            return NotImplemented
+        return (self.name, self.protocol, self.host, self.port) == (other.name, other.protocol, other.host, other.port)
 
 
 def split_endpoint(text: str, setting: str) -> tuple[str, str, int]:

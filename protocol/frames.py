@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 import threading
 from functools import cache
-from typing import Any, NamedTuple
+from typing import Any
 
 from .messages import REQUEST_HEADER, REQUESTS, RESPONSE_HEADER, RESPONSES
 from .primitives import ProtocolError, Reader, Writer
@@ -226,12 +226,16 @@ def encode_request(api_key: int, api_version: int, correlation_id: int, client_i
     return _SIZE.pack(len(w)) + w.getvalue()
 
 
-class EncodedAnswer(NamedTuple):
+class EncodedAnswer:
     """A response body encoded once, sent as it is to every request that gets the same answer (ApiVersions);
-    ``body`` is what it encodes, for whoever needs to read or change an answer."""
+    ``body`` is what it encodes, for whoever needs to read or change an answer. (A plain class: a NamedTuple compiles
+    its constructor when its module loads, a cost every start-up pays.)"""
 
-    body: dict[str, Any]
-    data: bytes
+    __slots__ = ("body", "data")
+
+    def __init__(self, body: dict[str, Any], data: bytes) -> None:
+        self.body = body
+        self.data = data
 
     @classmethod
     def of(cls, api_key: int, api_version: int, body: dict[str, Any]) -> EncodedAnswer:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, NamedTuple
+from typing import Any
 
 from .errors import CorruptFileError
 from .uuid import uuid_from_str, uuid_to_str
@@ -134,12 +134,21 @@ def read_offset_checkpoint(path: StrPath) -> dict[tuple[str, int], int]:
     return offsets
 
 
-class MetaProperties(NamedTuple):
-    """The identity of a KRaft data directory (meta.properties, version 1)."""
+class MetaProperties:
+    """The identity of a KRaft data directory (meta.properties, version 1). (A plain class: a NamedTuple compiles
+    its constructor when its module loads, a cost every start-up pays.)"""
 
-    cluster_id: str
-    node_id: int
-    directory_id: bytes
+    __slots__ = ("cluster_id", "node_id", "directory_id")
+
+    def __init__(self, cluster_id: str, node_id: int, directory_id: bytes) -> None:
+        self.cluster_id = cluster_id
+        self.node_id = node_id
+        self.directory_id = directory_id
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not MetaProperties:
+            return NotImplemented
+        return (self.cluster_id, self.node_id, self.directory_id) == (other.cluster_id, other.node_id, other.directory_id)
 
 
 def _properties_text(pairs: list[tuple[str, str]], now: float) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from functools import cached_property
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
 from ..protocol.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
 from .errors import InvalidConfigError
@@ -133,14 +133,21 @@ class LogConfig(FrozenConfig):
         return configs
 
 
-class ConfigSpec(NamedTuple):
-    """How one Kafka topic config maps to a LogConfig field: its Kafka type and validator."""
+class ConfigSpec:
+    """How one Kafka topic config maps to a LogConfig field: its Kafka type and validator. (A plain class: a
+    NamedTuple compiles its constructor when its module loads, a cost every start-up pays.)"""
 
-    name: str
-    field: str
-    type: str  # INT, LONG, DOUBLE, BOOLEAN, STRING or LIST, as in Kafka's ConfigDef
-    validator: Callable[[Any], str | None] | None = None
-    internal: bool = False
+    __slots__ = ("name", "field", "type", "validator", "internal")
+
+    def __init__(
+        self, name: str, field: str, type: str, validator: Callable[[Any], str | None] | None = None,
+        internal: bool = False,
+    ) -> None:
+        self.name = name
+        self.field = field
+        self.type = type  # INT, LONG, DOUBLE, BOOLEAN, STRING or LIST, as in Kafka's ConfigDef
+        self.validator = validator
+        self.internal = internal
 
     def parse(self, raw: str) -> Any:
         value = PARSERS[self.type](raw.strip())

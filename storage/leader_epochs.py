@@ -26,6 +26,9 @@ UNDEFINED_EPOCH_OFFSET = -1
 
 
 class EpochEntry(NamedTuple):
+    """A tuple: entries are unpacked and compared with (epoch, start offset) pairs. Made with the first partition,
+    so this module is not loaded before a broker listens (a NamedTuple class costs start-up)."""
+
     epoch: int
     start_offset: int
 

@@ -11,7 +11,7 @@ import fcntl
 import logging
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from .clock import Clock, wall_clock_ms
 from .checkpoint import (
@@ -39,7 +39,6 @@ from .errors import (
     TopicExistsError,
     UnknownTopicError,
 )
-from .leader_epochs import INITIAL_LEADER_EPOCH
 from .topic_names import collides, validate_topic_name
 from .topic_store import TOPIC_STORE_FILE, StoredTopic, TopicStoreFile, read_topic_store
 from .uuid import random_uuid, uuid_to_str
@@ -107,6 +106,8 @@ def open_new_partitions(data_dir: str, info: TopicInfo, indexes: range, clock: C
     """Make and open the directories of new partitions: all of them, or (on an OSError such as too many open files
     or a full disk, or any other failure) none, the directories made so far removed again. Touches nothing but
     those new directories."""
+    from .leader_epochs import INITIAL_LEADER_EPOCH  # loaded with the first partition, as EpochEntry is needed then
+
     opened: list[PartitionLog] = []
     created: list[str] = []
     try:
@@ -129,15 +130,19 @@ def open_new_partitions(data_dir: str, info: TopicInfo, indexes: range, clock: C
     return opened
 
 
-class NewTopic(NamedTuple):
+class NewTopic:
     """A topic whose name is reserved and metadata persisted, its partition directories still to be made. ``build``
     touches only those new directories, so the broker runs it in an executor thread: creating thousands of
-    partitions (and their fsyncs) does not stall the event loop."""
+    partitions (and their fsyncs) does not stall the event loop. (A plain class: a NamedTuple compiles its
+    constructor when its module loads, a cost every start-up pays.)"""
 
-    info: TopicInfo
-    num_partitions: int
-    data_dir: str
-    clock: Clock
+    __slots__ = ("info", "num_partitions", "data_dir", "clock")
+
+    def __init__(self, info: TopicInfo, num_partitions: int, data_dir: str, clock: Clock) -> None:
+        self.info = info
+        self.num_partitions = num_partitions
+        self.data_dir = data_dir
+        self.clock = clock
 
     def build(self) -> list[PartitionLog]:
         return open_new_partitions(self.data_dir, self.info, range(self.num_partitions), self.clock)
@@ -374,7 +379,7 @@ class LogManager:
                 f"The topic {name} currently has {current} partition(s); {new_total} would not be an increase."
             )
         stored = self._stored[name]
-        self._stored[name] = stored._replace(partitions=new_total)
+        self._stored[name] = StoredTopic(stored.topic_id, new_total, stored.overrides)
         self._save_store()
         try:
             info.partitions += open_new_partitions(self.data_dir, info, range(current, new_total), self._clock)
@@ -411,7 +416,8 @@ class LogManager:
         config = self.default_config.with_overrides(overrides)
         info.overrides = dict(overrides)
         info.config = config
-        self._stored[name] = self._stored[name]._replace(overrides=dict(overrides))
+        stored = self._stored[name]
+        self._stored[name] = StoredTopic(stored.topic_id, stored.partitions, dict(overrides))
         self._save_store()
         for partition_log in info.partitions:
             partition_log.update_config(config)

@@ -6,8 +6,6 @@ crash in the middle of creating a topic can be completed on the next open.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from .checkpoint import StrPath, read_json, write_atomically
 from .errors import CorruptFileError
 from .uuid import uuid_from_str, uuid_to_str
@@ -16,12 +14,21 @@ TOPIC_STORE_FILE = "topic-configs.json"
 TOPIC_STORE_VERSION = 1
 
 
-class StoredTopic(NamedTuple):
-    """One topic's entry; replaced, never changed, so ``TopicStoreFile`` can keep each entry's encoded line."""
+class StoredTopic:
+    """One topic's entry; replaced, never changed, so ``TopicStoreFile`` can keep each entry's encoded line. (A plain
+    class: a NamedTuple compiles its constructor when its module loads, a cost every start-up pays.)"""
 
-    topic_id: bytes
-    partitions: int
-    overrides: dict[str, str]
+    __slots__ = ("topic_id", "partitions", "overrides")
+
+    def __init__(self, topic_id: bytes, partitions: int, overrides: dict[str, str]) -> None:
+        self.topic_id = topic_id
+        self.partitions = partitions
+        self.overrides = overrides
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not StoredTopic:
+            return NotImplemented
+        return (self.topic_id, self.partitions, self.overrides) == (other.topic_id, other.partitions, other.overrides)
 
 
 def read_topic_store(path: StrPath) -> dict[str, StoredTopic]:

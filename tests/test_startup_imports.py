@@ -1,6 +1,7 @@
 """What a broker loads before it listens: the handler table declared without its modules, and the exact set of
 minibroker modules a default ``serve`` has imported when it logs that it is ready (issue 28: start-up near the
-interpreter's floor). A new import on that path fails here until the list below says it belongs there."""
+interpreter's floor), and the NamedTuple classes it has made by then (none). A new import on that path fails here until
+the list below says it belongs there."""
 
 from __future__ import annotations
 
@@ -13,20 +14,31 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from minibroker.handlers import HANDLERS, TABLE
 from minibroker.handlers.registry import REGISTERED
 
 # Runs ``serve`` as the command does, and at the "minibroker ready" line (the listener is up) prints the minibroker
-# modules loaded so far and exits.
+# modules loaded so far and minibroker's named tuple classes made by then (typing.NamedTuple makes them through
+# collections.namedtuple, which compiles each one's constructor: about 0.1 ms of start-up a class), and exits.
 READY_PROBE = """
-import json, logging, os, sys
+import collections, json, logging, os, sys
+made = []
+make = collections.namedtuple
+def recorded(*args, **kwargs):
+    cls = make(*args, **kwargs)
+    made.append(cls.__module__ + "." + cls.__qualname__)
+    return cls
+collections.namedtuple = recorded
 from minibroker.cli import main
 
 class AtReady(logging.Handler):
     def emit(self, record):
         if record.getMessage().startswith("minibroker ready"):
             names = sorted(n for n in sys.modules if n == "minibroker" or n.startswith("minibroker."))
-            sys.stdout.write(json.dumps(names))
+            ours = [name for name in made if name.startswith("minibroker.")]
+            sys.stdout.write(json.dumps({"modules": names, "namedtuples": ours}))
             sys.stdout.flush()
             os._exit(0)
 
@@ -46,7 +58,7 @@ DEFAULT_SERVE_MODULES = sorted(
     minibroker.protocol.messages minibroker.protocol.messages.headers minibroker.protocol.primitives
     minibroker.protocol.schema minibroker.replicas minibroker.server minibroker.setting_values minibroker.storage
     minibroker.storage.checkpoint minibroker.storage.clock minibroker.storage.config minibroker.storage.errors
-    minibroker.storage.frozen_config minibroker.storage.leader_epochs minibroker.storage.log_manager
+    minibroker.storage.frozen_config minibroker.storage.log_manager
     minibroker.storage.topic_names minibroker.storage.topic_store minibroker.storage.uuid minibroker.tls
     """.split()
 )
@@ -64,17 +76,29 @@ def test_a_handler_is_found_through_its_module() -> None:
     assert handler.fn.__name__ == "api_versions"
 
 
-def test_default_serve_imports_only_what_it_needs_before_listening() -> None:
+@pytest.fixture(scope="module")
+def at_ready() -> dict[str, list[str]]:
+    """What the probe saw when a default ``serve`` was ready: {"modules": [...], "namedtuples": [...]}."""
     with tempfile.TemporaryDirectory() as data_dir:
         result = subprocess.run(
             [sys.executable, "-c", READY_PROBE, data_dir], capture_output=True, text=True, timeout=60,
             cwd=Path(__file__).resolve().parents[1],
         )
     assert result.returncode == 0, result.stderr
-    loaded = json.loads(result.stdout)
+    return json.loads(result.stdout)
+
+
+def test_default_serve_imports_only_what_it_needs_before_listening(at_ready: dict[str, list[str]]) -> None:
+    loaded = at_ready["modules"]
     assert loaded == DEFAULT_SERVE_MODULES, (
         f"added: {sorted(set(loaded) - set(DEFAULT_SERVE_MODULES))}, gone: {sorted(set(DEFAULT_SERVE_MODULES) - set(loaded))}"
     )
+
+
+def test_default_serve_makes_no_named_tuple_class_before_listening(at_ready: dict[str, list[str]]) -> None:
+    """A type the start path needs is a plain class with ``__slots__``; one that must stay a tuple lives in a module
+    loaded when it is first made (``storage.leader_epochs`` with the first partition)."""
+    assert at_ready["namedtuples"] == []
 
 
 # Standard modules a start-up does without, with what each cost it (callgrind, serve until ready): pathlib with the

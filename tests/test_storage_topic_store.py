@@ -16,8 +16,9 @@ def test_every_write_reads_back_as_written(tmp_path: Path) -> None:
     store.write(topics)
     assert read_topic_store(store.path) == topics
 
-    topics["topic-1"] = topics["topic-1"]._replace(partitions=9)  # CreatePartitions
-    topics["topic-2"] = topics["topic-2"]._replace(overrides={"cleanup.policy": "compact"})  # AlterConfigs
+    grown, altered = topics["topic-1"], topics["topic-2"]
+    topics["topic-1"] = StoredTopic(grown.topic_id, 9, grown.overrides)  # CreatePartitions
+    topics["topic-2"] = StoredTopic(altered.topic_id, altered.partitions, {"cleanup.policy": "compact"})  # AlterConfigs
     del topics["topic-3"]
     store.write(topics)
     assert read_topic_store(store.path) == topics

@@ -8,7 +8,7 @@ ApiVersions answers from the table, and a test checks it against what each modul
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, NamedTuple
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 if TYPE_CHECKING:
     from minibroker.context import RequestContext
@@ -23,11 +23,17 @@ REGISTERED_OLDEST: dict[int, int] = {}
 """What each imported module registered as ``oldest``: API key -> the oldest version served under emulation."""
 
 
-class Handler(NamedTuple):
-    api_key: int
-    min_version: int
-    max_version: int
-    module: str
+class Handler:
+    """One API's entry: its version range and the module that serves it. (A plain class: a NamedTuple compiles its
+    constructor when its module loads, a cost every start-up pays.)"""
+
+    __slots__ = ("api_key", "min_version", "max_version", "module")
+
+    def __init__(self, api_key: int, min_version: int, max_version: int, module: str) -> None:
+        self.api_key = api_key
+        self.min_version = min_version
+        self.max_version = max_version
+        self.module = module
 
     @property
     def fn(self) -> HandlerFn:
