@@ -6,7 +6,10 @@ import pytest
 
 from minibroker.registry.avro import parse_avro
 from minibroker.registry.parsed import InvalidSchemaError
-from minibroker.registry.compatibility import LEVELS, check
+from minibroker.registry.levels import LEVELS
+from tests.registryutil import checker
+
+check = checker("AVRO")
 
 
 def record(*fields, name="User", **extra):

@@ -2,10 +2,9 @@
 differences between an original and an updated schema, each a `Difference` type at a JSON path, and the
 update is compatible when every difference is in `COMPATIBLE_CHANGES` (Confluent's default, strict policy).
 
-BACKWARD compares the old schema (original) with the new (update), FORWARD the reverse, FULL both; transitive
-levels walk every previous schema, newest first, and stop at the first that fails (`SchemaValidatorBuilder`).
-Messages are Confluent's `Difference.toString()`, ``{errorType:"...", description:"...'}`` (its closing quote
-included), followed by ``{oldSchemaVersion: n}`` and ``{oldSchema: '...'}``.
+A reader schema reads a writer's when the differences from the writer (original) to the reader (update) are
+compatible; the levels apply that as for every type (`levels`, `formats.SchemaFormat.check`). Messages are Confluent's
+`Difference.toString()`, ``{errorType:"...", description:"...'}`` (its closing quote included).
 """
 
 from __future__ import annotations
@@ -18,9 +17,6 @@ from typing import Any
 from minibroker.registry.java_order import key_union_order, map_order
 from minibroker.registry.json_model import Node
 from minibroker.registry.json_schema import JsonSchema, compact
-
-LEVELS = ("NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE")
-_MAX_OLD_SCHEMA = 10 * 1024
 
 COMPATIBLE_CHANGES = frozenset("""
     ID_CHANGED DESCRIPTION_CHANGED TITLE_CHANGED DEFAULT_CHANGED SCHEMA_REMOVED TYPE_EXTENDED
@@ -94,40 +90,11 @@ def describe(difference: Difference, reader: str, writer: str) -> str:
     return f'{{errorType:"{kind}", description:"{text.format(reader, writer, path=path)}\'}}'
 
 
-def check(level: str, new: JsonSchema, previous: list[JsonSchema]) -> list[str]:
-    """Confluent's messages for why `new` may not follow `previous` (oldest first) at `level`; empty if it may."""
-    if level not in LEVELS:
-        raise ValueError(f"Invalid compatibility level {level}")
-    if level == "NONE" or not previous:
-        return []
-    against = list(reversed(previous)) if level.endswith("_TRANSITIVE") else [previous[-1]]
-    mode = level.removesuffix("_TRANSITIVE")
-    for old in against:
-        if mode == "BACKWARD":
-            messages = _with_old(old, _read(old, new, "new", "old"))
-        elif mode == "FORWARD":
-            messages = _with_old(old, _read(new, old, "old", "new"))
-        else:
-            messages = _read(new, old, "old", "new") + _with_old(old, _read(old, new, "new", "old"))
-        if messages:
-            return messages
-    return []
-
-
-def _read(original: JsonSchema, update: JsonSchema, reader: str, writer: str) -> list[str]:
-    """`update.isBackwardCompatible(original)`, worded for the direction."""
-    return [describe(d, reader, writer) for d in compare(original.root, update.root) if d[0] not in COMPATIBLE_CHANGES]
-
-
-def _with_old(old: JsonSchema, messages: list[str]) -> list[str]:
-    if not messages:
-        return messages
-    if old.version is not None:
-        messages.append(f"{{oldSchemaVersion: {old.version}}}")
-    text = old.canonical
-    if len(text) <= _MAX_OLD_SCHEMA:
-        return messages + [f"{{oldSchema: '{text}'}}"]
-    return messages + [f"{{oldSchema: <truncated> '{text[:_MAX_OLD_SCHEMA]}...'}}"]
+def reads(reader: JsonSchema, writer: JsonSchema, reader_word: str, writer_word: str) -> list[str]:
+    """`reader.isBackwardCompatible(writer)`: the differences from the writer (original) to the reader (update)
+    that are not compatible."""
+    return [describe(d, reader_word, writer_word) for d in compare(writer.root, reader.root)
+            if d[0] not in COMPATIBLE_CHANGES]
 
 
 def compare(original: Node | None, update: Node | None) -> list[Difference]:
