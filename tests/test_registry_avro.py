@@ -287,6 +287,12 @@ def test_canonical_numbers_and_strings_as_jackson_writes_them():
     assert '"default":"é\\u0001"' in schema.canonical
 
 
+def test_canonical_keeps_a_backslash_u_written_in_a_string():
+    """Only Jackson's own escapes get uppercase hex: a backslash and "u00e9" in the text stay as they are."""
+    schema = parse_avro(record(f("s", "string", default="\\u00e9\u001f")))
+    assert '"default":"\\\\u00e9\\u001F"' in schema.canonical
+
+
 def test_normalized_sorts_properties_and_aliases_and_qualifies_names():
     a = parse_avro('{"type":"record","name":"R","namespace":"n","aliases":["Y","X"],"b":1,"a":2,'
                    '"fields":[{"name":"f","type":"int","aliases":["q","p"]}]}')

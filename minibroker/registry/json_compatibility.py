@@ -14,9 +14,10 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+from minibroker.registry import jackson
 from minibroker.registry.java_order import key_union_order, map_order
 from minibroker.registry.json_model import Node
-from minibroker.registry.json_schema import JsonSchema, compact
+from minibroker.registry.json_schema import JsonSchema
 
 COMPATIBLE_CHANGES = frozenset("""
     ID_CHANGED DESCRIPTION_CHANGED TITLE_CHANGED DEFAULT_CHANGED SCHEMA_REMOVED TYPE_EXTENDED
@@ -245,7 +246,7 @@ def _branch_matches(
 
 
 def _same(a: Any, b: Any) -> bool:
-    return compact(a) == compact(b)
+    return jackson.write(a) == jackson.write(b)
 
 
 def _limit(ctx: _Context, name: str, old: Any, new: Any, prefix: str, lower: Any = None) -> None:
@@ -304,7 +305,7 @@ def _decimal(value: Any) -> Decimal | None:
 
 
 def _enum(ctx: _Context, original: Node, update: Node) -> None:
-    old, new = {compact(v) for v in original.values}, {compact(v) for v in update.values}
+    old, new = {jackson.write(v) for v in original.values}, {jackson.write(v) for v in update.values}
     if old != new:
         ctx.add("ENUM_ARRAY_EXTENDED" if new >= old else "ENUM_ARRAY_NARROWED" if old >= new else "ENUM_ARRAY_CHANGED",
                 "enum")
@@ -355,7 +356,7 @@ def _distinct(nodes: list[Node]) -> list[Node]:
     """The subschemas with equal ones collapsed (Confluent puts them in a set)."""
     seen: dict[str, Node] = {}
     for node in nodes:
-        seen.setdefault(compact(node.raw) if node.raw is not None else f"#{id(node)}", node)
+        seen.setdefault(jackson.write(node.raw) if node.raw is not None else f"#{id(node)}", node)
     return list(seen.values())
 
 
