@@ -378,12 +378,27 @@ def _maximum_matching(left: int, right: int, edges: dict[tuple[int, int], Any]) 
     return sorted((i, j) for j, i in match_right.items())
 
 
+def _additional(ctx: _Context, keyword: str, original: Node, update: Node, prefix: str) -> None:
+    """additionalProperties / additionalItems: opened or closed, a schema added or dropped, or both schemas."""
+    with ctx.enter(keyword):
+        if original.additional != update.additional:
+            ctx.add(f"{prefix}_ADDED" if update.additional else f"{prefix}_REMOVED")
+        elif original.additional_schema is None and update.additional_schema is not None:
+            ctx.add(f"{prefix}_NARROWED")
+        elif update.additional_schema is None and original.additional_schema is not None:
+            ctx.add(f"{prefix}_EXTENDED")
+        else:
+            _compare(ctx, original.additional_schema, update.additional_schema)
+
+
 def _open(node: Node) -> bool:
+    """Whether any property or item beyond those named may stand, unconstrained."""
     return (node.additional and node.additional_schema is None and not node.pattern_properties
             and (node.unevaluated is None or _empty(node.unevaluated)))
 
 
-def _partially_open(node: Node, name: str) -> Node | None:
+def _partially_open(node: Node, name: str | None = None) -> Node | None:
+    """The schema a property called `name` (or an item past the tuple, without a name) must match, if any."""
     for pattern, schema in node.pattern_properties:
         if re.search(pattern, name):
             return schema
@@ -427,15 +442,7 @@ def _object(ctx: _Context, original: Node, update: Node) -> None:
                     ctx.add("DEPENDENCY_SCHEMA_ADDED")
                 else:
                     _compare(ctx, old_schema, new_schema)
-    with ctx.enter("additionalProperties"):
-        if original.additional != update.additional:
-            ctx.add("ADDITIONAL_PROPERTIES_ADDED" if update.additional else "ADDITIONAL_PROPERTIES_REMOVED")
-        elif original.additional_schema is None and update.additional_schema is not None:
-            ctx.add("ADDITIONAL_PROPERTIES_NARROWED")
-        elif update.additional_schema is None and original.additional_schema is not None:
-            ctx.add("ADDITIONAL_PROPERTIES_EXTENDED")
-        else:
-            _compare(ctx, original.additional_schema, update.additional_schema)
+    _additional(ctx, "additionalProperties", original, update, "ADDITIONAL_PROPERTIES")
     _unevaluated(ctx, "unevaluatedProperties", original.unevaluated, update.unevaluated, "UNEVALUATED_PROPERTIES")
     _limit(ctx, "maxProperties", original.max_properties, update.max_properties, "MAX_PROPERTIES")
     _limit(ctx, "minProperties", original.min_properties, update.min_properties, "MIN_PROPERTIES")
@@ -508,19 +515,6 @@ def _unevaluated(ctx: _Context, keyword: str, old: Node | None, new: Node | None
             _compare(ctx, old, new)
 
 
-def _array_open(node: Node) -> bool:
-    return (node.additional_items and node.additional_items_schema is None
-            and (node.unevaluated is None or _empty(node.unevaluated)))
-
-
-def _array_partial(node: Node) -> Node | None:
-    if node.additional_items_schema is not None:
-        return node.additional_items_schema
-    if node.additional_items and node.unevaluated is not None and node.unevaluated.kind not in ("false", "empty", "true"):
-        return node.unevaluated
-    return None
-
-
 def _array(ctx: _Context, original: Node, update: Node) -> None:
     with ctx.enter("items"):
         _compare(ctx, original.items, update.items)
@@ -530,8 +524,8 @@ def _array(ctx: _Context, original: Node, update: Node) -> None:
             if index < len(olds) and index < len(news):
                 _compare(ctx, olds[index], news[index])
             elif index < len(olds):
-                partial = _array_partial(update)
-                if _array_open(update):
+                partial = _partially_open(update)
+                if _open(update):
                     ctx.add("ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL")
                 elif partial is not None:
                     _covered(ctx, olds[index], partial, "ITEM_REMOVED")
@@ -539,23 +533,15 @@ def _array(ctx: _Context, original: Node, update: Node) -> None:
                     ctx.add("ITEM_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL" if olds[index].kind == "false"
                             else "ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL")
             else:
-                partial = _array_partial(original)
-                if _array_open(original):
+                partial = _partially_open(original)
+                if _open(original):
                     ctx.add("ITEM_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL" if _empty(news[index])
                             else "ITEM_ADDED_TO_OPEN_CONTENT_MODEL")
                 elif partial is not None:
                     _covered(ctx, partial, news[index], "ITEM_ADDED")
                 else:
                     ctx.add("ITEM_ADDED_TO_CLOSED_CONTENT_MODEL")
-    with ctx.enter("additionalItems"):
-        if original.additional_items != update.additional_items:
-            ctx.add("ADDITIONAL_ITEMS_REMOVED" if original.additional_items else "ADDITIONAL_ITEMS_ADDED")
-        elif original.additional_items_schema is None and update.additional_items_schema is not None:
-            ctx.add("ADDITIONAL_ITEMS_NARROWED")
-        elif update.additional_items_schema is None and original.additional_items_schema is not None:
-            ctx.add("ADDITIONAL_ITEMS_EXTENDED")
-        else:
-            _compare(ctx, original.additional_items_schema, update.additional_items_schema)
+    _additional(ctx, "additionalItems", original, update, "ADDITIONAL_ITEMS")
     _unevaluated(ctx, "unevaluatedItems", original.unevaluated, update.unevaluated, "UNEVALUATED_ITEMS")
     _limit(ctx, "maxItems", original.max_items, update.max_items, "MAX_ITEMS")
     _limit(ctx, "minItems", original.min_items, update.min_items, "MIN_ITEMS")
