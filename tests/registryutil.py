@@ -1,14 +1,78 @@
-"""Raw HTTP calls to the schema registry for the tests (urllib: no client library between the test and the wire)."""
+"""The schema registry tests' helpers: raw HTTP calls (urllib: no client library between the test and the wire),
+sample schemas of every type, the broker and confluent-kafka client fixtures the client tests share, and the
+registry's level mechanism applied to one schema type for the unit tests."""
 
 from __future__ import annotations
 
 import json
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from minibroker.registry.formats import FORMATS
+from minibroker.registry.levels import incompatibilities
+from minibroker.registry.parsed import ParsedSchema
+from minibroker.testing import Broker
+
+if TYPE_CHECKING:
+    from confluent_kafka.schema_registry import SchemaRegistryClient
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+
+
+@pytest.fixture(scope="module")
+def broker() -> Iterator[Broker]:
+    """One broker with the registry for a test module (import this fixture into the module to use it)."""
+    with Broker(schema_registry=True) as running:
+        yield running
+
+
+@pytest.fixture
+def registry(broker: Broker) -> SchemaRegistryClient:
+    """confluent-kafka's client on the module's broker, emptied for each test."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+
+    broker.reset()
+    return SchemaRegistryClient({"url": broker.schema_registry_url})
+
+
+def round_trip(broker: Broker, topic: str, serializer: Callable[[Any, SerializationContext], bytes],
+               deserializer: Callable[[bytes, SerializationContext], Any], values: list[Any]) -> list[Any]:
+    """Produces the values serialized, then consumes and deserializes as many."""
+    context = SerializationContext(topic, MessageField.VALUE)
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    for value in values:
+        producer.produce(topic, value=serializer(value, context))
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": f"{topic}-readers",
+                         "auto.offset.reset": "earliest"})
+    received = []
+    try:
+        consumer.subscribe([topic])
+        while len(received) < len(values):
+            message = consumer.poll(30)
+            assert message is not None and message.error() is None
+            received.append(deserializer(message.value(), context))
+    finally:
+        consumer.close()
+    return received
+
+
+def checker(schema_type: str) -> Callable[[str, ParsedSchema, Sequence[ParsedSchema]], list[str]]:
+    """``check(level, new, previous)``: the messages for why `new` may not follow `previous` (oldest first) at
+    `level`, through the one level mechanism the registry uses."""
+    schema_format = FORMATS[schema_type]
+
+    def check(level: str, new: ParsedSchema, previous: Sequence[ParsedSchema]) -> list[str]:
+        return incompatibilities(level, previous, lambda mode, old: schema_format.check(mode, new, old))
+
+    return check
 
 
 def call(url: str, method: str, path: str, body: Any = None, raw: bytes | None = None) -> tuple[int, Any]:

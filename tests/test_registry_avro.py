@@ -6,7 +6,10 @@ import pytest
 
 from minibroker.registry.avro import parse_avro
 from minibroker.registry.parsed import InvalidSchemaError
-from minibroker.registry.compatibility import LEVELS, check
+from minibroker.registry.levels import LEVELS
+from tests.registryutil import checker
+
+check = checker("AVRO")
 
 
 def record(*fields, name="User", **extra):
@@ -282,6 +285,12 @@ def test_canonical_numbers_and_strings_as_jackson_writes_them():
     assert '"default":1.0E10' in schema.canonical
     assert '"default":1.0E-4' in schema.canonical
     assert '"default":"é\\u0001"' in schema.canonical
+
+
+def test_canonical_keeps_a_backslash_u_written_in_a_string():
+    """Only Jackson's own escapes get uppercase hex: a backslash and "u00e9" in the text stay as they are."""
+    schema = parse_avro(record(f("s", "string", default="\\u00e9\u001f")))
+    assert '"default":"\\\\u00e9\\u001F"' in schema.canonical
 
 
 def test_normalized_sorts_properties_and_aliases_and_qualifies_names():

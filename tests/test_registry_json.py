@@ -9,9 +9,13 @@ import pytest
 pytest.importorskip("jsonschema", reason="JSON schemas are validated with jsonschema (pip install 'minibroker[registry]')")
 
 from minibroker.registry.java_order import key_union_order, string_hash  # noqa: E402
-from minibroker.registry.json_compatibility import COMPATIBLE_CHANGES, LEVELS, check, compare  # noqa: E402
+from minibroker.registry.json_compatibility import COMPATIBLE_CHANGES, compare  # noqa: E402
 from minibroker.registry.json_schema import _meta_validator, parse_json  # noqa: E402
+from minibroker.registry.levels import LEVELS  # noqa: E402
 from minibroker.registry.parsed import InvalidSchemaError  # noqa: E402
+from tests.registryutil import checker  # noqa: E402
+
+check = checker("JSON")
 
 
 def obj(properties=None, required=(), **extra):

@@ -13,7 +13,10 @@ from google.protobuf import descriptor_pb2  # noqa: E402
 
 from minibroker.registry.parsed import InvalidSchemaError  # noqa: E402
 from minibroker.registry.protobuf import ProtobufSchema, parse_protobuf  # noqa: E402
-from minibroker.registry.protobuf_compatibility import check, differences  # noqa: E402
+from minibroker.registry.protobuf_compatibility import differences  # noqa: E402
+from tests.registryutil import checker  # noqa: E402
+
+check = checker("PROTOBUF")
 
 
 def proto(body: str, package: str = "test", syntax: str = "proto3", references: dict | None = None) -> ProtobufSchema:

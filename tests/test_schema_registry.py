@@ -8,30 +8,23 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
 from minibroker.testing import Broker
-from tests.registryutil import CONTENT_TYPE, SAMPLES, Samples, call, record_schema
+from tests.registryutil import CONTENT_TYPE, SAMPLES, Samples, broker, call, record_schema  # noqa: F401 (fixture)
 
 V1 = record_schema("User", {"name": "name", "type": "string"})
 V2 = record_schema("User", {"name": "name", "type": "string"}, {"name": "age", "type": "int", "default": 0})
 NO_DEFAULT = record_schema("User", {"name": "name", "type": "string"}, {"name": "email", "type": "string"})
 
 
-@pytest.fixture(scope="module")
-def module_broker() -> Iterator[Broker]:
-    with Broker(schema_registry=True) as broker:
-        yield broker
-
-
 @pytest.fixture
-def url(module_broker: Broker) -> str:
-    module_broker.reset()
-    return module_broker.schema_registry_url
+def url(broker: Broker) -> str:
+    broker.reset()
+    return broker.schema_registry_url
 
 
 def test_register_fetch_and_global_ids(url: str) -> None:
@@ -361,9 +354,9 @@ def test_references_and_referencedby(url: str) -> None:
     assert call(url, "DELETE", "/subjects/address/versions/1")[1]["error_code"] == 42206
 
 
-def test_reset_clears_the_registry(module_broker: Broker, url: str) -> None:
+def test_reset_clears_the_registry(broker: Broker, url: str) -> None:
     call(url, "POST", "/subjects/s/versions", {"schema": V1})
-    module_broker.reset()
+    broker.reset()
     assert call(url, "GET", "/subjects?deleted=true") == (200, [])
     assert call(url, "GET", "/schemas/ids/1")[1]["error_code"] == 40403
     assert call(url, "POST", "/subjects/s/versions", {"schema": V1}) == (200, {"id": 1})
@@ -540,12 +533,12 @@ def test_a_broker_process_keeps_its_schemas_across_a_crash(tmp_path: Path, sampl
         process.stop()
 
 
-def test_a_snapshot_restore_brings_the_registry_back(module_broker: Broker, url: str) -> None:
+def test_a_snapshot_restore_brings_the_registry_back(broker: Broker, url: str) -> None:
     call(url, "POST", "/subjects/s/versions", {"schema": V1})
-    module_broker.snapshot("one-subject")
+    broker.snapshot("one-subject")
     call(url, "POST", "/subjects/s/versions", {"schema": V2})
     call(url, "POST", "/subjects/t/versions", {"schema": V1})
-    module_broker.restore("one-subject")
+    broker.restore("one-subject")
     assert call(url, "GET", "/subjects") == (200, ["s"])
     assert call(url, "GET", "/subjects/s/versions") == (200, [1])
 

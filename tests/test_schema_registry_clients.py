@@ -5,12 +5,12 @@ incompatible one gets the client's 409 error; a schema referencing another subje
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from minibroker.testing import Broker
+from tests.registryutil import broker, registry, round_trip  # noqa: F401 (fixtures)
 
 pytest.importorskip("fastavro", reason="AvroSerializer needs fastavro (pip install 'confluent-kafka[avro]')")
 from confluent_kafka import Consumer, Producer  # noqa: E402
@@ -25,39 +25,11 @@ USER_V2 = {**USER_V1, "fields": USER_V1["fields"] + [{"name": "email", "type": [
 USER_BAD = {**USER_V1, "fields": USER_V1["fields"] + [{"name": "age", "type": "int"}]}
 
 
-@pytest.fixture(scope="module")
-def broker() -> Iterator[Broker]:
-    with Broker(schema_registry=True) as running:
-        yield running
-
-
-@pytest.fixture
-def registry(broker: Broker) -> SchemaRegistryClient:
-    broker.reset()
-    return SchemaRegistryClient({"url": broker.schema_registry_url})
-
-
 def test_avro_records_round_trip_with_auto_registration(broker: Broker, registry: SchemaRegistryClient) -> None:
     topic = "users"
-    serializer = AvroSerializer(registry, json.dumps(USER_V1))
-    deserializer = AvroDeserializer(registry)
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
     users = [{"name": f"user-{i}", "favorite": i} for i in range(5)]
-    for user in users:
-        producer.produce(topic, value=serializer(user, SerializationContext(topic, MessageField.VALUE)))
-    assert producer.flush(30) == 0
+    received = round_trip(broker, topic, AvroSerializer(registry, json.dumps(USER_V1)), AvroDeserializer(registry), users)
     assert registry.get_subjects() == [f"{topic}-value"]
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "readers",
-                         "auto.offset.reset": "earliest"})
-    try:
-        consumer.subscribe([topic])
-        received = []
-        while len(received) < len(users):
-            message = consumer.poll(30)
-            assert message is not None and message.error() is None
-            received.append(deserializer(message.value(), SerializationContext(topic, MessageField.VALUE)))
-    finally:
-        consumer.close()
     assert received == users
     registered = registry.get_latest_version(f"{topic}-value")
     assert registered.version == 1 and json.loads(registered.schema.schema_str) == USER_V1

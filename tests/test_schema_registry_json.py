@@ -6,15 +6,13 @@ REST answers Confluent gives for JSON (verbose messages, invalid schemas, normal
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 
 from minibroker.testing import Broker
-from tests.registryutil import call
+from tests.registryutil import broker, call, registry, round_trip  # noqa: F401 (fixtures)
 
 pytest.importorskip("jsonschema", reason="JSONSerializer needs jsonschema (pip install 'confluent-kafka[json]')")
-from confluent_kafka import Consumer, Producer  # noqa: E402
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient  # noqa: E402
 from confluent_kafka.schema_registry.error import SchemaRegistryError  # noqa: E402
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer  # noqa: E402
@@ -29,39 +27,6 @@ USER_BAD = {**USER_V2, "properties": {**USER_V2["properties"], "age": {"type": "
 ADDRESS = {"$schema": DRAFT7, "type": "object", "properties": {"street": {"type": "string"}}, "required": ["street"]}
 CUSTOMER = {"$schema": DRAFT7, "type": "object",
             "properties": {"name": {"type": "string"}, "address": {"$ref": "address.json"}}}
-
-
-@pytest.fixture(scope="module")
-def broker() -> Iterator[Broker]:
-    with Broker(schema_registry=True) as running:
-        yield running
-
-
-@pytest.fixture
-def registry(broker: Broker) -> SchemaRegistryClient:
-    broker.reset()
-    return SchemaRegistryClient({"url": broker.schema_registry_url})
-
-
-def round_trip(broker: Broker, topic: str, serializer: JSONSerializer, deserializer: JSONDeserializer,
-               values: list[dict]) -> list[dict]:
-    """Produces the values serialized, then consumes and deserializes as many."""
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
-    for value in values:
-        producer.produce(topic, value=serializer(value, SerializationContext(topic, MessageField.VALUE)))
-    assert producer.flush(30) == 0
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": f"{topic}-readers",
-                         "auto.offset.reset": "earliest"})
-    received = []
-    try:
-        consumer.subscribe([topic])
-        while len(received) < len(values):
-            message = consumer.poll(30)
-            assert message is not None and message.error() is None
-            received.append(deserializer(message.value(), SerializationContext(topic, MessageField.VALUE)))
-    finally:
-        consumer.close()
-    return received
 
 
 def test_json_records_round_trip_with_auto_registration(broker: Broker, registry: SchemaRegistryClient) -> None:

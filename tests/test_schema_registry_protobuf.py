@@ -6,16 +6,14 @@ FileDescriptorProtos (no protoc output committed)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from minibroker.testing import Broker
-from tests.registryutil import call
+from tests.registryutil import broker, call, registry, round_trip  # noqa: F401 (fixtures)
 
 pytest.importorskip("google.type", reason="ProtobufSerializer needs confluent-kafka[protobuf] (googleapis-common-protos)")
-from confluent_kafka import Consumer, Producer  # noqa: E402
 from confluent_kafka.schema_registry import SchemaRegistryClient  # noqa: E402
 from confluent_kafka.schema_registry.error import SchemaRegistryError  # noqa: E402
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer  # noqa: E402
@@ -49,40 +47,13 @@ V2 = V1 + (("email", 4, F.TYPE_STRING, ""),)
 BAD = (("name", 1, F.TYPE_STRING, ""), ("favorite", 2, F.TYPE_STRING, ""), ("home", 3, F.TYPE_MESSAGE, ".test.Address"))
 
 
-@pytest.fixture(scope="module")
-def broker() -> Iterator[Broker]:
-    with Broker(schema_registry=True) as running:
-        yield running
-
-
-@pytest.fixture
-def registry(broker: Broker) -> SchemaRegistryClient:
-    broker.reset()
-    return SchemaRegistryClient({"url": broker.schema_registry_url})
-
-
 def test_protobuf_records_round_trip_with_a_referenced_file(broker: Broker, registry: SchemaRegistryClient) -> None:
     topic = "users"
     user = user_classes(*V1)
-    serializer = ProtobufSerializer(user, registry)
-    deserializer = ProtobufDeserializer(user, {}, registry)
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
     users = [user(name=f"user-{i}", favorite=i, home={"street": f"{i} Main St"}) for i in range(5)]
-    for one in users:
-        producer.produce(topic, value=serializer(one, SerializationContext(topic, MessageField.VALUE)))
-    assert producer.flush(30) == 0
+    received = round_trip(broker, topic, ProtobufSerializer(user, registry), ProtobufDeserializer(user, {}, registry),
+                          users)
     assert sorted(registry.get_subjects()) == ["test/address.proto", f"{topic}-value"]
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "readers",
-                         "auto.offset.reset": "earliest"})
-    try:
-        consumer.subscribe([topic])
-        received = []
-        while len(received) < len(users):
-            message = consumer.poll(30)
-            assert message is not None and message.error() is None
-            received.append(deserializer(message.value(), SerializationContext(topic, MessageField.VALUE)))
-    finally:
-        consumer.close()
     assert received == users
     registered = registry.get_latest_version(f"{topic}-value")
     assert registered.schema.schema_type == "PROTOBUF"

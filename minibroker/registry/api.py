@@ -12,11 +12,11 @@ from typing import Any
 from minibroker.control_http import HttpRequest, RawBody
 from minibroker.registry import records as r
 from minibroker.registry.formats import FORMATS
+from minibroker.registry.levels import LEVELS, incompatibilities
 from minibroker.registry.parsed import InvalidSchemaError, ParsedSchema
 from minibroker.registry.state import RegistryState, Version, schema_identity
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
-LEVELS = ("NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE")
 MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT")
 MAX_VERSION = 2**31 - 1
 # The config settings served: the request's (ConfigUpdateRequest) name -> the name kept and answered (Config).
@@ -260,19 +260,16 @@ class RegistryApi:
     def _incompatibilities(
         self, subject: str, schema_type: str, new: ParsedSchema, against: list[Version],
     ) -> list[str]:
-        """Confluent's messages at the subject's level (`SchemaValidatorBuilder`): the newest version, or every
-        version newest first for a transitive level, up to the first that fails; one of another type fails."""
-        level = self.state.compatibility(subject)
-        if level == "NONE":
-            return []
-        for version in list(reversed(against)) if level.endswith("_TRANSITIVE") else against[-1:]:
+        """Confluent's messages at the subject's level (`levels`); a version of another type fails, and a version
+        is parsed only when the level reaches it."""
+
+        def check(mode: str, version: Version) -> list[str]:
             if version.schema_type != schema_type:
                 return ["Incompatible because of different schema type"]
             previous = self._parsed_version(version).with_version(version.version)
-            problems = FORMATS[schema_type].check(level, new, [previous])
-            if problems:
-                return problems
-        return []
+            return FORMATS[schema_type].check(mode, new, previous)
+
+        return incompatibilities(self.state.compatibility(subject), against, check)
 
     # ---- schemas ----
 

@@ -10,12 +10,11 @@ form, and validating what Java Avro rejects takes only this module.
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass, field, replace
-from decimal import Decimal
 from typing import Any, Mapping
 
+from minibroker.registry import jackson
 from minibroker.registry.parsed import InvalidSchemaError
 
 PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
@@ -95,7 +94,7 @@ class AvroSchema:
     def normalized(self) -> str:
         """Confluent's normalized form (`?normalize=true`): sorted properties and aliases, names fully qualified."""
         out: list[str] = []
-        _write_normalized(self.root, {name: _string(name) for name in self.referenced}, out)
+        _write_normalized(self.root, {name: jackson.quote(name) for name in self.referenced}, out)
         return "".join(out)
 
     def normalize(self) -> AvroSchema:
@@ -382,48 +381,6 @@ def _valid_default(schema: Schema, value: Any) -> bool:
 # --- printing -----------------------------------------------------------------------------------------
 
 
-def _json(value: Any) -> str:
-    """JSON as Jackson writes it: no spaces, non-ASCII kept, doubles as Java prints them."""
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return _java_double(value) if math.isfinite(value) else f'"{_NON_FINITE[repr(value)]}"'
-    if isinstance(value, str):
-        return _string(value)
-    if isinstance(value, list):
-        return "[" + ",".join(_json(v) for v in value) + "]"
-    return "{" + ",".join(f"{_string(k)}:{_json(v)}" for k, v in value.items()) + "}"
-
-
-def _string(s: str) -> str:
-    encoded = json.dumps(s, ensure_ascii=False)
-    if "\\u" not in encoded:
-        return encoded
-    parts = encoded.split("\\u")
-    return parts[0] + "".join("\\u" + p[:4].upper() + p[4:] for p in parts[1:])
-
-
-_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
-
-
-def _java_double(x: float) -> str:
-    """Java's `Double.toString`: plain between 1e-3 and 1e7, else d.dddE±n."""
-    if x == 0:
-        return "-0.0" if str(x).startswith("-") else "0.0"
-    if 1e-3 <= abs(x) < 1e7:
-        return repr(x)
-    sign, digits, exponent = Decimal(repr(x)).normalize().as_tuple()
-    text = "".join(map(str, digits))
-    mantissa = text[0] + "." + (text[1:] or "0")
-    return ("-" if sign else "") + f"{mantissa}E{len(text) - 1 + exponent}"
-
-
 _TYPE_NAMES = set(PRIMITIVES) | {"record", "enum", "array", "map", "union", "fixed"}
 
 
@@ -435,7 +392,7 @@ def _qualified(fullname: str, space: str | None) -> str:
 
 def _props(props: dict[str, Any], out: list[str]) -> None:
     for k, v in props.items():
-        out.append(f",{_string(k)}:{_json(v)}")
+        out.append(f",{jackson.quote(k)}:{jackson.write(v)}")
 
 
 def _write(s: Schema, space: str | None, known: set[str], out: list[str]) -> None:
@@ -464,42 +421,42 @@ def _write(s: Schema, space: str | None, known: set[str], out: list[str]) -> Non
         out.append("}")
         return
     if s.fullname in known:
-        out.append(_string(_qualified(s.fullname, space)))
+        out.append(jackson.quote(_qualified(s.fullname, space)))
         return
     known.add(s.fullname)
     own = s.namespace
-    out.append(f'{{"type":"{"error" if s.is_error else t}","name":{_string(s.name)}')
+    out.append(f'{{"type":"{"error" if s.is_error else t}","name":{jackson.quote(s.name)}')
     if own is not None and own != space:
-        out.append(f',"namespace":{_string(own)}')
+        out.append(f',"namespace":{jackson.quote(own)}')
     elif own is None and space is not None:
         out.append(',"namespace":""')
     if s.doc is not None:
-        out.append(f',"doc":{_string(s.doc)}')
+        out.append(f',"doc":{jackson.quote(s.doc)}')
     if t == "record":
         out.append(',"fields":[')
         for i, f in enumerate(s.fields):
-            out.append(("," if i else "") + f'{{"name":{_string(f.name)},"type":')
+            out.append(("," if i else "") + f'{{"name":{jackson.quote(f.name)},"type":')
             _write(f.type, own, known, out)
             if f.doc is not None:
-                out.append(f',"doc":{_string(f.doc)}')
+                out.append(f',"doc":{jackson.quote(f.doc)}')
             if f.has_default:
-                out.append(f',"default":{_json(f.default)}')
+                out.append(f',"default":{jackson.write(f.default)}')
             if f.order != "ascending":
                 out.append(f',"order":"{f.order}"')
             if f.aliases:
-                out.append(f',"aliases":{_json(list(f.aliases))}')
+                out.append(f',"aliases":{jackson.write(list(f.aliases))}')
             _props(f.props, out)
             out.append("}")
         out.append("]")
     elif t == "enum":
-        out.append(f',"symbols":{_json(list(s.symbols))}')
+        out.append(f',"symbols":{jackson.write(list(s.symbols))}')
         if s.enum_default is not None:
-            out.append(f',"default":{_string(s.enum_default)}')
+            out.append(f',"default":{jackson.quote(s.enum_default)}')
     else:
         out.append(f',"size":{s.size}')
     _props(s.props, out)
     if s.aliases:
-        out.append(f',"aliases":{_json([_qualified(a, own) for a in s.aliases])}')
+        out.append(f',"aliases":{jackson.write([_qualified(a, own) for a in s.aliases])}')
     out.append("}")
 
 
@@ -550,7 +507,7 @@ def _logical_props(s: Schema, lt: str, out: list[str]) -> None:
 
 def _sorted_props(props: dict[str, Any], out: list[str]) -> None:
     for k in sorted(props):
-        out.append(f",{_string(k)}:{_json(props[k])}")
+        out.append(f",{jackson.quote(k)}:{jackson.write(props[k])}")
 
 
 def _write_normalized(s: Schema, env: dict[str, str], out: list[str]) -> None:
@@ -585,10 +542,10 @@ def _write_normalized(s: Schema, env: dict[str, str], out: list[str]) -> None:
     elif s.fullname in env:
         out.append(env[s.fullname])
     else:
-        env[s.fullname] = _string(s.fullname)
+        env[s.fullname] = jackson.quote(s.fullname)
         out.append(f'{{"name":{env[s.fullname]},"type":"{t}"')
         if t == "enum":
-            out.append(f',"symbols":{_json(list(s.symbols))}')
+            out.append(f',"symbols":{jackson.write(list(s.symbols))}')
         elif t == "fixed":
             out.append(f',"size":{s.size}')
             if lt is not None:
@@ -596,23 +553,23 @@ def _write_normalized(s: Schema, env: dict[str, str], out: list[str]) -> None:
         else:
             out.append(',"fields":[')
             for i, f in enumerate(s.fields):
-                out.append(("," if i else "") + f'{{"name":{_string(f.name)},"type":')
+                out.append(("," if i else "") + f'{{"name":{jackson.quote(f.name)},"type":')
                 _write_normalized(f.type, env, out)
                 out.append(f',"order":"{f.order.upper()}"')
                 if f.doc is not None:
-                    out.append(f',"doc":{_string(f.doc)}')
+                    out.append(f',"doc":{jackson.quote(f.doc)}')
                 if f.aliases:
-                    out.append(f',"aliases":{_json(sorted(set(f.aliases)))}')
+                    out.append(f',"aliases":{jackson.write(sorted(set(f.aliases)))}')
                 if f.has_default:
-                    out.append(f',"default":{_json(f.default)}')
+                    out.append(f',"default":{jackson.write(f.default)}')
                 _sorted_props(f.props, out)
                 out.append("}")
             out.append("]")
         if s.doc:
-            out.append(f',"doc":{_string(s.doc)}')
+            out.append(f',"doc":{jackson.quote(s.doc)}')
         if s.aliases:
-            out.append(f',"aliases":{_json(sorted(set(s.aliases)))}')
+            out.append(f',"aliases":{jackson.write(sorted(set(s.aliases)))}')
         if t == "enum" and s.enum_default is not None:
-            out.append(f',"default":{_string(s.enum_default)}')
+            out.append(f',"default":{jackson.quote(s.enum_default)}')
         _sorted_props(s.props, out)
         out.append("}")

@@ -1,9 +1,7 @@
 """Avro compatibility as Confluent's registry decides it: Avro's reader/writer schema resolution
-(`SchemaCompatibility.checkReaderWriterCompatibility`) applied per compatibility level, with every
-incompatibility reported as Confluent words it (`Difference`, `SchemaValidatorBuilder`).
-
-BACKWARD: the new schema reads data written with the old; FORWARD: the old reads the new; FULL: both.
-Transitive levels check every previous schema, newest first, and stop at the first that fails, as Confluent.
+(`SchemaCompatibility.checkReaderWriterCompatibility`) between a reader and a writer schema, with every
+incompatibility reported as Confluent words it (`Difference`); the levels apply it as for every type
+(`levels`, `formats.SchemaFormat.check`).
 """
 
 from __future__ import annotations
@@ -11,10 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from minibroker.registry.avro import AvroSchema, Schema, to_json
-
-LEVELS = (
-    "NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE",
-)
 
 # Writer types each reader type accepts besides its own (the specification's promotions).
 _PROMOTIONS = {
@@ -51,40 +45,8 @@ class Incompatibility:
         return f"{{errorType:'{self.kind}', description:'{text}', additionalInfo:'{self.info}'}}"
 
 
-def check(level: str, new: AvroSchema, previous: list[AvroSchema]) -> list[str]:
-    """Confluent's messages for why `new` may not follow `previous` (oldest first) at `level`; empty if it may."""
-    if level not in LEVELS:
-        raise ValueError(f"Invalid compatibility level {level}")
-    if level == "NONE" or not previous:
-        return []
-    against = list(reversed(previous)) if level.endswith("_TRANSITIVE") else [previous[-1]]
-    mode = level.removesuffix("_TRANSITIVE")
-    for old in against:
-        messages = _check_one(mode, new, old)
-        if messages:
-            return messages
-    return []
-
-
-def _check_one(mode: str, new: AvroSchema, old: AvroSchema) -> list[str]:
-    """Confluent's strategies: canRead (BACKWARD), canBeRead (FORWARD), mutualRead (FULL)."""
-    if mode == "BACKWARD":
-        return _with_old(old, _backward(new, old, "new", "old"))
-    if mode == "FORWARD":
-        return _with_old(old, _backward(old, new, "old", "new"))
-    return _backward(old, new, "old", "new") + _with_old(old, _backward(new, old, "new", "old"))
-
-
-def _with_old(old: AvroSchema, messages: list[str]) -> list[str]:
-    if not messages:
-        return messages
-    if old.version is not None:
-        messages.append(f"{{oldSchemaVersion: {old.version}}}")
-    return messages + [f"{{oldSchema: '{old.canonical}'}}"]
-
-
-def _backward(reader: AvroSchema, writer: AvroSchema, reader_word: str, writer_word: str) -> list[str]:
-    """Confluent's `AvroSchema.isBackwardCompatible`, worded for this direction."""
+def reads(reader: AvroSchema, writer: AvroSchema, reader_word: str, writer_word: str) -> list[str]:
+    """Confluent's `AvroSchema.isBackwardCompatible`: why `reader` cannot read what `writer` wrote."""
     try:
         found = incompatibilities(reader.root, writer.root)
     except _AmbiguousField as e:

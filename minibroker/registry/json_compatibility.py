@@ -2,10 +2,9 @@
 differences between an original and an updated schema, each a `Difference` type at a JSON path, and the
 update is compatible when every difference is in `COMPATIBLE_CHANGES` (Confluent's default, strict policy).
 
-BACKWARD compares the old schema (original) with the new (update), FORWARD the reverse, FULL both; transitive
-levels walk every previous schema, newest first, and stop at the first that fails (`SchemaValidatorBuilder`).
-Messages are Confluent's `Difference.toString()`, ``{errorType:"...", description:"...'}`` (its closing quote
-included), followed by ``{oldSchemaVersion: n}`` and ``{oldSchema: '...'}``.
+A reader schema reads a writer's when the differences from the writer (original) to the reader (update) are
+compatible; the levels apply that as for every type (`levels`, `formats.SchemaFormat.check`). Messages are Confluent's
+`Difference.toString()`, ``{errorType:"...", description:"...'}`` (its closing quote included).
 """
 
 from __future__ import annotations
@@ -15,12 +14,10 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+from minibroker.registry import jackson
 from minibroker.registry.java_order import key_union_order, map_order
 from minibroker.registry.json_model import Node
-from minibroker.registry.json_schema import JsonSchema, compact
-
-LEVELS = ("NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE")
-_MAX_OLD_SCHEMA = 10 * 1024
+from minibroker.registry.json_schema import JsonSchema
 
 COMPATIBLE_CHANGES = frozenset("""
     ID_CHANGED DESCRIPTION_CHANGED TITLE_CHANGED DEFAULT_CHANGED SCHEMA_REMOVED TYPE_EXTENDED
@@ -94,40 +91,11 @@ def describe(difference: Difference, reader: str, writer: str) -> str:
     return f'{{errorType:"{kind}", description:"{text.format(reader, writer, path=path)}\'}}'
 
 
-def check(level: str, new: JsonSchema, previous: list[JsonSchema]) -> list[str]:
-    """Confluent's messages for why `new` may not follow `previous` (oldest first) at `level`; empty if it may."""
-    if level not in LEVELS:
-        raise ValueError(f"Invalid compatibility level {level}")
-    if level == "NONE" or not previous:
-        return []
-    against = list(reversed(previous)) if level.endswith("_TRANSITIVE") else [previous[-1]]
-    mode = level.removesuffix("_TRANSITIVE")
-    for old in against:
-        if mode == "BACKWARD":
-            messages = _with_old(old, _read(old, new, "new", "old"))
-        elif mode == "FORWARD":
-            messages = _with_old(old, _read(new, old, "old", "new"))
-        else:
-            messages = _read(new, old, "old", "new") + _with_old(old, _read(old, new, "new", "old"))
-        if messages:
-            return messages
-    return []
-
-
-def _read(original: JsonSchema, update: JsonSchema, reader: str, writer: str) -> list[str]:
-    """`update.isBackwardCompatible(original)`, worded for the direction."""
-    return [describe(d, reader, writer) for d in compare(original.root, update.root) if d[0] not in COMPATIBLE_CHANGES]
-
-
-def _with_old(old: JsonSchema, messages: list[str]) -> list[str]:
-    if not messages:
-        return messages
-    if old.version is not None:
-        messages.append(f"{{oldSchemaVersion: {old.version}}}")
-    text = old.canonical
-    if len(text) <= _MAX_OLD_SCHEMA:
-        return messages + [f"{{oldSchema: '{text}'}}"]
-    return messages + [f"{{oldSchema: <truncated> '{text[:_MAX_OLD_SCHEMA]}...'}}"]
+def reads(reader: JsonSchema, writer: JsonSchema, reader_word: str, writer_word: str) -> list[str]:
+    """`reader.isBackwardCompatible(writer)`: the differences from the writer (original) to the reader (update)
+    that are not compatible."""
+    return [describe(d, reader_word, writer_word) for d in compare(writer.root, reader.root)
+            if d[0] not in COMPATIBLE_CHANGES]
 
 
 def compare(original: Node | None, update: Node | None) -> list[Difference]:
@@ -278,7 +246,7 @@ def _branch_matches(
 
 
 def _same(a: Any, b: Any) -> bool:
-    return compact(a) == compact(b)
+    return jackson.write(a) == jackson.write(b)
 
 
 def _limit(ctx: _Context, name: str, old: Any, new: Any, prefix: str, lower: Any = None) -> None:
@@ -337,7 +305,7 @@ def _decimal(value: Any) -> Decimal | None:
 
 
 def _enum(ctx: _Context, original: Node, update: Node) -> None:
-    old, new = {compact(v) for v in original.values}, {compact(v) for v in update.values}
+    old, new = {jackson.write(v) for v in original.values}, {jackson.write(v) for v in update.values}
     if old != new:
         ctx.add("ENUM_ARRAY_EXTENDED" if new >= old else "ENUM_ARRAY_NARROWED" if old >= new else "ENUM_ARRAY_CHANGED",
                 "enum")
@@ -388,7 +356,7 @@ def _distinct(nodes: list[Node]) -> list[Node]:
     """The subschemas with equal ones collapsed (Confluent puts them in a set)."""
     seen: dict[str, Node] = {}
     for node in nodes:
-        seen.setdefault(compact(node.raw) if node.raw is not None else f"#{id(node)}", node)
+        seen.setdefault(jackson.write(node.raw) if node.raw is not None else f"#{id(node)}", node)
     return list(seen.values())
 
 
@@ -410,12 +378,27 @@ def _maximum_matching(left: int, right: int, edges: dict[tuple[int, int], Any]) 
     return sorted((i, j) for j, i in match_right.items())
 
 
+def _additional(ctx: _Context, keyword: str, original: Node, update: Node, prefix: str) -> None:
+    """additionalProperties / additionalItems: opened or closed, a schema added or dropped, or both schemas."""
+    with ctx.enter(keyword):
+        if original.additional != update.additional:
+            ctx.add(f"{prefix}_ADDED" if update.additional else f"{prefix}_REMOVED")
+        elif original.additional_schema is None and update.additional_schema is not None:
+            ctx.add(f"{prefix}_NARROWED")
+        elif update.additional_schema is None and original.additional_schema is not None:
+            ctx.add(f"{prefix}_EXTENDED")
+        else:
+            _compare(ctx, original.additional_schema, update.additional_schema)
+
+
 def _open(node: Node) -> bool:
+    """Whether any property or item beyond those named may stand, unconstrained."""
     return (node.additional and node.additional_schema is None and not node.pattern_properties
             and (node.unevaluated is None or _empty(node.unevaluated)))
 
 
-def _partially_open(node: Node, name: str) -> Node | None:
+def _partially_open(node: Node, name: str | None = None) -> Node | None:
+    """The schema a property called `name` (or an item past the tuple, without a name) must match, if any."""
     for pattern, schema in node.pattern_properties:
         if re.search(pattern, name):
             return schema
@@ -459,15 +442,7 @@ def _object(ctx: _Context, original: Node, update: Node) -> None:
                     ctx.add("DEPENDENCY_SCHEMA_ADDED")
                 else:
                     _compare(ctx, old_schema, new_schema)
-    with ctx.enter("additionalProperties"):
-        if original.additional != update.additional:
-            ctx.add("ADDITIONAL_PROPERTIES_ADDED" if update.additional else "ADDITIONAL_PROPERTIES_REMOVED")
-        elif original.additional_schema is None and update.additional_schema is not None:
-            ctx.add("ADDITIONAL_PROPERTIES_NARROWED")
-        elif update.additional_schema is None and original.additional_schema is not None:
-            ctx.add("ADDITIONAL_PROPERTIES_EXTENDED")
-        else:
-            _compare(ctx, original.additional_schema, update.additional_schema)
+    _additional(ctx, "additionalProperties", original, update, "ADDITIONAL_PROPERTIES")
     _unevaluated(ctx, "unevaluatedProperties", original.unevaluated, update.unevaluated, "UNEVALUATED_PROPERTIES")
     _limit(ctx, "maxProperties", original.max_properties, update.max_properties, "MAX_PROPERTIES")
     _limit(ctx, "minProperties", original.min_properties, update.min_properties, "MIN_PROPERTIES")
@@ -540,19 +515,6 @@ def _unevaluated(ctx: _Context, keyword: str, old: Node | None, new: Node | None
             _compare(ctx, old, new)
 
 
-def _array_open(node: Node) -> bool:
-    return (node.additional_items and node.additional_items_schema is None
-            and (node.unevaluated is None or _empty(node.unevaluated)))
-
-
-def _array_partial(node: Node) -> Node | None:
-    if node.additional_items_schema is not None:
-        return node.additional_items_schema
-    if node.additional_items and node.unevaluated is not None and node.unevaluated.kind not in ("false", "empty", "true"):
-        return node.unevaluated
-    return None
-
-
 def _array(ctx: _Context, original: Node, update: Node) -> None:
     with ctx.enter("items"):
         _compare(ctx, original.items, update.items)
@@ -562,8 +524,8 @@ def _array(ctx: _Context, original: Node, update: Node) -> None:
             if index < len(olds) and index < len(news):
                 _compare(ctx, olds[index], news[index])
             elif index < len(olds):
-                partial = _array_partial(update)
-                if _array_open(update):
+                partial = _partially_open(update)
+                if _open(update):
                     ctx.add("ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL")
                 elif partial is not None:
                     _covered(ctx, olds[index], partial, "ITEM_REMOVED")
@@ -571,23 +533,15 @@ def _array(ctx: _Context, original: Node, update: Node) -> None:
                     ctx.add("ITEM_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL" if olds[index].kind == "false"
                             else "ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL")
             else:
-                partial = _array_partial(original)
-                if _array_open(original):
+                partial = _partially_open(original)
+                if _open(original):
                     ctx.add("ITEM_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL" if _empty(news[index])
                             else "ITEM_ADDED_TO_OPEN_CONTENT_MODEL")
                 elif partial is not None:
                     _covered(ctx, partial, news[index], "ITEM_ADDED")
                 else:
                     ctx.add("ITEM_ADDED_TO_CLOSED_CONTENT_MODEL")
-    with ctx.enter("additionalItems"):
-        if original.additional_items != update.additional_items:
-            ctx.add("ADDITIONAL_ITEMS_REMOVED" if original.additional_items else "ADDITIONAL_ITEMS_ADDED")
-        elif original.additional_items_schema is None and update.additional_items_schema is not None:
-            ctx.add("ADDITIONAL_ITEMS_NARROWED")
-        elif update.additional_items_schema is None and original.additional_items_schema is not None:
-            ctx.add("ADDITIONAL_ITEMS_EXTENDED")
-        else:
-            _compare(ctx, original.additional_items_schema, update.additional_items_schema)
+    _additional(ctx, "additionalItems", original, update, "ADDITIONAL_ITEMS")
     _unevaluated(ctx, "unevaluatedItems", original.unevaluated, update.unevaluated, "UNEVALUATED_ITEMS")
     _limit(ctx, "maxItems", original.max_items, update.max_items, "MAX_ITEMS")
     _limit(ctx, "minItems", original.min_items, update.min_items, "MIN_ITEMS")

@@ -72,6 +72,7 @@ class Node:
     # object
     properties: dict[str, Node] = field(default_factory=dict)
     required: list[str] = field(default_factory=list)
+    # additionalProperties / additionalItems (2020-12: items after prefixItems): open or closed, or their schema
     additional: bool = True
     additional_schema: Node | None = None
     pattern_properties: list[tuple[str, Node]] = field(default_factory=list)
@@ -83,8 +84,6 @@ class Node:
     # array
     items: Node | None = None
     item_list: list[Node] | None = None
-    additional_items: bool = True
-    additional_items_schema: Node | None = None
     min_items: int | None = None
     max_items: int | None = None
     unique_items: bool = False
@@ -300,11 +299,7 @@ class Loader:
             if name != self.id_keyword or isinstance(schema, dict):
                 node.properties[name] = self.load(schema, document)
         if "additionalProperties" in full:
-            extra = full["additionalProperties"]
-            if isinstance(extra, bool):
-                node.additional = extra
-            else:
-                node.additional_schema = self.load(_string_or_object(extra, "additionalProperties"), document)
+            self._additional(node, full["additionalProperties"], "additionalProperties", document)
         node.required = [_string(r, "required") for r in _require(full, "required", list)] if "required" in full else []
         for pattern, schema in (_require(full, "patternProperties", dict) if "patternProperties" in full else {}).items():
             node.pattern_properties.append((pattern, self.load(schema, document)))
@@ -329,20 +324,14 @@ class Loader:
         if "uniqueItems" in full:
             node.unique_items = _require(full, "uniqueItems", bool)
         if "additionalItems" in full:
-            extra = full["additionalItems"]
-            if isinstance(extra, bool):
-                node.additional_items = extra
-            else:
-                node.additional_items_schema = self.load(_string_or_object(extra, "additionalItems"), document)
+            self._additional(node, full["additionalItems"], "additionalItems", document)
         if self.draft >= 2020 and ("prefixItems" in full or isinstance(full.get("items"), bool)):
             # json-sKema's model, as Confluent translates it: prefixItems are the tuple, items what follows
             prefix = _require(full, "prefixItems", list) if "prefixItems" in full else None
             node.item_list = None if prefix is None else [self.load(i, document) for i in prefix]
             items = full.get("items", True)
-            if items is False:
-                node.additional_items = False
-            elif items is not True:
-                node.additional_items_schema = self.load(_string_or_object(items, "items"), document)
+            if items is not True:
+                self._additional(node, items, "items", document)
         elif "items" in full:
             items = full["items"]
             if isinstance(items, list):
@@ -354,6 +343,13 @@ class Loader:
         if self.draft >= 2019 and "unevaluatedItems" in rest:
             node.unevaluated = self.load(rest.pop("unevaluatedItems"), document)
         return node
+
+    def _additional(self, node: Node, value: Any, keyword: str, document: str) -> None:
+        """What an object's other properties or an array's other items may be: all or none, or a schema."""
+        if isinstance(value, bool):
+            node.additional = value
+        else:
+            node.additional_schema = self.load(_string_or_object(value, keyword), document)
 
 
 _MISSING: Any = object()
@@ -385,7 +381,7 @@ def _pointer(document: Any, pointer: str) -> Any:
 def _children(node: Node) -> list[Node]:
     found = [*node.properties.values(), *node.schema_dependencies.values(), *node.subschemas, *(node.item_list or ())]
     found += [schema for _, schema in node.pattern_properties]
-    single = (node.additional_schema, node.unevaluated, node.items, node.additional_items_schema, node.must_not)
+    single = (node.additional_schema, node.unevaluated, node.items, node.must_not)
     return found + [n for n in single if n is not None]
 
 

@@ -11,18 +11,17 @@ when the first JSON schema is parsed, never at start-up.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from functools import cache, cached_property
 from typing import Any
 
+from minibroker.registry import jackson
 from minibroker.registry.json_model import Loader, Node, draft_of
 from minibroker.registry.parsed import InvalidSchemaError
 
 _DECODER = json.JSONDecoder(parse_float=Decimal)
-_NON_FINITE = {"nan": '"NaN"', "inf": '"Infinity"', "-inf": '"-Infinity"'}
 
 
 @dataclass(eq=False)
@@ -35,7 +34,7 @@ class JsonSchema:
 
     @cached_property
     def canonical(self) -> str:
-        return compact(self.document)
+        return jackson.write(self.document)
 
     @cached_property
     def root(self) -> Node:
@@ -105,40 +104,6 @@ def _meta_validator(draft: int) -> tuple[Any, Any]:
         2019: jsonschema.Draft201909Validator, 2020: jsonschema.Draft202012Validator,
     }[draft]
     return validator(validator.META_SCHEMA), jsonschema.exceptions.best_match
-
-
-def compact(value: Any) -> str:
-    """Jackson's compact JSON: no spaces, control characters as uppercase \\uXXXX, decimals as BigDecimal
-    prints them (``1.50``, ``1E+5``), non-finite numbers quoted."""
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, str):
-        return _quote(value)
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, Decimal):
-        return str(abs(value) if value.is_zero() else value)
-    if isinstance(value, float):
-        return _NON_FINITE.get(repr(value), repr(value))
-    if isinstance(value, list):
-        return "[" + ",".join(map(compact, value)) + "]"
-    return "{" + ",".join(f"{_quote(k)}:{compact(v)}" for k, v in value.items()) + "}"
-
-
-def _quote(text: str) -> str:
-    return _ESCAPE.sub(_upper_hex, json.dumps(text, ensure_ascii=False))
-
-
-_ESCAPE = re.compile(r"\\(u[0-9a-f]{4}|.)")
-
-
-def _upper_hex(match: re.Match[str]) -> str:
-    escape = match.group(1)
-    return "\\" + ("u" + escape[1:].upper() if len(escape) == 5 else escape)
 
 
 def _sorted(value: Any) -> Any:

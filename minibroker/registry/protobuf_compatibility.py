@@ -1,8 +1,8 @@
 """Protobuf compatibility as Confluent's registry decides it (protobuf diff.SchemaDiff, MessageSchemaDiff,
 FieldSchemaDiff, EnumSchemaDiff): the differences between an original and an updated schema, those outside
-SchemaDiff's COMPATIBLE_CHANGES reported as Confluent words them (Difference.toString), per level as
-SchemaValidatorBuilder applies them. Differences come in Confluent's order: Java HashSet iteration order where
-Confluent iterates one."""
+SchemaDiff's COMPATIBLE_CHANGES reported as Confluent words them (Difference.toString); the levels apply them
+as for every type (`levels`, `formats.SchemaFormat.check`). Differences come in Confluent's order: Java HashSet
+iteration order where Confluent iterates one."""
 
 from __future__ import annotations
 
@@ -11,9 +11,6 @@ from dataclasses import dataclass
 from minibroker.registry.protobuf import ProtobufSchema
 from minibroker.registry.protobuf_elements import SCALARS, Enum, Field, Message, is_map, map_parts
 from minibroker.registry.protobuf_types import LOCAL, Scope, TypeInfo
-
-LEVELS = ("NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE")
-MAX_SCHEMA_IN_MESSAGE = 10 * 1024
 
 COMPATIBLE = frozenset({
     "MESSAGE_ADDED", "MESSAGE_MOVED", "ENUM_ADDED", "ENUM_REMOVED", "ENUM_CONST_ADDED", "ENUM_CONST_CHANGED",
@@ -63,39 +60,10 @@ class Difference:
         return f'{{errorType:"{self.kind}", description:"{text.format(reader, writer)}"}}'
 
 
-def check(level: str, new: ProtobufSchema, previous: list[ProtobufSchema]) -> list[str]:
-    """Confluent's messages for why `new` may not follow `previous` (oldest first) at `level`; empty if it may."""
-    if level not in LEVELS:
-        raise ValueError(f"Invalid compatibility level {level}")
-    if level == "NONE" or not previous:
-        return []
-    against = list(reversed(previous)) if level.endswith("_TRANSITIVE") else [previous[-1]]
-    mode = level.removesuffix("_TRANSITIVE")
-    for old in against:
-        if mode == "BACKWARD":
-            messages = _described(old, new, "new", "old", old)
-        elif mode == "FORWARD":
-            messages = _described(new, old, "old", "new", old)
-        else:
-            messages = _described(new, old, "old", "new", None) + _described(old, new, "new", "old", old)
-        if messages:
-            return messages
-    return []
-
-
-def _described(original: ProtobufSchema, update: ProtobufSchema, reader: str, writer: str,
-               old: ProtobufSchema | None) -> list[str]:
-    """`update.isBackwardCompatible(original)` formatted as SchemaValidatorBuilder does (with the old schema)."""
-    messages = [d.describe(reader, writer) for d in incompatibilities(original, update)]
-    if messages and old is not None:
-        if old.version is not None:
-            messages.append(f"{{oldSchemaVersion: {old.version}}}")
-        text = old.canonical
-        if len(text) <= MAX_SCHEMA_IN_MESSAGE:
-            messages.append(f"{{oldSchema: '{text}'}}")
-        else:
-            messages.append(f"{{oldSchema: <truncated> '{text[:MAX_SCHEMA_IN_MESSAGE]}...'}}")
-    return messages
+def reads(reader: ProtobufSchema, writer: ProtobufSchema, reader_word: str, writer_word: str) -> list[str]:
+    """`reader.isBackwardCompatible(writer)`: the incompatible differences from the writer (original) to the
+    reader (update)."""
+    return [d.describe(reader_word, writer_word) for d in incompatibilities(writer, reader)]
 
 
 def incompatibilities(original: ProtobufSchema, update: ProtobufSchema) -> list[Difference]:

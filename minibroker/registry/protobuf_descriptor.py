@@ -189,6 +189,22 @@ def _set_options(options, elements: list[Option]) -> None:
             raise InvalidSchemaError(f"Invalid value for option {option.name}: {value}") from None
 
 
+def _reserve(proto, reserveds: list[Reserved], exclusive_end: bool) -> None:
+    """Reserved names and ranges into a message's descriptor (exclusive range ends) or an enum's (inclusive)."""
+    for reserved in reserveds:
+        for value in reserved.values:
+            if isinstance(value, str):
+                proto.reserved_name.append(value)
+            else:
+                start, end = _bounds(value)
+                proto.reserved_range.add(start=start, end=end + 1 if exclusive_end else end)
+
+
+def _bounds(value: int | tuple[int, int]) -> tuple[int, int]:
+    """A range's inclusive start and end (a single number is both)."""
+    return value if isinstance(value, tuple) else (value, value)
+
+
 class _Builder:
     def __init__(self, scope: Scope, proto3: bool) -> None:
         self.scope = scope
@@ -217,16 +233,10 @@ class _Builder:
             if f.proto3_optional:
                 f.oneof_index = len(proto.oneof_decl)
                 proto.oneof_decl.add(name="_" + f.name)
-        for reserved in message.reserveds:
-            for value in reserved.values:
-                if isinstance(value, str):
-                    proto.reserved_name.append(value)
-                else:
-                    start, end = value if isinstance(value, tuple) else (value, value)
-                    proto.reserved_range.add(start=start, end=end + 1)
+        _reserve(proto, message.reserveds, exclusive_end=True)
         for extensions in message.extensions:
             for value in extensions.values:
-                start, end = value if isinstance(value, tuple) else (value, value)
+                start, end = _bounds(value)
                 proto.extension_range.add(start=start, end=min(end, MAX_TAG) + 1)
         for extend in message.extends:
             self.extend(extend, proto.extension)
@@ -276,13 +286,7 @@ class _Builder:
         _set_options(proto.options, enum.options)
         for constant in enum.constants:
             _set_options(proto.value.add(name=constant.name, number=constant.tag).options, constant.options)
-        for reserved in enum.reserveds:
-            for value in reserved.values:
-                if isinstance(value, str):
-                    proto.reserved_name.append(value)
-                else:
-                    start, end = value if isinstance(value, tuple) else (value, value)
-                    proto.reserved_range.add(start=start, end=end)
+        _reserve(proto, enum.reserveds, exclusive_end=False)
 
     def service(self, service: Service, proto: d.ServiceDescriptorProto) -> None:
         proto.name = service.name

@@ -5,6 +5,7 @@ enum values kept as written. Written here because no Python library parses .prot
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from minibroker.registry.parsed import InvalidSchemaError
@@ -297,36 +298,39 @@ class _Parser:
             return f"map<{key}, {value}>"
         return name
 
-    def oneof(self) -> OneOf:
-        oneof = OneOf(self.word("a oneof name"))
-        self.expect("{")
+    def statements(self, options: list[Option], statement: Callable[[], None]) -> None:
+        """A block's statements after its "{", through its "}": empty ones skipped, option statements added to
+        `options`, `statement` reading each other one."""
         while not self.accept("}"):
             if self.accept(";"):
                 continue
             if self.accept("option"):
-                oneof.options.append(self.option_statement())
+                options.append(self.option_statement())
             else:
-                oneof.fields.append(self.field(in_oneof=True))
+                statement()
+
+    def oneof(self) -> OneOf:
+        oneof = OneOf(self.word("a oneof name"))
+        self.expect("{")
+        self.statements(oneof.options, lambda: oneof.fields.append(self.field(in_oneof=True)))
         return oneof
 
     def enum(self) -> Enum:
         enum = Enum(self.word("an enum name"))
         self.expect("{")
-        while not self.accept("}"):
-            if self.accept(";"):
-                continue
-            if self.accept("option"):
-                enum.options.append(self.option_statement())
-            elif self.accept("reserved"):
-                enum.reserveds.append(Reserved(self.ranges(names=True)))
-            else:
-                name = self.word("an enum constant")
-                self.expect("=")
-                tag = self.integer()
-                options = self.bracketed_options()
-                self.expect(";")
-                enum.constants.append(EnumConstant(name, tag, options))
+        self.statements(enum.options, lambda: self.enum_member(enum))
         return enum
+
+    def enum_member(self, enum: Enum) -> None:
+        if self.accept("reserved"):
+            enum.reserveds.append(Reserved(self.ranges(names=True)))
+            return
+        name = self.word("an enum constant")
+        self.expect("=")
+        tag = self.integer()
+        options = self.bracketed_options()
+        self.expect(";")
+        enum.constants.append(EnumConstant(name, tag, options))
 
     def ranges(self, names: bool, terminated: bool = True) -> list[Range]:
         values: list[Range] = []
@@ -357,28 +361,21 @@ class _Parser:
     def service(self) -> Service:
         service = Service(self.word("a service name"))
         self.expect("{")
-        while not self.accept("}"):
-            if self.accept(";"):
-                continue
-            if self.accept("option"):
-                service.options.append(self.option_statement())
-                continue
-            self.expect("rpc")
-            rpc = Rpc(self.word("an rpc name"), "", "")
-            rpc.request_streaming, rpc.request = self.rpc_type("a request type")
-            self.expect("returns")
-            rpc.response_streaming, rpc.response = self.rpc_type("a response type")
-            if self.accept("{"):
-                while not self.accept("}"):
-                    if not self.accept(";"):
-                        self.expect("option")
-                        rpc.options.append(self.option_statement())
-                self.accept(";")
-            else:
-                self.expect(";")
-            service.rpcs.append(rpc)
+        self.statements(service.options, lambda: service.rpcs.append(self.rpc()))
         return service
 
+    def rpc(self) -> Rpc:
+        self.expect("rpc")
+        rpc = Rpc(self.word("an rpc name"), "", "")
+        rpc.request_streaming, rpc.request = self.rpc_type("a request type")
+        self.expect("returns")
+        rpc.response_streaming, rpc.response = self.rpc_type("a response type")
+        if self.accept("{"):
+            self.statements(rpc.options, lambda: self.expect("option"))  # an rpc's body holds only options
+            self.accept(";")
+        else:
+            self.expect(";")
+        return rpc
 
     def rpc_type(self, what: str) -> tuple[bool, str]:
         """``(Type)`` or ``(stream Type)``: whether it streams, and the type."""

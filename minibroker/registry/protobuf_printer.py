@@ -87,16 +87,8 @@ class _Printer:
     # ---- declarations ----
 
     def service(self, service: Service) -> str:
-        out = [f"service {service.name} {{"]
-        options = self.options(service.options)
-        if options:
-            out.append("\n")
-            out += [_indent(self.option_statement(o)) for o in options]
-        if service.rpcs:
-            out.append("\n")
-            out += [_indent(self.rpc(r)) for r in service.rpcs]
-        out.append("}\n")
-        return "".join(out)
+        return _block(f"service {service.name}", [self.option_statement(o) for o in self.options(service.options)],
+                      [self.rpc(r) for r in service.rpcs])
 
     def rpc(self, rpc: Rpc) -> str:
         request = self.resolve(rpc.request) if self.normalize else rpc.request
@@ -112,19 +104,12 @@ class _Printer:
         return "".join(out)
 
     def enum(self, enum: Enum) -> str:
-        out = [f"enum {enum.name} {{"]
-        if enum.reserveds:
-            out.append("\n")
-            out += [_indent(self.reserved(r)) for r in self.reserveds(enum.reserveds)]
-        if not enum.reserveds and (enum.options or enum.constants):
-            out.append("\n")
-        out += [_indent(self.option_statement(o)) for o in self.options(enum.options)]
         constants = enum.constants
         if self.normalize:
             constants = sorted(constants, key=lambda c: (c.tag, c.name))
-        out += [_indent(self.constant(c)) for c in constants]
-        out.append("}\n")
-        return "".join(out)
+        return _block(f"enum {enum.name}", [self.reserved(r) for r in self.reserveds(enum.reserveds)]
+                      + [self.option_statement(o) for o in self.options(enum.options)]
+                      + [self.constant(c) for c in constants])
 
     def constant(self, constant: EnumConstant) -> str:
         out = f"{constant.name} = {constant.tag}"
@@ -134,41 +119,23 @@ class _Printer:
         return out + ";\n"
 
     def message(self, message: Message) -> str:
-        out = [f"message {message.name} {{"]
-        if message.reserveds:
-            out.append("\n")
-            out += [_indent(self.reserved(r)) for r in self.reserveds(message.reserveds)]
-        options = self.options(message.options)
-        if options:
-            out.append("\n")
-            out += [_indent(self.option_statement(o)) for o in options]
-        if message.fields:
-            out.append("\n")
-            fields = sorted(message.fields, key=lambda f: f.tag) if self.normalize else message.fields
-            out += [_indent(self.field(f)) for f in fields]
-        if message.oneofs:
-            out.append("\n")
-            oneofs = message.oneofs
-            if self.normalize:
-                oneofs = [OneOf(o.name, sorted(o.fields, key=lambda f: f.tag), o.options) for o in oneofs if o.fields]
-                oneofs.sort(key=lambda o: o.fields[0].tag)
-            out += [_indent(self.oneof(o)) for o in oneofs]
-        if message.extensions:
-            out.append("\n")
-            extensions = message.extensions
-            if self.normalize:
-                extensions = [Extensions([v], e.options) for e in extensions for v in e.values]
-                extensions.sort(key=lambda e: _range_start(e.values[0]))
-            out += [_indent(self.extensions(e)) for e in extensions]
-        if message.extends:
-            out.append("\n")
-            out += [_indent(self.extend(e)) for e in self.extends(message.extends)]
-        nested = self.types(message.nested)
-        if nested:
-            out.append("\n")
-            out += [_indent(text) for text in self.named(nested)]
-        out.append("}\n")
-        return "".join(out)
+        fields, oneofs, extensions = message.fields, message.oneofs, message.extensions
+        if self.normalize:
+            fields = sorted(fields, key=lambda f: f.tag)
+            oneofs = [OneOf(o.name, sorted(o.fields, key=lambda f: f.tag), o.options) for o in oneofs if o.fields]
+            oneofs.sort(key=lambda o: o.fields[0].tag)
+            extensions = [Extensions([v], e.options) for e in extensions for v in e.values]
+            extensions.sort(key=lambda e: _range_start(e.values[0]))
+        return _block(
+            f"message {message.name}",
+            [self.reserved(r) for r in self.reserveds(message.reserveds)],
+            [self.option_statement(o) for o in self.options(message.options)],
+            [self.field(f) for f in fields],
+            [self.oneof(o) for o in oneofs],
+            [self.extensions(e) for e in extensions],
+            [self.extend(e) for e in self.extends(message.extends)],
+            self.named(self.types(message.nested)),
+        )
 
     def reserveds(self, reserveds: list[Reserved]) -> list[Reserved]:
         if not self.normalize:
@@ -197,16 +164,8 @@ class _Printer:
         return out + ";\n"
 
     def oneof(self, oneof: OneOf) -> str:
-        out = [f"oneof {oneof.name} {{"]
-        options = self.options(oneof.options)
-        if options:
-            out.append("\n")
-            out += [_indent(self.option_statement(o)) for o in options]
-        if oneof.fields:
-            out.append("\n")
-            out += [_indent(self.field(f)) for f in oneof.fields]
-        out.append("}\n")
-        return "".join(out)
+        return _block(f"oneof {oneof.name}", [self.option_statement(o) for o in self.options(oneof.options)],
+                      [self.field(f) for f in oneof.fields])
 
     def extends(self, extends: list[Extend]) -> list[Extend]:
         if not self.normalize:
@@ -218,13 +177,8 @@ class _Printer:
         return [Extend(name, fields) for name, fields in grouped.items()]
 
     def extend(self, extend: Extend) -> str:
-        out = [f"extend {extend.name} {{"]
-        if extend.fields:
-            out.append("\n")
-            fields = sorted(extend.fields, key=lambda f: f.tag) if self.normalize else extend.fields
-            out += [_indent(self.field(f)) for f in fields]
-        out.append("}\n")
-        return "".join(out)
+        fields = sorted(extend.fields, key=lambda f: f.tag) if self.normalize else extend.fields
+        return _block(f"extend {extend.name}", [self.field(f) for f in fields])
 
     def field(self, f: Field) -> str:
         label, type_name = f.label, f.type
@@ -356,6 +310,18 @@ def _range_text(value: Any) -> str:
 
 def _escape(text: str) -> str:
     return "".join(_ESCAPES.get(ch, ch) for ch in text)
+
+
+def _block(header: str, *sections: list[str]) -> str:
+    """`header {`, each section that is not empty after a line break with its statements indented, then `}`, as
+    Confluent's printer lays out a declaration's body."""
+    out = [header + " {"]
+    for section in sections:
+        if section:
+            out.append("\n")
+            out += [_indent(statement) for statement in section]
+    out.append("}\n")
+    return "".join(out)
 
 
 def _indent(text: str) -> str:
