@@ -291,7 +291,8 @@ class BrokerConfig(FrozenConfig):
     )
     share_coordinator_state_topic_num_partitions: int = setting(
         "share.coordinator.state.topic.num.partitions", 50,
-        "Partitions of __share_group_state (made when the first share partition is initialized).", 1,
+        "Partitions of __share_group_state (made when the first share partition is initialized or a share "
+        "coordinator is looked up).", 1,
     )
     share_coordinator_state_topic_replication_factor: int = setting(
         "share.coordinator.state.topic.replication.factor", 1,

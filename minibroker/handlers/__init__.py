@@ -14,7 +14,7 @@ TABLE: dict[int, tuple[int, int, str]] = {
     3: (0, 13, "metadata"),  # metadata
     8: (2, 10, "groups"),  # offset_commit
     9: (1, 10, "groups"),  # offset_fetch
-    10: (0, 4, "groups"),  # find_coordinator
+    10: (0, 6, "groups"),  # find_coordinator
     11: (0, 9, "groups"),  # join_group
     12: (0, 4, "groups"),  # heartbeat
     13: (0, 5, "groups"),  # leave_group
@@ -26,10 +26,10 @@ TABLE: dict[int, tuple[int, int, str]] = {
     19: (2, 7, "admin"),  # create_topics
     20: (1, 6, "admin"),  # delete_topics
     21: (0, 2, "admin"),  # delete_records
-    22: (0, 4, "transactions"),  # init_producer_id
+    22: (0, 5, "transactions"),  # init_producer_id
     23: (2, 4, "fetch"),  # offset_for_leader_epoch
     24: (0, 5, "transactions"),  # add_partitions_to_txn
-    25: (0, 3, "transactions"),  # add_offsets_to_txn
+    25: (0, 4, "transactions"),  # add_offsets_to_txn
     26: (0, 5, "transactions"),  # end_txn
     27: (1, 2, "transactions"),  # write_txn_markers
     28: (0, 5, "groups"),  # txn_offset_commit

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from minibroker.acl_operations import (
     CLUSTER,
+    CLUSTER_ACTION,
     CLUSTER_NAME,
     DELETE,
     DESCRIBE,
@@ -25,7 +26,7 @@ from minibroker.acl_operations import (
     TRANSACTIONAL_ID,
     WRITE,
 )
-from minibroker.acls.model import GROUP_DENIED, TRANSACTIONAL_ID_DENIED
+from minibroker.acls.model import CLUSTER_DENIED, GROUP_DENIED, TRANSACTIONAL_ID_DENIED
 from minibroker.cluster import NO_LEADER
 from minibroker.context import RequestContext
 from minibroker.features import GROUP_VERSION, TV2
@@ -34,8 +35,9 @@ from minibroker.handlers.registry import api
 from minibroker.protocol.error_responses import error_response
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.primitives import ZERO_UUID
+from minibroker.share.keys import parse_coordinator_key
 from minibroker.storage.errors import StorageError
-from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC
+from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, SHARE_GROUP_STATE_TOPIC
 
 if TYPE_CHECKING:
     from minibroker.groups.coordinator import GroupCoordinator
@@ -43,6 +45,10 @@ if TYPE_CHECKING:
 
 GROUP_KEY = 0
 TRANSACTION_KEY = 1
+SHARE_KEY = 2  # a share partition's "group:topicId:partition" (KIP-932): brokers find its share coordinator
+FIRST_BATCHED_LOOKUP = 4
+FIRST_SHARE_LOOKUP = 6
+SHARE_GROUP_HEARTBEAT = 76
 NO_NODE = {"node_id": -1, "host": "", "port": -1}
 
 log = logging.getLogger(__name__)
@@ -107,37 +113,76 @@ def refused_topics(ctx: RequestContext, names: set[str], operation: int) -> set[
 # ---- FindCoordinator ----
 
 
-async def find_one(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
-    """The coordinator of a group or transactional id: the leader of its partition of the coordinator's topic
-    (COORDINATOR_NOT_AVAILABLE while that partition has no leader)."""
-    broker = ctx.broker
-    if key_type not in (GROUP_KEY, TRANSACTION_KEY):
-        return {"key": key, **NO_NODE, "error_code": ErrorCode.INVALID_REQUEST, "error_message": f"Unknown key type {key_type}"}
-    if broker.authorizer is not None:
+def lookup_refusal(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, str | None] | None:
+    """Why Kafka's getCoordinator answers no node for ``key`` (an unknown key type, the principal may not DESCRIBE
+    the group or transactional id, a share key before v6, in a release without share groups, or not
+    ``group:topicId:partition``); None when the lookup goes on."""
+    if key_type not in (GROUP_KEY, TRANSACTION_KEY, SHARE_KEY):
+        return ErrorCode.INVALID_REQUEST, f"Unknown key type {key_type}"
+    if key_type == SHARE_KEY:
+        if ctx.api_version < FIRST_SHARE_LOOKUP:
+            return ErrorCode.INVALID_REQUEST, f"Key type {SHARE_KEY} needs FindCoordinator v{FIRST_SHARE_LOOKUP}"
+        if SHARE_GROUP_HEARTBEAT not in ctx.broker.apis:  # an emulated 3.9 or 4.0: Kafka 3.9 had no share coordinator
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, "No share coordinator"
+        try:
+            parse_coordinator_key(key)
+        except ValueError as exc:
+            return ErrorCode.INVALID_REQUEST, str(exc)
+        return None
+    if ctx.broker.authorizer is not None:
         if key_type == GROUP_KEY and not ctx.allowed(DESCRIBE, GROUP, key):
-            return {"key": key, **NO_NODE, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "error_message": GROUP_DENIED}
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED, GROUP_DENIED
         if key_type == TRANSACTION_KEY and not ctx.allowed(DESCRIBE, TRANSACTIONAL_ID, key):
-            return {
-                "key": key, **NO_NODE, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                "error_message": TRANSACTIONAL_ID_DENIED,
-            }
+            return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_DENIED
+    return None
+
+
+async def coordinator_node(ctx: RequestContext, key: str, key_type: int) -> int:
+    """The leader of the key's partition of its coordinator's topic, which is made first if missing, as a client's
+    lookup makes it in Kafka (a share key: the share coordinator's ``__share_group_state``, loaded as Kafka's share
+    coordinator loads the partitions it leads). Raises OSError or StorageError when the topic cannot be made."""
+    broker = ctx.broker
+    if key_type == SHARE_KEY:
+        store = broker.share_state
+        await store.start()
+        return broker.placements.of(SHARE_GROUP_STATE_TOPIC, store.partition_of(parse_coordinator_key(key))).leader
     service = broker.groups if key_type == GROUP_KEY else broker.transactions
+    await service.topic.create()
+    return service.coordinator_node(key)
+
+
+async def find_one(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
+    """The coordinator of a group, transactional id or share partition: the leader of its partition of the
+    coordinator's topic (COORDINATOR_NOT_AVAILABLE while that partition has no leader)."""
+    refused = lookup_refusal(ctx, key, key_type)
+    if refused is not None:
+        return {"key": key, **NO_NODE, "error_code": refused[0], "error_message": refused[1]}
     try:
-        await service.topic.create()  # as Kafka: the coordinator's topic exists once a client has found the coordinator
+        leader = await coordinator_node(ctx, key, key_type)
     except (OSError, StorageError) as exc:
         return {"key": key, **NO_NODE, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "error_message": str(exc)}
-    leader = service.coordinator_node(key)
     if leader == NO_LEADER:
         return {"key": key, **NO_NODE, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "error_message": None}
     host, port = ctx.node_address(leader)
     return {"key": key, "node_id": leader, "host": host, "port": port, "error_code": ErrorCode.NONE, "error_message": None}
 
 
-@api(10, 0, 4)
+@api(10, 0, 6)
 async def find_coordinator(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
-    if ctx.api_version >= 4:
-        return {"coordinators": [await find_one(ctx, key, body["key_type"]) for key in body["coordinator_keys"]]}
-    found = await find_one(ctx, body["key"], body["key_type"])
+    """v5 only tells the broker that the client knows TRANSACTION_ABORTABLE (KIP-890), which no lookup answers, so
+    it is answered as v4. A share key (v6) needs CLUSTER_ACTION on the cluster (only brokers look share coordinators
+    up): without it the whole request is refused, every key answered as Kafka's error answer (prepareErrorResponse:
+    no node) after authorizeClusterOperation."""
+    key_type = body["key_type"]
+    if (
+        key_type == SHARE_KEY and ctx.api_version >= FIRST_SHARE_LOOKUP and ctx.broker.authorizer is not None
+        and not ctx.allowed(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME)
+    ):
+        denied = {**NO_NODE, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "error_message": CLUSTER_DENIED}
+        return {"coordinators": [{"key": key, **denied} for key in body["coordinator_keys"]]}
+    if ctx.api_version >= FIRST_BATCHED_LOOKUP:
+        return {"coordinators": [await find_one(ctx, key, key_type) for key in body["coordinator_keys"]]}
+    found = await find_one(ctx, body["key"], key_type)
     return {k: found[k] for k in ("error_code", "error_message", "node_id", "host", "port")}
 
 

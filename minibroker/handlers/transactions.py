@@ -61,8 +61,10 @@ def init_refusal(ctx: RequestContext, transactional_id: str | None) -> ErrorCode
     return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 
-@api(22, 0, 4)
+@api(22, 0, 5)
 async def init_producer_id(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    """v5 only tells the broker that the client knows TRANSACTION_ABORTABLE (KIP-890), which Kafka's coordinator never
+    answers here, so it is answered as v4 (v6, KIP-939's two-phase commit, is unstable in Kafka 4.3 and not served)."""
     transactional_id = body["transactional_id"]
     if ctx.broker.authorizer is not None:
         refused = init_refusal(ctx, transactional_id)
@@ -179,8 +181,10 @@ def topic_results(ctx: RequestContext, results: dict[tuple[str, int], ErrorCode]
     return [{"name": topic, "results_by_partition": items} for topic, items in by_topic.items()]
 
 
-@api(25, 0, 3)
+@api(25, 0, 4)
 async def add_offsets_to_txn(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    """v4 only tells the broker that the client knows TRANSACTION_ABORTABLE (KIP-890), which Kafka's coordinator never
+    answers here (it adds the group's partition as a transactions-V1 client's), so it is answered as v3."""
     broker = ctx.broker
     if broker.authorizer is not None:
         if not ctx.allowed(WRITE, TRANSACTIONAL_ID, body["transactional_id"]):
