@@ -1,7 +1,7 @@
 """Version emulation (the setting ``kafka.version``): what each Apache Kafka release's broker served in ApiVersions,
 and minibroker's handler table set to it, so clients meet the versions of the brokers they run against: the release's
 ranges exactly, the versions Kafka 4 removed (KIP-896) included, for every API minibroker serves (capped only at
-minibroker's own maximum, which no release exceeds but for 4.x's DescribeGroups v6).
+minibroker's own maximum, which no release exceeds).
 
 Facts, each release written as its changes from the one before (API key -> (min, max) of every API it added or
 whose range changed; ``removed``: keys it no longer served). They are read off Kafka's message definitions

@@ -673,8 +673,9 @@ class GroupCoordinator:
             group for group in listed if not wanted_states or group["group_state"].lower() in wanted_states
         ]
 
-    def describe_group(self, group_id: str) -> dict[str, Any]:
-        """One DescribeGroups group (a consumer-protocol group is not a classic group: Dead, as Kafka answers v0-5)."""
+    def describe_group(self, group_id: str, report_missing: bool = False) -> dict[str, Any]:
+        """One DescribeGroups group. No classic group of that id (none, or a consumer-protocol or share group) is
+        Dead; ``report_missing`` (v6, KIP-1043) adds GROUP_ID_NOT_FOUND with Kafka's message saying which."""
         answer = {
             "error_code": ErrorCode.NONE, "group_id": group_id, "group_state": GroupState.DEAD.value,
             "protocol_type": "", "protocol_data": "", "members": [],
@@ -684,7 +685,11 @@ class GroupCoordinator:
             return {**answer, "error_code": unavailable, "group_state": ""}
         group = self.groups.get(group_id)
         if group is None:
-            return answer
+            if not report_missing:
+                return answer
+            other_type = group_id in self.consumer.groups or group_id in self.share.groups
+            message = f"Group {group_id} is not a classic group." if other_type else f"Group {group_id} not found."
+            return {**answer, "error_code": ErrorCode.GROUP_ID_NOT_FOUND, "error_message": message}
         stable = group.is_in(GroupState.STABLE)
         members = [
             {

@@ -19,7 +19,7 @@ TABLE: dict[int, tuple[int, int, str]] = {
     12: (0, 4, "groups"),  # heartbeat
     13: (0, 5, "groups"),  # leave_group
     14: (0, 5, "groups"),  # sync_group
-    15: (0, 5, "groups"),  # describe_groups
+    15: (0, 6, "groups"),  # describe_groups
     16: (0, 5, "groups"),  # list_groups
     17: (0, 1, "sasl"),  # sasl_handshake
     18: (0, 4, "metadata"),  # api_versions
@@ -53,10 +53,10 @@ TABLE: dict[int, tuple[int, int, str]] = {
     50: (0, 0, "scram_users"),  # describe_user_scram_credentials
     51: (0, 0, "scram_users"),  # alter_user_scram_credentials
     57: (0, 2, "features"),  # update_features
-    60: (0, 1, "metadata"),  # describe_cluster
+    60: (0, 2, "metadata"),  # describe_cluster
     61: (0, 0, "transactions"),  # describe_producers
     65: (0, 0, "transactions"),  # describe_transactions
-    66: (0, 1, "transactions"),  # list_transactions
+    66: (0, 2, "transactions"),  # list_transactions
     68: (0, 1, "groups"),  # consumer_group_heartbeat
     69: (0, 1, "groups"),  # consumer_group_describe
     75: (0, 0, "describe_topics"),  # describe_topic_partitions

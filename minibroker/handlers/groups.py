@@ -585,8 +585,9 @@ async def list_groups(ctx: RequestContext, body: dict[str, Any]) -> dict[str, An
     return {"error_code": error, "groups": groups}
 
 
-@api(15, 0, 5)
+@api(15, 0, 6)
 async def describe_groups(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    """As Kafka's KafkaApis: authorized operations only for a group described without error."""
     groups = []
     for group_id in body["groups"]:
         if ctx.broker.authorizer is not None and not ctx.allowed(DESCRIBE, GROUP, group_id):
@@ -595,9 +596,11 @@ async def describe_groups(ctx: RequestContext, body: dict[str, Any]) -> dict[str
                 "protocol_type": "", "protocol_data": "", "members": [], "authorized_operations": NO_AUTHORIZED_OPERATIONS,
             })
             continue
-        described = coordinator(ctx).describe_group(group_id)
+        described = coordinator(ctx).describe_group(group_id, report_missing=ctx.api_version >= 6)
         described["authorized_operations"] = (
-            ctx.authorized_operations(GROUP, group_id) if body["include_authorized_operations"] else NO_AUTHORIZED_OPERATIONS
+            ctx.authorized_operations(GROUP, group_id)
+            if body["include_authorized_operations"] and described["error_code"] == ErrorCode.NONE
+            else NO_AUTHORIZED_OPERATIONS
         )
         groups.append(described)
     return {"groups": groups}

@@ -59,13 +59,13 @@ def feature_fields(features: FeatureLevels, version: int) -> dict[str, Any]:
     return {"supported_features": supported, "finalized_features_epoch": features.epoch, "finalized_features": finalized}
 
 
-def broker_entries(ctx: RequestContext, id_field: str) -> list[dict[str, Any]]:
-    """Every live node, at its listener of the name the request came in on (Kafka answers per listener). Metadata
-    names the id field ``node_id``, DescribeCluster ``broker_id``."""
+def broker_entries(ctx: RequestContext, id_field: str, include_stopped: bool = False) -> list[dict[str, Any]]:
+    """Every live node (with ``include_stopped`` every node), at its listener of the name the request came in on
+    (Kafka answers per listener). Metadata names the id field ``node_id``, DescribeCluster ``broker_id``."""
     broker = ctx.broker
     entries = []
     for node_id in broker.node_ids:
-        if node_id in broker.live_nodes:
+        if include_stopped or node_id in broker.live_nodes:
             host, port = ctx.node_address(node_id)
             entries.append({id_field: node_id, "host": host, "port": port, "rack": broker.racks.get(node_id)})
     return entries
@@ -230,10 +230,14 @@ async def metadata(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
 BROKER_ENDPOINTS, CONTROLLER_ENDPOINTS = 1, 2  # DescribeCluster's EndpointType
 
 
-@api(60, 0, 1)
+@api(60, 0, 2)
 async def describe_cluster(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     """A broker describes brokers; asked for controllers (or an unknown endpoint type) it answers as Kafka's
-    AuthHelper.computeDescribeClusterResponse does: an error (INVALID_REQUEST at v0) and nothing else."""
+    AuthHelper.computeDescribeClusterResponse does: an error (INVALID_REQUEST at v0) and nothing else.
+
+    A stopped node is a fenced broker: KRaft's controller fences a broker that stops (a controlled shutdown, or a
+    crash once its session times out) and keeps its registration, so v2 asking IncludeFencedBrokers (KIP-1073) gets
+    it marked IsFenced, and otherwise it is left out, as from Metadata."""
     endpoint_type = body.get("endpoint_type", BROKER_ENDPOINTS)
     if endpoint_type != BROKER_ENDPOINTS:
         known = endpoint_type == CONTROLLER_ENDPOINTS
@@ -249,7 +253,10 @@ async def describe_cluster(ctx: RequestContext, body: dict[str, Any]) -> dict[st
         "endpoint_type": BROKER_ENDPOINTS,
         "cluster_id": ctx.broker.logs.cluster_id,
         "controller_id": controller_id(ctx),
-        "brokers": broker_entries(ctx, "broker_id"),
+        "brokers": [
+            {**entry, "is_fenced": entry["broker_id"] not in ctx.broker.live_nodes}
+            for entry in broker_entries(ctx, "broker_id", include_stopped=body["include_fenced_brokers"])
+        ],
         "cluster_authorized_operations": (
             ctx.cluster_authorized_operations() if body["include_cluster_authorized_operations"] else NO_AUTHORIZED_OPERATIONS
         ),

@@ -6,6 +6,7 @@ Handlers that change a transaction await ``TransactionService.flush`` before ans
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from minibroker.acl_operations import (
@@ -301,8 +302,11 @@ async def describe_transactions(ctx: RequestContext, body: dict[str, Any]) -> di
     return {"transaction_states": states}
 
 
-@api(66, 0, 1)
+@api(66, 0, 2)
 async def list_transactions(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    """v2's TransactionalIdPattern (KIP-1152) must match a whole transactional id; a pattern RE2/J refuses answers
+    INVALID_REGULAR_EXPRESSION alone, as Kafka's TransactionStateManager once loading is over."""
+    from minibroker.re2_syntax import compile_re2
     from minibroker.transactions.metadata import TxnState  # here: the coordinator's modules load on first use
 
     by_name = {state.kafka_name: state for state in TxnState}
@@ -314,6 +318,10 @@ async def list_transactions(ctx: RequestContext, body: dict[str, Any]) -> dict[s
     txn_coordinator = coordinator(ctx)
     if txn_coordinator.partitions.loading:
         return {"error_code": ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "unknown_state_filters": [], "transaction_states": []}
+    try:
+        pattern = compile_re2(body["transactional_id_pattern"]) if body["transactional_id_pattern"] else None
+    except re.error:
+        return {"error_code": ErrorCode.INVALID_REGULAR_EXPRESSION, "unknown_state_filters": [], "transaction_states": []}
     states = []
     for txn in txn_coordinator.transactions.values():
         if body["state_filters"] and txn.state not in wanted:
@@ -321,6 +329,8 @@ async def list_transactions(ctx: RequestContext, body: dict[str, Any]) -> dict[s
         if producers and txn.producer_id not in producers:
             continue
         if min_duration >= 0 and (txn.start_ms < 0 or now - txn.start_ms < min_duration):
+            continue
+        if pattern is not None and not pattern.fullmatch(txn.transactional_id):
             continue
         if ctx.broker.authorizer is not None and not ctx.allowed(DESCRIBE, TRANSACTIONAL_ID, txn.transactional_id):
             continue
