@@ -238,3 +238,32 @@ def test_an_emulated_4_3_advertises_exactly_4_3s_ranges(kafka43: BrokerProcess) 
     assert advertised(kafka43.bootstrap) == {key: served[key] for key in HANDLERS if key in served}
     line = re.search(r"emulating Apache Kafka 4\.3: .*", kafka43.log_text())
     assert line is not None and "versions of the release not served" not in line.group(0)
+
+
+# ---- a client that uses them: kafka-python 3 (DescribeGroups v6, DescribeCluster v2, ListTransactions v2) ----
+
+
+def test_kafka_python_admin_sees_the_new_versions(broker: BrokerProcess, three_nodes: Broker,
+                                                  transactional_ids: dict[str, int]) -> None:
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=10_000)
+    try:
+        group = unique("missing")
+        described = admin.describe_groups([group])[group]
+        assert described["group_state"] == "Dead" and "GroupIdNotFoundError" in described["error"], described
+        assert f"Group {group} not found." in described["error"]
+        orders = {name for name in transactional_ids if name.startswith("orders-")}
+        tag = next(iter(orders)).split("-")[1]
+        listings = admin.list_transactions(transactional_id_pattern=f"orders-{tag}-.*")
+        assert {t.transactional_id for t in listings[1]} == orders
+    finally:
+        admin.close()
+    cluster = KafkaAdminClient(bootstrap_servers=three_nodes.node_addresses[1], request_timeout_ms=10_000)
+    three_nodes.stop_node(3)
+    try:
+        brokers = cluster.describe_cluster()["brokers"]  # asks for fenced brokers too
+        assert {b["broker_id"]: b["is_fenced"] for b in brokers} == {1: False, 2: False, 3: True}
+    finally:
+        cluster.close()
+        three_nodes.start_node(3)
