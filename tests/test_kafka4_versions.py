@@ -21,7 +21,8 @@ from tests.aclutil import create_topics
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import RawConnection
 
-OFFSET_COMMIT, FIND_COORDINATOR, DESCRIBE_GROUPS, API_VERSIONS, INIT_PRODUCER_ID = 8, 10, 15, 18, 22
+OFFSET_COMMIT, FIND_COORDINATOR, DESCRIBE_GROUPS, API_VERSIONS, INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN = (
+    8, 10, 15, 18, 22, 24)
 DESCRIBE_CLUSTER, LIST_TRANSACTIONS, CONSUMER_GROUP_HEARTBEAT = 60, 66, 68
 NO_AUTHORIZED_OPERATIONS = -(1 << 31)
 
@@ -161,9 +162,9 @@ def init_producer(conn: RawConnection, transactional_id: str) -> int:
 
 
 def list_transactions(conn: RawConnection, version: int, pattern: str | None = None,
-                      states: tuple[str, ...] = ()) -> dict[str, Any]:
+                      states: tuple[str, ...] = (), duration_ms: int = -1) -> dict[str, Any]:
     return call(conn, LIST_TRANSACTIONS, version, {"state_filters": list(states), "producer_id_filters": [],
-                                                   "duration_filter": -1, "transactional_id_pattern": pattern})
+                                                   "duration_filter": duration_ms, "transactional_id_pattern": pattern})
 
 
 @pytest.fixture(scope="module")
@@ -195,6 +196,22 @@ def test_list_transactions_v2_filters_by_a_pattern_matching_the_whole_id(broker:
         for unfiltered in (None, ""):
             assert listed_ids(list_transactions(conn, 2, unfiltered), transactional_ids) == set(transactional_ids)
         assert listed_ids(list_transactions(conn, 1), transactional_ids) == set(transactional_ids)
+
+
+def test_list_transactions_duration_filter_computes_as_kafka(broker: BrokerProcess, topic_name: str) -> None:
+    """TransactionStateManager.listTransactionStates leaves a transaction out when it has run for the duration or
+    less, reckoned from its start timestamp, which is -1 for an Empty one: that one is listed at any duration."""
+    tag = uuid.uuid4().hex[:10]
+    empty, ongoing = f"empty-{tag}", f"ongoing-{tag}"
+    with RawConnection(broker.bootstrap, timeout=10) as conn:
+        assert create_topics(conn, topic_name)[0]["error_code"] == ErrorCode.NONE
+        ids = {name: init_producer(conn, name) for name in (empty, ongoing)}
+        added = call(conn, ADD_PARTITIONS_TO_TXN, 3, {
+            "v3_and_below_transactional_id": ongoing, "v3_and_below_producer_id": ids[ongoing],
+            "v3_and_below_producer_epoch": 0, "v3_and_below_topics": [{"name": topic_name, "partitions": [0]}]})
+        assert added["results_by_topic_v3_and_below"][0]["results_by_partition"][0]["partition_error_code"] == 0
+        assert listed_ids(list_transactions(conn, 2, duration_ms=3_600_000), ids) == {empty}
+        assert listed_ids(list_transactions(conn, 1, duration_ms=-1), ids) == {empty, ongoing}
 
 
 @pytest.mark.parametrize("pattern", ["orders-(", r"(o)\1", "(?=o)orders.*", "(?<!x)orders.*", "(?>orders).*", "o*+.*"])
@@ -259,11 +276,13 @@ def test_kafka_python_admin_sees_the_new_versions(broker: BrokerProcess, three_n
         assert {t.transactional_id for t in listings[1]} == orders
     finally:
         admin.close()
-    cluster = KafkaAdminClient(bootstrap_servers=three_nodes.node_addresses[1], request_timeout_ms=10_000)
     three_nodes.stop_node(3)
-    try:
-        brokers = cluster.describe_cluster()["brokers"]  # asks for fenced brokers too
+    try:  # a client made now knows only the live nodes, from Metadata, so it sends to one of them
+        cluster = KafkaAdminClient(bootstrap_servers=three_nodes.node_addresses[1], request_timeout_ms=10_000)
+        try:
+            brokers = cluster.describe_cluster()["brokers"]  # asks for fenced brokers too
+        finally:
+            cluster.close()
         assert {b["broker_id"]: b["is_fenced"] for b in brokers} == {1: False, 2: False, 3: True}
     finally:
-        cluster.close()
         three_nodes.start_node(3)

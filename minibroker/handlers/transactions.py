@@ -328,7 +328,7 @@ async def list_transactions(ctx: RequestContext, body: dict[str, Any]) -> dict[s
             continue
         if producers and txn.producer_id not in producers:
             continue
-        if min_duration >= 0 and (txn.start_ms < 0 or now - txn.start_ms < min_duration):
+        if min_duration >= 0 and now - txn.start_ms <= min_duration:  # Kafka's arithmetic: an Empty one's start is -1
             continue
         if pattern is not None and not pattern.fullmatch(txn.transactional_id):
             continue
