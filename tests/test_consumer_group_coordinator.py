@@ -457,9 +457,11 @@ def test_fenced_member_rejoins_with_epoch_zero_and_is_reconciled_from_scratch(en
     (heartbeat_request("m", STATIC_LEAVE), ErrorCode.INVALID_REQUEST, "InstanceId can't be null."),
     (join_request("m", assignor="sticky"), ErrorCode.UNSUPPORTED_ASSIGNOR, "ServerAssignor sticky is not supported"),
     (join_request("m", regex="orders-("), ErrorCode.INVALID_REGULAR_EXPRESSION, "orders-("),
+    (join_request("m", regex="orders-(?!eu)"), ErrorCode.INVALID_REGULAR_EXPRESSION, "lookarounds"),  # RE2/J's syntax
 ], ids=[
     "empty-group", "no-member-id-v1", "no-member-id-epoch", "empty-instance", "no-rebalance-timeout", "owned-on-join",
     "null-owned-on-join", "no-subscription", "bad-epoch", "static-leave-without-instance", "assignor", "regex",
+    "regex-lookahead",
 ])
 def test_invalid_requests(env: Env, request_: HeartbeatRequest, error: ErrorCode, message: str) -> None:
     answer = env.send(request_)

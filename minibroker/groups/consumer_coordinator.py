@@ -45,6 +45,7 @@ from minibroker.groups.group import CONSUMER_PROTOCOL_TYPE
 from minibroker.groups.group_configs import GroupConfigs
 from minibroker.groups.timer import Timer
 from minibroker.protocol.errors import ErrorCode
+from minibroker.re2_syntax import compile_re2
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +175,7 @@ class ConsumerGroups:
         pattern = self._compiled.get(regex)
         if pattern is None:
             try:
-                pattern = re.compile(regex)
+                pattern = compile_re2(regex)  # Kafka compiles subscriptions with RE2/J too
             except re.error as exc:
                 raise HeartbeatError(
                     ErrorCode.INVALID_REGULAR_EXPRESSION,
