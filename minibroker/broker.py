@@ -162,7 +162,7 @@ class Broker:
         self.group_configs = GroupConfigs.of(config, config.data_dir)
         # The client quotas, read at start-up when the data directory has some, else made by the first request that
         # names them; None till then, so a broker without quotas never imports minibroker.quotas.
-        self.quota_state: Quotas | None = self._read_quotas() if os.path.exists(os.path.join(config.data_dir, QUOTAS_FILE)) else None
+        self.quota_state: Quotas | None = self._read_quotas() if os.path.exists(self.logs.path_of(QUOTAS_FILE)) else None
         self.zookeeper_offsets: ZooKeeperOffsets | None = None  # OffsetCommit v0 of a ZooKeeper-mode release, on first use
         self.request_counts: Counter[int] = Counter()  # requests served by API key, for the inspector's rates
         self.api_versions_answers: dict[int, EncodedAnswer] = {}  # by version: the same answer for every request
@@ -187,7 +187,7 @@ class Broker:
         from minibroker.quotas.enforce import Quotas
         from minibroker.quotas.store import QuotaStore
 
-        path = os.path.join(self.static_config.data_dir, QUOTAS_FILE)
+        path = self.logs.path_of(QUOTAS_FILE)
         given = dict(self.static_config.given)
         try:
             store = QuotaStore(path)
@@ -455,7 +455,7 @@ class Broker:
         self.group_configs.reload()
         self.broker_configs.reload()
         self.reconfigure()
-        if self.quota_state is not None or os.path.exists(os.path.join(self.config.data_dir, QUOTAS_FILE)):
+        if self.quota_state is not None or os.path.exists(self.logs.path_of(QUOTAS_FILE)):
             self.quotas.store.reload()
             self.quotas.changed()
         await self._load_data("restore", floors)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -263,7 +262,7 @@ class LogCleaner:
     def _load_checkpoints(self) -> dict[PartitionKey, tuple[PartitionLog, int]]:
         """Read the file once; each entry is tied to the log open at that time, so a re-created topic starts over."""
         if self._checkpoints is None:
-            path = os.path.join(self._logs.data_dir, CLEANER_OFFSET_CHECKPOINT)
+            path = self._logs.path_of(CLEANER_OFFSET_CHECKPOINT)
             try:
                 offsets = read_offset_checkpoint(path)
             except CorruptFileError as exc:
@@ -285,6 +284,6 @@ class LogCleaner:
             if self._logs.get_log(*entry_key) is entry_log
         }
         try:
-            await self._in_thread([], write_offset_checkpoint, os.path.join(self._logs.data_dir, CLEANER_OFFSET_CHECKPOINT), current)
+            await self._in_thread([], write_offset_checkpoint, self._logs.path_of(CLEANER_OFFSET_CHECKPOINT), current)
         except OSError as exc:
             log.error("Could not write %s: %s", CLEANER_OFFSET_CHECKPOINT, exc)

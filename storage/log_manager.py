@@ -168,9 +168,13 @@ class LogManager:
         self._lock_fd = -1
         self._meta: MetaProperties | None = None
         self._stored: dict[str, StoredTopic] = {}
-        self._store_file = TopicStoreFile(os.path.join(self.data_dir, TOPIC_STORE_FILE))
+        self._store_file = TopicStoreFile(self.path_of(TOPIC_STORE_FILE))
         self.topics: dict[str, TopicInfo] = {}
         self.catalog_version = 0  # changes whenever a topic is created, deleted or grows: cached views compare it
+
+    def path_of(self, name: str) -> str:
+        """The path of a file or directory of the data directory."""
+        return os.path.join(self.data_dir, name)
 
     # ---- opening ----
 
@@ -180,9 +184,9 @@ class LogManager:
         self._lock()
         try:
             self._meta = self._load_meta()
-            self._stored = read_topic_store(os.path.join(self.data_dir, TOPIC_STORE_FILE))
-            recovery_points = read_offset_checkpoint(os.path.join(self.data_dir, RECOVERY_POINT_CHECKPOINT))
-            start_offsets = read_offset_checkpoint(os.path.join(self.data_dir, LOG_START_OFFSET_CHECKPOINT))
+            self._stored = read_topic_store(self.path_of(TOPIC_STORE_FILE))
+            recovery_points = read_offset_checkpoint(self.path_of(RECOVERY_POINT_CHECKPOINT))
+            start_offsets = read_offset_checkpoint(self.path_of(LOG_START_OFFSET_CHECKPOINT))
             found = self._scan_partition_dirs()
             for name in sorted(set(found) | set(self._stored)):
                 self._open_topic(name, found.get(name, {}), recovery_points, start_offsets)
@@ -193,7 +197,7 @@ class LogManager:
         log.info("Opened %s: cluster %s, %d topic(s)", self.data_dir, self.cluster_id, len(self.topics))
 
     def _lock(self) -> None:
-        path = os.path.join(self.data_dir, LOCK_FILE)
+        path = self.path_of(LOCK_FILE)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -211,7 +215,7 @@ class LogManager:
             self._lock_fd = -1
 
     def _load_meta(self) -> MetaProperties:
-        path = os.path.join(self.data_dir, META_PROPERTIES)
+        path = self.path_of(META_PROPERTIES)
         meta = read_meta_properties(path)
         if meta is None:
             cluster_id = self._wanted_cluster_id or uuid_to_str(random_uuid())
@@ -267,7 +271,7 @@ class LogManager:
         count = max(max(dirs, default=-1) + 1, stored.partitions if stored else 0)
         logs = [
             open_partition(
-                dirs.get(p, os.path.join(self.data_dir, f"{name}-{p}")), config,
+                dirs.get(p, self.path_of(f"{name}-{p}")), config,
                 self._clock,
                 recovery_point=recovery_points.get((name, p), 0),
                 log_start_offset=start_offsets.get((name, p), 0),
@@ -405,7 +409,7 @@ class LogManager:
         for info in infos:
             for partition, partition_log in enumerate(info.partitions):
                 partition_log.close(snapshot=False)
-                doomed = os.path.join(self.data_dir, delete_dir_name(info.name, partition))
+                doomed = self.path_of(delete_dir_name(info.name, partition))
                 os.replace(partition_log.directory, doomed)
                 remove_tree(doomed)
             log.info("Deleted topic %s", info.name)
@@ -451,7 +455,7 @@ class LogManager:
     def checkpoint(self) -> None:
         """Write the recovery-point, log-start-offset and replication-offset (high watermark) checkpoints."""
         for name, data in self.checkpoint_files().items():
-            write_atomically(os.path.join(self.data_dir, name), data)
+            write_atomically(self.path_of(name), data)
 
     def checkpoint_files(self, *, complete: bool = False) -> dict[str, bytes]:
         """The three checkpoint files' contents. ``complete``: for a copy of the logs taken between two writes, so
