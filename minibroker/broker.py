@@ -116,7 +116,10 @@ class Broker:
 
             self.apis = emulated_apis(HANDLERS, config.kafka_version)
             self.record_caps = written_versions(config.kafka_version)
-        self.logs = LogManager(config.data_dir, config.log_config(), node_id=config.node_id, clock=self.clock)
+        self.logs = LogManager(
+            config.data_dir, config.log_config(), node_id=config.node_id, cluster_id=config.cluster_id or None,
+            clock=self.clock,
+        )
         self.cleaner: LogCleaner | None = None  # created on its first run
         self.connections: set[KafkaConnection] = set()
         self.host, self.port = config.listener
@@ -595,6 +598,19 @@ class Broker:
             listener.port, *listener.advertised, f", node {node_id}" if len(self.node_ids) > 1 else "",
         )
         return listener
+
+    def advertise(self, node_id: int, name: str, host: str, port: int) -> None:
+        """Give clients another address for a node's listener from now on: a container started on a random port
+        learns its mapped port only once it runs. Metadata and FindCoordinator answer with it, through node restarts,
+        until the process stops. LookupError for a listener the node does not have."""
+        listener = next((lis for lis in self.listeners if lis.node_id == node_id and lis.name == name), None)
+        if listener is None:
+            names = sorted({lis.name for lis in self.listeners})
+            raise LookupError(f"node {node_id} has no listener {name!r}; the listeners are {', '.join(names)}")
+        listener.advertised = (host, port)
+        if listener is self.listeners[0]:
+            self.advertised_host, self.advertised_port = host, port
+        log.info("listener %s of node %d now advertised as %s:%d", name, node_id, host, port)
 
     # nodes of a cluster in one process
 

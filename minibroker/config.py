@@ -39,6 +39,12 @@ class BrokerConfig(FrozenConfig):
     """Every setting the broker applies, by its Kafka name (``metadata["kafka"]``), with its default and meaning."""
 
     node_id: int = setting("node.id", 1, "Id of this broker in Metadata answers (with nodes above 1: 1..N).", 0)
+    cluster_id: str = setting(
+        "cluster.id", "",
+        "Cluster id a new data directory is formatted with (22 characters, as kafka-storage format -t takes it); empty: "
+        "a random one. A formatted directory keeps its own. The apache/kafka and Confluent images' CLUSTER_ID and "
+        "Bitnami's KAFKA_KRAFT_CLUSTER_ID variables set it.",
+    )
     nodes: int = setting(
         "nodes", 1,
         "Brokers served by this one process (a cluster in a box): node k listens on each listener's port + k - 1 "
@@ -535,6 +541,7 @@ def build_config(*sources: Mapping[str, str]) -> BrokerConfig:
 
     check_authorizer_settings(config)
     check_rack_settings(config)
+    check_cluster_id(config)
     try:
         config.log_config()
     except InvalidConfigError as exc:
@@ -557,6 +564,18 @@ def check_rack_settings(config: BrokerConfig) -> None:
         raise ConfigError(
             f"replica.selector.class: {config.replica_selector_class!r} is not served; {RACK_AWARE_SELECTOR} is"
         )
+
+
+def check_cluster_id(config: BrokerConfig) -> None:
+    """cluster.id must be what kafka-storage format accepts: Kafka's Uuid in its 22-character form."""
+    if not config.cluster_id:
+        return
+    from minibroker.storage.uuid import check_uuid_string
+
+    try:
+        check_uuid_string(config.cluster_id)
+    except ValueError as exc:
+        raise ConfigError(f"cluster.id: {exc}") from None
 
 
 def load_config(properties: str | os.PathLike[str] | None, environ: Mapping[str, str], overrides: Mapping[str, str]) -> BrokerConfig:

@@ -6,7 +6,9 @@ prefix, ``_`` is ``.``, ``__`` is ``_`` and ``___`` is ``-``, in lower case (``K
 ``log.retention.hours``). ``KAFKA_CFG_*`` follows the Bitnami image (its libkafka.sh), whose compose files are
 still common: after the prefix every ``_`` is ``.``, in lower case, except that ``sasl.ssl`` and ``sasl.plaintext``
 are the listener names ``sasl_ssl`` and ``sasl_plaintext``; an empty value is skipped, as Bitnami skips it.
-``MINIBROKER_*`` is minibroker's own, with the apache/kafka rule.
+``MINIBROKER_*`` is minibroker's own, with the apache/kafka rule. The images' cluster id variables (``CLUSTER_ID``
+of apache/kafka and Confluent's images, ``KAFKA_KRAFT_CLUSTER_ID`` of Bitnami's) are the setting ``cluster.id``, under
+the families above.
 """
 
 from __future__ import annotations
@@ -21,21 +23,24 @@ NON_SETTING_VARIABLES = frozenset(
     {"MINIBROKER_LOG_LEVEL", "MINIBROKER_TEST_CRASH_POINT", "MINIBROKER_EVENT_LOOP", "MINIBROKER_SPEC_DIR",
      "MINIBROKER_STRICT_CODEC"}
 )
-# The apache/kafka image's KAFKA_* variables that configure the JVM and logging, not the broker.
+# The apache/kafka and Confluent images' KAFKA_* variables that configure the JVM and logging, not the broker.
 KAFKA_IMAGE_VARIABLES = frozenset(
     {
         "KAFKA_VERSION", "KAFKA_HEAP_OPTS", "KAFKA_LOG4J_OPTS", "KAFKA_OPTS", "KAFKA_JMX_OPTS",
         "KAFKA_JVM_PERFORMANCE_OPTS", "KAFKA_GC_LOG_OPTS", "KAFKA_LOG4J_ROOT_LOGLEVEL", "KAFKA_LOG4J_LOGGERS",
-        "KAFKA_TOOLS_LOG4J_LOGLEVEL", "KAFKA_JMX_HOSTNAME",
+        "KAFKA_TOOLS_LOG4J_LOGLEVEL", "KAFKA_JMX_HOSTNAME", "KAFKA_JMX_PORT",
     }
 )
+# Prefixes of other programs' variables in those images: confluent-local's REST proxy (KAFKA_REST_BOOTSTRAP_SERVERS,
+# which Testcontainers' Go module sets). No broker setting starts with "rest.".
+KAFKA_IMAGE_PREFIXES = ("KAFKA_REST_",)
 # The Bitnami image's own KAFKA_* variables (users, TLS files, KRaft storage set-up, ZooKeeper client security), read
 # by its scripts and not settings; KAFKA_CFG_* are its settings.
 BITNAMI_IMAGE_VARIABLES = frozenset(
     {
         "KAFKA_MOUNTED_CONF_DIR", "KAFKA_INTER_BROKER_USER", "KAFKA_INTER_BROKER_PASSWORD", "KAFKA_CONTROLLER_USER",
         "KAFKA_CONTROLLER_PASSWORD", "KAFKA_CERTIFICATE_PASSWORD", "KAFKA_TLS_TRUSTSTORE_FILE", "KAFKA_TLS_TYPE",
-        "KAFKA_TLS_CLIENT_AUTH", "KAFKA_KRAFT_CLUSTER_ID", "KAFKA_CLUSTER_ID", "KAFKA_INITIAL_CONTROLLERS",
+        "KAFKA_TLS_CLIENT_AUTH", "KAFKA_KRAFT_CLUSTER_ID", "KAFKA_INITIAL_CONTROLLERS",
         "KAFKA_KRAFT_VERSION", "KAFKA_SKIP_KRAFT_STORAGE_INIT", "KAFKA_CLIENT_LISTENER_NAME", "KAFKA_ENABLE_KRAFT",
         "KAFKA_CLIENT_USERS", "KAFKA_CLIENT_PASSWORDS", "KAFKA_BROKER_USER", "KAFKA_BROKER_PASSWORD",
         "KAFKA_ZOOKEEPER_PROTOCOL", "KAFKA_ZOOKEEPER_USER", "KAFKA_ZOOKEEPER_PASSWORD",
@@ -44,6 +49,8 @@ BITNAMI_IMAGE_VARIABLES = frozenset(
         "KAFKA_ZOOKEEPER_TLS_VERIFY_HOSTNAME", "KAFKA_ZOOKEEPER_TLS_TYPE",
     }
 )
+# The images' variables that name the cluster id of a new data directory (KAFKA_CLUSTER_ID is one by the KAFKA_ rule).
+CLUSTER_ID_VARIABLES = ("CLUSTER_ID", "KAFKA_KRAFT_CLUSTER_ID")
 BITNAMI_LISTENER_NAMES = (("sasl.ssl", "sasl_ssl"), ("sasl.plaintext", "sasl_plaintext"))
 
 
@@ -84,13 +91,14 @@ def bitnami_setting_name(variable: str) -> str:
 
 
 def env_settings(environ: Mapping[str, str]) -> dict[str, str]:
-    """Settings named by ``KAFKA_*``, then ``KAFKA_CFG_*``, then ``MINIBROKER_*`` variables (later ones win); names
-    are checked later, with the other sources."""
-    items: dict[str, str] = {}
+    """Settings named by the images' cluster id variables, then ``KAFKA_*``, ``KAFKA_CFG_*`` and ``MINIBROKER_*``
+    variables (later ones win); names are checked later, with the other sources."""
+    items: dict[str, str] = {"cluster.id": environ[name] for name in CLUSTER_ID_VARIABLES if environ.get(name, "").strip()}
     image_variables = KAFKA_IMAGE_VARIABLES | BITNAMI_IMAGE_VARIABLES
     for variable, value in environ.items():
         if variable.startswith(KAFKA_ENV_PREFIX) and not variable.startswith(BITNAMI_ENV_PREFIX) and \
-                len(variable) > len(KAFKA_ENV_PREFIX) and variable not in image_variables:
+                len(variable) > len(KAFKA_ENV_PREFIX) and variable not in image_variables and \
+                not variable.startswith(KAFKA_IMAGE_PREFIXES):
             items[setting_name(variable, KAFKA_ENV_PREFIX)] = value
     for variable, value in environ.items():
         if variable.startswith(BITNAMI_ENV_PREFIX) and len(variable) > len(BITNAMI_ENV_PREFIX) and value.strip():

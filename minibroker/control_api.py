@@ -172,6 +172,27 @@ async def start_node(broker: Broker, request: HttpRequest, params: list[str]) ->
     return 200, {"id": node, "running": True}
 
 
+@route("POST", "/v1/nodes/{id}/listeners/{name}")
+async def advertise_listener(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """The address a node's listener gives clients, changed at run time (``{"advertised": "host:port"}``): a
+    container's mapped port is known only after it started."""
+    from minibroker.probe import ProbeError, parse_address
+
+    node = node_id(broker, params[0])
+    text = field(request.json(), "advertised", str)
+    try:
+        host, port = parse_address(text)
+    except ProbeError:
+        raise HttpError(400, f"'advertised' must be HOST:PORT, not {text!r}") from None
+    if not 0 < port < 65536:
+        raise HttpError(400, f"'advertised' has no valid port: {text!r}")
+    try:
+        broker.advertise(node, params[1].upper(), host, port)
+    except LookupError as exc:
+        raise HttpError(404, str(exc)) from None
+    return 200, {"nodes": nodes_view(broker)}
+
+
 @route("POST", "/v1/partitions/{topic}/{partition}/leader")
 async def move_leader(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
     topic, partition_text = params

@@ -70,6 +70,11 @@ class ControlClient:
     def start_node(self, node_id: int) -> None:
         self.request("POST", f"/v1/nodes/{node_id}/start")
 
+    def advertise(self, node_id: int, listener: str, address: str) -> None:
+        """Clients are given ``address`` (``host:port``) for the node's listener from now on (a container's mapped
+        port)."""
+        self.request("POST", f"/v1/nodes/{node_id}/listeners/{_quote(listener)}", {"advertised": address})
+
     def move_leader(self, topic: str, partition: int, node_id: int) -> int:
         return self.request("POST", f"/v1/partitions/{_quote(topic)}/{partition}/leader", {"node": node_id})[
             "leader_epoch"]

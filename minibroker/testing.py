@@ -198,6 +198,13 @@ class Broker:
         """Add a node to the cluster (on the next ports); returns its id. New topics may be placed on it."""
         return self._on_loop(self._running_core().add_node())
 
+    def advertise(self, node_id: int, listener: str, address: str) -> None:
+        """Give clients ``address`` (``host:port``) for the node's listener from now on (as behind a port mapping)."""
+        from minibroker.probe import parse_address
+
+        host, port = parse_address(address)
+        self._on_loop(self._call(self._running_core().advertise, node_id, listener.upper(), host, port))
+
     def move_leader(self, topic: str, partition: int, node_id: int) -> int:
         """Make ``node_id`` the partition's leader; returns its new leader epoch."""
         return self._on_loop(self._call(self._running_core().move_leader, topic, partition, node_id))

@@ -149,7 +149,8 @@ class NewTopic:
 
 
 class LogManager:
-    """Owns the data directory: lock, meta.properties, checkpoints, topic metadata and every PartitionLog."""
+    """Owns the data directory: lock, meta.properties, checkpoints, topic metadata and every PartitionLog.
+    ``cluster_id``: the id a new directory is formatted with (random if None); a formatted one keeps its own."""
 
     def __init__(
         self,
@@ -163,7 +164,7 @@ class LogManager:
         self.data_dir = os.fspath(data_dir)
         self.default_config = default_config
         self.node_id = node_id
-        self._wanted_cluster_id = cluster_id
+        self._new_cluster_id = cluster_id
         self._clock = clock
         self._lock_fd = -1
         self._meta: MetaProperties | None = None
@@ -218,14 +219,17 @@ class LogManager:
         path = self.path_of(META_PROPERTIES)
         meta = read_meta_properties(path)
         if meta is None:
-            cluster_id = self._wanted_cluster_id or uuid_to_str(random_uuid())
+            cluster_id = self._new_cluster_id or uuid_to_str(random_uuid())
             meta = MetaProperties(cluster_id=cluster_id, node_id=self.node_id, directory_id=random_uuid())
             write_meta_properties(path, meta)
             return meta
         if meta.node_id != self.node_id:
             raise StorageError(f"{path}: stored node.id {meta.node_id} doesn't match the configured {self.node_id}")
-        if self._wanted_cluster_id is not None and meta.cluster_id != self._wanted_cluster_id:
-            raise StorageError(f"{path}: stored cluster.id {meta.cluster_id} doesn't match {self._wanted_cluster_id}")
+        if self._new_cluster_id is not None and meta.cluster_id != self._new_cluster_id:
+            log.warning(
+                "%s keeps its cluster id %s: the cluster id %s applies to new data directories only (as kafka-storage "
+                "format --ignore-formatted leaves a formatted one)", self.data_dir, meta.cluster_id, self._new_cluster_id,
+            )
         return meta
 
     def _scan_partition_dirs(self) -> dict[str, dict[int, str]]:

@@ -32,6 +32,23 @@ def uuid_from_str(text: str) -> bytes:
     return value
 
 
+def check_uuid_string(text: str) -> None:
+    """Kafka's Uuid.fromString as it accepts an id a person types (kafka-storage format's cluster id): at most 24
+    base64url characters, padding optional, that decode to 16 bytes. Unused trailing bits are not checked, as Java's
+    decoder does not check them, so Testcontainers' cluster id MkU3OEVBNTcwNTJENDM2Qk is valid. ValueError if not."""
+    if len(text) > 24:
+        raise ValueError(f"{text!r} is too long to be a base64 Uuid")
+    digits = text.rstrip("=")
+    if not (digits.isascii() and digits.replace("-", "").replace("_", "").isalnum()) or len(text) - len(digits) > 2:
+        raise ValueError(f"{text!r} is not base64url")
+    try:
+        value = base64.b64decode(digits + "=" * (-len(digits) % 4), altchars=b"-_", validate=True)
+    except binascii.Error as exc:
+        raise ValueError(f"{text!r} is not base64url") from exc
+    if len(value) != UUID_SIZE:
+        raise ValueError(f"{text!r} decodes to {len(value)} bytes, not the 16 of a Uuid")
+
+
 def random_uuid() -> bytes:
     """A version-4 random id like Uuid.randomUuid(): never reserved, never shown with a leading '-'."""
     while True:

@@ -12,7 +12,7 @@ from minibroker.config import build_config
 from minibroker.config_sources import env_settings
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import TIMEOUT_S, confluent_admin
-from tests.test_docker import free_port
+from tests.containerutil import free_port
 
 
 def test_bitnami_variables_name_settings_by_its_rule() -> None:
@@ -22,10 +22,11 @@ def test_bitnami_variables_name_settings_by_its_rule() -> None:
         "KAFKA_CFG_LOG_RETENTION_HOURS": "",  # empty: skipped, as Bitnami skips it
         "KAFKA_NUM_PARTITIONS": "2", "KAFKA_CFG_NUM_PARTITIONS": "3",  # KAFKA_CFG_* over KAFKA_*
         "KAFKA_CFG_MESSAGE_MAX_BYTES": "2000000", "MINIBROKER_MESSAGE_MAX_BYTES": "3000000",  # MINIBROKER_* wins
-        "KAFKA_KRAFT_CLUSTER_ID": "abcdefghijklmnopqrstuv", "KAFKA_ENABLE_KRAFT": "yes",  # the image's own
-        "ALLOW_PLAINTEXT_LISTENER": "yes", "BITNAMI_DEBUG": "true",
+        "KAFKA_KRAFT_CLUSTER_ID": "abcdefghijklmnopqrstuv",  # the image's storage set-up: the cluster id
+        "KAFKA_ENABLE_KRAFT": "yes", "ALLOW_PLAINTEXT_LISTENER": "yes", "BITNAMI_DEBUG": "true",  # the image's own
     }
     assert env_settings(environ) == {
+        "cluster.id": "abcdefghijklmnopqrstuv",
         "auto.create.topics.enable": "false",
         "listener.name.sasl_ssl.plain.sasl.jaas.config": "jaas",
         "num.partitions": "3",

@@ -228,3 +228,25 @@ def test_a_groups_and_a_transactional_ids_coordinator_move_where_they_are_told(t
         assert broker.transaction("tx-moved")["state"] == "CompleteCommit"
         status, answer = call(f"{broker.control_url}/v1/coordinators", "POST", {"group": "g", "transactional_id": "t", "node": 1})
         assert status == 400 and answer["error"] == "name one group or one transactional_id"
+
+
+def test_a_listener_is_given_another_advertised_address_at_run_time() -> None:
+    """A container learns its mapped port only once it runs: POST /v1/nodes/N/listeners/NAME changes what Metadata
+    and FindCoordinator answer, through a node's restart; bad input is a 4xx and changes nothing."""
+    with Broker(nodes=2, control=True) as broker:
+        url = broker.control_url
+        node2 = broker.node_addresses[2]
+        port = int(node2.rsplit(":", 1)[1])
+        status, answer = call(f"{url}/v1/nodes/2/listeners/plaintext", "POST", {"advertised": f"localhost:{port}"})
+        assert status == 200 and answer["nodes"][1]["listeners"][0]["address"] == f"localhost:{port}"
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        seen = {b.id: (b.host, b.port) for b in admin.list_topics(timeout=TIMEOUT_S).brokers.values()}
+        assert seen[2] == ("localhost", port) and seen[1] == tuple(broker.address)
+        broker.stop_node(2)
+        broker.start_node(2)
+        assert call(f"{url}/v1/nodes")[1]["nodes"][1]["listeners"][0]["address"] == f"localhost:{port}"
+        assert call(f"{url}/v1/nodes/2/listeners/SSL", "POST", {"advertised": "a:1"})[0] == 404
+        assert call(f"{url}/v1/nodes/9/listeners/PLAINTEXT", "POST", {"advertised": "a:1"})[0] == 404
+        for bad in ({"advertised": "no-port"}, {"advertised": "a:0"}, {"advertised": 9092}, {}):
+            assert call(f"{url}/v1/nodes/2/listeners/PLAINTEXT", "POST", bad)[0] == 400, bad
+        assert call(f"{url}/v1/nodes")[1]["nodes"][1]["listeners"][0]["address"] == f"localhost:{port}"
