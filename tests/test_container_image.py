@@ -24,7 +24,6 @@ from tests.containerutil import ROOT, Container, Engine, engine, free_port, imag
 COMPOSE = ROOT / "docker" / "compose.yaml"
 README = ROOT / "README.md"
 KCAT_STAND_IN = "localhost/minibroker-test-kcat:debian-12"
-STOP_S = 2.0  # a broker with nothing to flush stops at once; `podman stop` waits 10 s before SIGKILL
 
 
 def group_round_trip(bootstrap: str, topic: str, count: int = 5) -> None:
@@ -66,11 +65,10 @@ def start_broker(engine: Engine, image: str, env: dict[str, str] | None = None, 
 
 
 def finished(container: Container) -> str:
-    """Stop the container (SIGTERM) and return its logs, after checking it stopped at once, cleanly, and that every
-    response it sent matched its schema."""
-    started = time.monotonic()
+    """Stop the container as `docker stop` does and return its logs, after checking that the broker stopped on the
+    SIGTERM (exit 0; the engine's SIGKILL after its grace period would be 137) and that every response it sent matched
+    its schema."""
     assert container.stop() == 0, container.logs()
-    assert time.monotonic() - started < STOP_S, f"the broker took {time.monotonic() - started:.1f}s to stop"
     logs = container.logs()
     assert "minibroker stopped" in logs and "Traceback" not in logs and "isn't a known config" not in logs, logs
     assert not container.strict_violations()
@@ -100,6 +98,7 @@ def test_minibroker_commands_reach_minibroker_and_programs_run_as_given(engine: 
                           " ".join(f"command -v {name};" for name in COMMANDS), check=False).stdout.split()
     assert shadowed == [], f"programs of the image shadow minibroker commands: {shadowed}"
     assert engine.run("run", "--rm", image, "sh", "-c", "echo as given").stdout.strip() == "as given"
+    assert engine.run("run", "--rm", image, "--version").stdout.startswith("minibroker ")
     unreachable = engine.run("run", "--rm", image, "probe", "127.0.0.1:1", check=False, stderr=subprocess.STDOUT)
     assert unreachable.returncode == 1 and "minibroker probe: cannot reach 127.0.0.1:1" in unreachable.stdout
 
