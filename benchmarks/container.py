@@ -28,7 +28,7 @@ sys.path.append(str(ROOT))
 
 from benchmarks.common import free_port, wait_for_api_versions  # noqa: E402
 from benchmarks.startup import ASYNCIO_FLOOR_CODE, asyncio_floor_once, fresh_process_once  # noqa: E402
-from tests.containerutil import DOCKERFILE, IMAGE, Engine, find_engine  # noqa: E402
+from tests.containerutil import DOCKERFILE, Engine, find_engine  # noqa: E402
 
 
 def container_once(engine: Engine, image: str, *command: str, entrypoint: str | None = None) -> float:
@@ -60,28 +60,33 @@ def main() -> None:
             engine = find_engine(Path(workdir))
         except BaseException as exc:  # pytest's skip outside pytest: say why and stop
             sys.exit(f"no container engine: {exc}")
-        image = args.image
-        if image is None:
-            image = IMAGE
-            engine.build(DOCKERFILE, image, engine.base_image())
-        size_mb = int(engine.run("image", "inspect", "--format", "{{.Size}}", image).stdout) / 1e6
-        print(f"{'image ' + image:<58} {size_mb:7.1f} MB")
-        host_env = {**os.environ, "MINIBROKER_LOG_LEVEL": "WARNING"}
-        floor_code = ASYNCIO_FLOOR_CODE.replace('"127.0.0.1"', '"0.0.0.0"')
-        container_once(engine, image)  # the first run of an image pays for its layers' set-up once
-        host_floor, host, container_floor, container = [], [], [], []
-        for _ in range(args.runs):
-            host_floor.append(asyncio_floor_once(host_env))
-            host.append(fresh_process_once(host_env, 1))
-            container_floor.append(container_once(engine, image, "-c", floor_code, "9092", entrypoint="python"))
-            container.append(container_once(engine, image))
-        floor_ms = report("host: bare asyncio process -> first ApiVersions", host_floor)
-        host_ms = report("host: fresh `minibroker` -> first ApiVersions", host)
-        engine_ms = report("container: bare asyncio process -> first ApiVersions", container_floor)
-        image_ms = report("container: `run -p ... image` -> first ApiVersions", container)
-        print(f"{'the container adds to the host process':<58} {image_ms - host_ms:7.1f} ms "
-              f"(the engine alone adds {engine_ms - floor_ms:.1f} ms to the floor)")
+        try:
+            measure(engine, args.image, args.runs)
+        finally:
+            engine.cleanup()
 
+
+def measure(engine: Engine, image: str | None, runs: int) -> None:
+    if image is None:
+        image = engine.image_name()
+        engine.build(DOCKERFILE, image, engine.base_image())
+    size_mb = int(engine.run("image", "inspect", "--format", "{{.Size}}", image).stdout) / 1e6
+    print(f"{'image ' + image:<58} {size_mb:7.1f} MB")
+    host_env = {**os.environ, "MINIBROKER_LOG_LEVEL": "WARNING"}
+    floor_code = ASYNCIO_FLOOR_CODE.replace('"127.0.0.1"', '"0.0.0.0"')
+    container_once(engine, image)  # the first run of an image pays for its layers' set-up once
+    host_floor, host, container_floor, container = [], [], [], []
+    for _ in range(runs):
+        host_floor.append(asyncio_floor_once(host_env))
+        host.append(fresh_process_once(host_env, 1))
+        container_floor.append(container_once(engine, image, "-c", floor_code, "9092", entrypoint="python"))
+        container.append(container_once(engine, image))
+    floor_ms = report("host: bare asyncio process -> first ApiVersions", host_floor)
+    host_ms = report("host: fresh `minibroker` -> first ApiVersions", host)
+    engine_ms = report("container: bare asyncio process -> first ApiVersions", container_floor)
+    image_ms = report("container: `run -p ... image` -> first ApiVersions", container)
+    print(f"{'the container adds to the host process':<58} {image_ms - host_ms:7.1f} ms "
+          f"(the engine alone adds {engine_ms - floor_ms:.1f} ms to the floor)")
 
 if __name__ == "__main__":
     main()

@@ -35,7 +35,7 @@ from minibroker.protocol.strict import LOG_MARKER, STRICT_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = ROOT / "docker" / "Dockerfile"
-IMAGE = "localhost/minibroker:test"
+IMAGE_REPOSITORY = "localhost/minibroker-test"
 STAND_IN_BASE = "localhost/minibroker-test-base:debian-12"
 STAND_IN_PACKAGES = "python3,python3-venv,python3-pip,python-is-python3,ca-certificates,netbase"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
@@ -162,6 +162,7 @@ class Engine:
         self.label = f"{LABEL}={self.session}"
         self._volumes: list[str] = []
         self._networks: list[str] = []
+        self._tags: list[str] = []
 
     def run(
         self, *args: str, check: bool = True, timeout: float = TIMEOUT_S, stderr: int = subprocess.PIPE,
@@ -213,8 +214,17 @@ class Engine:
         self._networks.append(name)
         return name
 
+    def image_name(self, tag: str = "latest") -> str:
+        """A name for an image of this session (another session, in another checkout, builds its own)."""
+        return f"{IMAGE_REPOSITORY}-{self.session}:{tag}"
+
+    def tag(self, image: str, name: str) -> None:
+        self.run("tag", image, name)
+        self._tags.append(name)
+
     def cleanup(self) -> None:
-        """Remove every container, volume and network of this session (a failed test's too)."""
+        """Remove every container, volume and network of this session (a failed test's too), and its image names
+        (the layers stay, the build cache of the next session)."""
         ids = self.run("ps", "-aq", "--filter", f"label={self.label}", check=False).stdout.split()
         if ids:
             self.run("rm", "--force", "--volumes", "--time", "0", *ids, check=False)
@@ -222,6 +232,8 @@ class Engine:
             self.run("volume", "rm", "--force", volume, check=False)
         for network in self._networks:
             self.run("network", "rm", "--force", network, check=False)
+        if self._tags:
+            self.run("rmi", *self._tags, check=False)
 
     # ---- images ----
 
@@ -273,6 +285,7 @@ class Engine:
             pip_conf.write_text("[global]\ncert = /etc/ssl/certs/minibroker-build-ca.pem\n")
             args += ["-v", f"{bundle}:/etc/ssl/certs/minibroker-build-ca.pem:ro", "-v", f"{pip_conf}:/etc/pip.conf:ro"]
         self.run(*args, str(context), timeout=1200, stderr=subprocess.STDOUT)
+        self._tags.append(tag)
 
     def image_config(self, image: str) -> dict:
         return json.loads(self.run("image", "inspect", image).stdout)[0]
@@ -316,5 +329,6 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
 @pytest.fixture(scope="session")
 def image(engine: Engine) -> str:
     """minibroker's image, built from docker/Dockerfile for this session."""
-    engine.build(DOCKERFILE, IMAGE, engine.base_image())
-    return IMAGE
+    name = engine.image_name()
+    engine.build(DOCKERFILE, name, engine.base_image())
+    return name

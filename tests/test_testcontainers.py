@@ -22,7 +22,7 @@ from tests.containerutil import LABEL, Container, Engine, engine, image  # noqa:
 from tests.test_container_image import group_round_trip
 
 # testcontainers-python's KafkaContainer.with_kraft() reads the tag as a Confluent Platform version (7.0.0 or later).
-NUMERIC_TAG = "localhost/minibroker:8.0.0"
+NUMERIC_TAG = "8.0.0"
 # The clients run on the engine's host: the modules' getHost() is this address.
 HOST = "127.0.0.1"
 
@@ -64,8 +64,9 @@ def testcontainers_env(docker_api: str, monkeypatch: pytest.MonkeyPatch) -> None
 def test_testcontainers_python_kafka_container(engine: Engine, image: str, testcontainers_env: None, kraft: bool) -> None:
     from testcontainers.community.kafka import KafkaContainer
 
-    engine.run("tag", image, NUMERIC_TAG)
-    container = KafkaContainer(NUMERIC_TAG, labels={LABEL: engine.session})
+    numbered = engine.image_name(NUMERIC_TAG)
+    engine.tag(image, numbered)
+    container = KafkaContainer(numbered, labels={LABEL: engine.session})
     if kraft:
         container = container.with_kraft()
     with container as kafka:
