@@ -309,7 +309,11 @@ def test_message_sets_kafka_refuses(old_broker: BrokerProcess, topic_name: str) 
 
 
 def test_zstd_batches_cannot_be_down_converted(old_broker: BrokerProcess, topic_name: str) -> None:
-    confluent_create_topic(old_broker.bootstrap, topic_name, partitions=1)
+    """The topic's compression.type makes every stored batch zstd: a producer's own zstd is not enough, since
+    librdkafka sends a batch uncompressed when compressing does not make it smaller, as a batch of one small record
+    (under load the records may leave one by one)."""
+    confluent_create_topic(old_broker.bootstrap, topic_name, partitions=1, config={"compression.type": "zstd"})
     produce_with_timestamps(old_broker.bootstrap, topic_name, messages(3), {"compression.type": "zstd"})
+    assert {header.compression for header in stored_batches(old_broker.bootstrap, topic_name, 0)} == {ZSTD}
     assert fetch_raw(old_broker.bootstrap, 3, topic_name)["error_code"] == UNSUPPORTED_COMPRESSION_TYPE
     assert fetch_raw(old_broker.bootstrap, 4, topic_name)["error_code"] == 0
