@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from minibroker.acls.authorizer import Authorizer
     from minibroker.acls.ssl_mapping import PrincipalMapper
     from minibroker.faults import Fault, Faults
-    from minibroker.groups.service import GroupService, ShareGroupDirectory
+    from minibroker.groups.service import GroupService
     from minibroker.quotas.enforce import Quotas
     from minibroker.sasl.credentials import CredentialStore
     from minibroker.sasl.session import SaslAuthority
@@ -847,11 +847,6 @@ class Broker:
     @property
     def loaded_share_partitions(self) -> SharePartitionManager | None:
         return self._share_partitions
-
-    @property
-    def share_groups(self) -> ShareGroupDirectory:
-        """Share group membership, as the share data path asks it (``group_state``)."""
-        return self.groups.share_groups
 
     @property
     def share_state(self) -> ShareStateStore:

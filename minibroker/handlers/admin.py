@@ -25,11 +25,14 @@ from minibroker.acls.model import CLUSTER_DENIED, GROUP_DENIED, TOPIC_DENIED
 from minibroker import broker_loggers
 from minibroker.broker_configs import BrokerConfigError, broker_synonyms, listener_base, loggable
 from minibroker.config import TOPIC_SYNONYMS, BrokerConfig, is_secret
-from minibroker.config_resources import BROKER as BROKER_RESOURCE
-from minibroker.config_resources import BROKER_LOGGER as BROKER_LOGGER_RESOURCE
-from minibroker.config_resources import GROUP as GROUP_RESOURCE
-from minibroker.config_resources import TOPIC as TOPIC_RESOURCE
-from minibroker.config_resources import request_refusal, resource_refusal
+from minibroker.config_resources import (
+    BROKER as BROKER_RESOURCE,
+    BROKER_LOGGER as BROKER_LOGGER_RESOURCE,
+    GROUP as GROUP_RESOURCE,
+    TOPIC as TOPIC_RESOURCE,
+    request_refusal,
+    resource_refusal,
+)
 from minibroker.context import RequestContext
 from minibroker.groups.group_configs import GroupConfigError
 from minibroker.handlers.registry import api

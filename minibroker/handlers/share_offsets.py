@@ -34,7 +34,7 @@ def coordinator_error(ctx: RequestContext, group_id: str) -> ErrorCode:
     group's partition, else NONE."""
     if not group_id:
         return ErrorCode.INVALID_GROUP_ID
-    return ctx.broker.groups.coordinator_of(ctx.node_id).availability(group_id)
+    return coordinator(ctx).availability(group_id)
 
 
 def creates_missing_groups(ctx: RequestContext) -> bool:

@@ -334,10 +334,6 @@ class ShareGroups:
     def deletion_records(self, group: ShareGroup) -> list[Record]:
         return group_tombstones(group)
 
-    def group_state(self, group_id: str) -> str | None:
-        group = self.groups.get(group_id)
-        return None if group is None else group.state()
-
     def describe(self, group_id: str) -> dict[str, Any]:
         """One ShareGroupDescribe group (the caller answers for unknown ids)."""
         group = self.groups[group_id]
