@@ -14,6 +14,8 @@ from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.key_partitions import partition_for
 from minibroker.protocol.records import decode_all
 
+from minibroker.groups.config import GroupConfig
+from minibroker.groups.coordinator import GroupCoordinator
 from minibroker.testing import Broker
 from tests.groupfakes import FakeRecordLog, FakeTimer
 from tests.test_share_consumer import poll_until, produce, share_consumer
@@ -163,10 +165,7 @@ def test_an_emulated_4_1_serves_no_share_offsets_until_share_version_is_raised(t
 # ---- the coordinator alone ----
 
 
-def coordinator(log: FakeRecordLog) -> Any:
-    from minibroker.groups.config import GroupConfig
-    from minibroker.groups.coordinator import GroupCoordinator
-
+def coordinator(log: FakeRecordLog) -> GroupCoordinator:
     return GroupCoordinator(GroupConfig(), FakeTimer(), log)
 
 
