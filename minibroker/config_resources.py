@@ -101,7 +101,9 @@ def refusal_message(release: str, api_key: int, type_id: int, name: str) -> str:
     return template.format(id=type_id, type=TYPES[type_id][0] if known else "UNKNOWN", name=name)
 
 
-def request_refusal(kafka_version: str, api_key: int, resources: list[tuple[int, str]]) -> list[tuple[int, str, str]] | None:
+def request_refusal(
+    kafka_version: str, api_key: int, resources: list[tuple[int, str]],
+) -> list[tuple[int, str, str]] | None:
     """Where the emulated release's API failed a whole request for a type it did not serve: each resource's (type as
     answered, name, message), the message the first such resource's; None when it did not."""
     release = emulated_release(kafka_version)

@@ -19,7 +19,17 @@ from minibroker.groups.coordinator import GroupCoordinator
 from minibroker.testing import Broker
 from tests.groupfakes import FakeRecordLog, FakeTimer
 from tests.test_share_consumer import poll_until, produce, share_consumer
-from tests.test_share_groups import LIST_GROUPS, OFFSET_COMMIT, UPDATE_FEATURES, call, describe, find_coordinator, heartbeat, join
+from tests.test_share_groups import (
+    DESCRIBE_GROUPS,
+    LIST_GROUPS,
+    OFFSET_COMMIT,
+    UPDATE_FEATURES,
+    call,
+    describe,
+    find_coordinator,
+    heartbeat,
+    join,
+)
 
 DESCRIBE_OFFSETS, ALTER_OFFSETS, DELETE_OFFSETS, FETCH = 90, 91, 92, 1
 OFFSETS_PARTITIONS = 50  # offsets.topic.num.partitions
@@ -45,10 +55,11 @@ def listed(bootstrap: str) -> list[dict[str, Any]]:
 
 def group_records(bootstrap: str, group: str) -> list[tuple[Any, Any]]:
     """The records of ``group`` in its __consumer_offsets partition, decoded, as a raw Fetch reads them."""
-    partition = partition_for(group, OFFSETS_PARTITIONS)
-    answer = call(bootstrap, FETCH, 4, {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20,
-                                        "isolation_level": 0, "topics": [{"topic": "__consumer_offsets", "partitions": [
-                                            {"partition": partition, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]})
+    wanted = {"partition": partition_for(group, OFFSETS_PARTITIONS), "fetch_offset": 0, "partition_max_bytes": 1 << 20}
+    answer = call(bootstrap, FETCH, 4, {
+        "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
+        "topics": [{"topic": "__consumer_offsets", "partitions": [wanted]}],
+    })
     [data] = answer["responses"][0]["partitions"]
     records = [record for _, batch in decode_all(data["records"] or b"") for record in batch]
     keys = [(gr.decode_key(r.key), r.value) for r in records if r.key is not None]
@@ -63,33 +74,38 @@ def ready(broker: Broker, topic: str, group: str, records: int) -> None:
 
 
 def test_altering_offsets_creates_the_share_group_a_consumer_later_starts_from(tmp_path: Path, topic_name: str) -> None:
-    """The created group is an empty share group (ShareGroupDescribe, ListGroups), its one record the share partitions'
-    state metadata; it survives a restart, and a ShareConsumer joining then starts at the offset set, where the
-    default share.auto.offset.reset (latest) would have delivered nothing of what the topic already holds."""
+    """The created group is an empty share group (ShareGroupDescribe, ListGroups; DescribeGroups: not a classic
+    group), its one record the share partitions' state metadata; it survives a restart, and a ShareConsumer joining
+    then starts at the offset set, where the default share.auto.offset.reset (latest) would have delivered nothing of
+    what the topic already holds."""
     group = f"created-{topic_name}"
     with Broker(clock="virtual", data_dir=tmp_path) as broker:
         bootstrap = broker.bootstrap_servers
         ready(broker, topic_name, group, 10)
         answer = alter(bootstrap, group, topic_name, {0: 4})
         assert (answer["error_code"], answer["error_message"]) == (ErrorCode.NONE, None)
-        [(topic, partitions)] = [(t["topic_name"], t["partitions"]) for t in answer["responses"]]
-        assert (topic, [(p["partition_index"], p["error_code"]) for p in partitions]) == (topic_name, [(0, ErrorCode.NONE)])
+        assert [(t["topic_name"], [(p["partition_index"], p["error_code"]) for p in t["partitions"]])
+                for t in answer["responses"]] == [(topic_name, [(0, ErrorCode.NONE)])]
         assert start_offsets(bootstrap, group) == {(topic_name, 0): 4}
         [described] = describe(bootstrap, group)
         assert (described["error_code"], described["group_state"], described["group_epoch"],
                 described["assignment_epoch"], described["members"]) == (ErrorCode.NONE, "Empty", 0, 0, [])
-        assert {"group_id": group, "protocol_type": "share", "group_state": "Empty", "group_type": "share"} in listed(bootstrap)
+        empty = {"group_id": group, "protocol_type": "share", "group_state": "Empty", "group_type": "share"}
+        assert empty in listed(bootstrap)
+        [classic] = call(bootstrap, DESCRIBE_GROUPS, 6, {"groups": [group], "include_authorized_operations": False})[
+            "groups"]
+        assert (classic["error_code"], classic["group_state"], classic["error_message"]) == (
+            ErrorCode.GROUP_ID_NOT_FOUND, "Dead", f"Group {group} is not a classic group.")
         topic_id = broker.core.topic(topic_name).topic_id
-        assert group_records(bootstrap, group) == [(gr.ShareGroupStatePartitionMetadataKey(group),
-                                                    gr.ShareGroupStatePartitionMetadataValue(
-                                                        initialized=(gr.ShareTopicPartitions(topic_id, topic_name, frozenset({0})),)))]
+        state = gr.ShareGroupStatePartitionMetadataValue(
+            initialized=(gr.ShareTopicPartitions(topic_id, topic_name, frozenset({0})),))
+        assert group_records(bootstrap, group) == [(gr.ShareGroupStatePartitionMetadataKey(group), state)]
         broker.restart()
         assert find_coordinator(broker.bootstrap_servers, group)["error_code"] == ErrorCode.NONE
-        assert {"group_id": group, "protocol_type": "share", "group_state": "Empty", "group_type": "share"} in listed(
-            broker.bootstrap_servers)
+        assert empty in listed(broker.bootstrap_servers)
         with share_consumer(broker, group, topic_name) as consumer:
             received = poll_until(consumer, 6)
-        assert [(m.offset(), m.value()) for m in received] == [(offset, str(offset).encode()) for offset in range(4, 10)]
+        assert [(m.offset(), m.value()) for m in received] == [(n, str(n).encode()) for n in range(4, 10)]
 
 
 def test_without_an_existing_topic_no_group_is_created(topic_name: str) -> None:
@@ -115,10 +131,10 @@ def test_an_id_of_another_group_type_is_not_a_share_group(topic_name: str) -> No
     with Broker() as broker:
         bootstrap = broker.bootstrap_servers
         ready(broker, topic_name, group, 1)
+        commit = {"partition_index": 0, "committed_offset": 0, "committed_leader_epoch": -1, "committed_metadata": None}
         committed = call(bootstrap, OFFSET_COMMIT, 9, {
             "group_id": group, "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
-            "topics": [{"name": topic_name, "partitions": [{"partition_index": 0, "committed_offset": 0,
-                                                            "committed_leader_epoch": -1, "committed_metadata": None}]}],
+            "topics": [{"name": topic_name, "partitions": [commit]}],
         })
         assert committed["topics"][0]["partitions"][0]["error_code"] == ErrorCode.NONE
         refusal = (ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group} is not a share group.")
@@ -155,7 +171,8 @@ def test_which_releases_create_the_group(release: str, creates: bool, topic_name
 
 
 def test_an_emulated_4_1_serves_no_share_offsets_until_share_version_is_raised(topic_name: str) -> None:
-    """4.1 supported share.version 0-1 but a new cluster finalized it at 0: the share APIs answer UNSUPPORTED_VERSION."""
+    """4.1 supported share.version 0-1, but a new cluster finalized it at 0: the share APIs answer
+    UNSUPPORTED_VERSION."""
     with Broker(kafka_version="4.1") as broker:
         bootstrap = broker.bootstrap_servers
         ready(broker, topic_name, "g", 1)
@@ -180,12 +197,14 @@ def test_initialize_merges_the_altered_partitions_into_one_record_that_creates_t
     assert groups.share.initialize("sg", {}) == ErrorCode.NONE and log.all_records() == []  # nothing to initialize
     assert groups.share.initialize("sg", {ORDERS: ("orders", frozenset({0}))}) == ErrorCode.NONE
     assert groups.share.groups["sg"].state() == "Empty"
-    assert groups.share.initialize("sg", {ORDERS: ("orders", frozenset({2})), PAYMENTS: ("payments", frozenset())}) == ErrorCode.NONE
-    assert groups.share.initialize("sg", {ORDERS: ("orders", frozenset({0}))}) == ErrorCode.NONE  # nothing new: no record
+    more = {ORDERS: ("orders", frozenset({2})), PAYMENTS: ("payments", frozenset())}
+    assert groups.share.initialize("sg", more) == ErrorCode.NONE
+    assert groups.share.initialize("sg", {ORDERS: ("orders", frozenset({0}))}) == ErrorCode.NONE  # nothing new
     written = [(gr.decode_key(k), gr.decode_value(gr.decode_key(k), v)) for k, v in log.all_records()]
     assert [value.initialized for _, value in written] == [
         (gr.ShareTopicPartitions(ORDERS, "orders", frozenset({0})),),
-        (gr.ShareTopicPartitions(ORDERS, "orders", frozenset({0, 2})), gr.ShareTopicPartitions(PAYMENTS, "payments", frozenset())),
+        (gr.ShareTopicPartitions(ORDERS, "orders", frozenset({0, 2})),
+         gr.ShareTopicPartitions(PAYMENTS, "payments", frozenset())),
     ]
     loaded = coordinator(FakeRecordLog())
     for offset, (key, value) in enumerate(log.all_records()):
