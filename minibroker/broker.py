@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from minibroker.acls.authorizer import Authorizer
     from minibroker.acls.ssl_mapping import PrincipalMapper
     from minibroker.faults import Fault, Faults
-    from minibroker.groups.service import GroupService, ShareGroupDirectory
+    from minibroker.groups.service import GroupService
     from minibroker.quotas.enforce import Quotas
     from minibroker.sasl.credentials import CredentialStore
     from minibroker.sasl.session import SaslAuthority
@@ -252,13 +252,16 @@ class Broker:
             self._scram_credentials = CredentialStore(parse_users(self.config.sasl_users), overrides=overrides)
         return self._scram_credentials
 
-    def _supported_features(self) -> dict[str, tuple[int, int]]:
-        """minibroker's features, or with kafka.version those of that release."""
-        if not self.config.kafka_version.strip():
-            return SUPPORTED_FEATURES
-        from minibroker.kafka_versions import emulated_features
+    def _feature_levels(self) -> FeatureLevels:
+        """minibroker's features, or with kafka.version those of that release, finalized as a new cluster of it was."""
+        release = self.config.kafka_version
+        if not release.strip():
+            return FeatureLevels(self.config.data_dir, SUPPORTED_FEATURES, self.config.node_id)
+        from minibroker.kafka_versions import emulated_features, unfinalized_features
 
-        return emulated_features(self.config.kafka_version)
+        return FeatureLevels(
+            self.config.data_dir, emulated_features(release), self.config.node_id, unfinalized_features(release),
+        )
 
     # lifecycle
 
@@ -270,7 +273,7 @@ class Broker:
                 self.config.transcript_max_entries, self.config.transcript_file or None,
             )
         self.producer_ids = ProducerIdAllocator(self.config.data_dir)
-        self.features = FeatureLevels(self.config.data_dir, self._supported_features(), self.config.node_id)
+        self.features = self._feature_levels()
         await self._load_data("start-up")
         from minibroker.acls.settings import authorizer_enabled
 
@@ -844,11 +847,6 @@ class Broker:
     @property
     def loaded_share_partitions(self) -> SharePartitionManager | None:
         return self._share_partitions
-
-    @property
-    def share_groups(self) -> ShareGroupDirectory:
-        """Share group membership, as the share data path asks it (``group_state``)."""
-        return self.groups.share_groups
 
     @property
     def share_state(self) -> ShareStateStore:

@@ -62,16 +62,21 @@ class FeatureUpdate:
 
 class FeatureLevels:
     """The finalized levels and their epoch. A new data directory finalizes every supported feature at its highest
-    level, as ``kafka-storage format --standalone`` does for a new 4.3 cluster (kraft.version 1)."""
+    level, as ``kafka-storage format --standalone`` does for a new 4.3 cluster (kraft.version 1), but those an older
+    release formatted lower (``unfinalized``: name -> level)."""
 
-    def __init__(self, data_dir: StrPath, supported: Mapping[str, tuple[int, int]], node_id: int = 1) -> None:
+    def __init__(
+        self, data_dir: StrPath, supported: Mapping[str, tuple[int, int]], node_id: int = 1,
+        unfinalized: Mapping[str, int] | None = None,
+    ) -> None:
         self.path = os.path.join(data_dir, FILE_NAME)
         self.node_id = node_id
         self.supported = dict(supported)
         stored = self._read()
         levels = stored.get("levels", {})
+        formatted = {name: high for name, (_, high) in self.supported.items()} | dict(unfinalized or {})
         self.levels = {
-            name: levels[name] if isinstance(levels.get(name), int) and low <= levels[name] <= high else high
+            name: levels[name] if isinstance(levels.get(name), int) and low <= levels[name] <= high else formatted[name]
             for name, (low, high) in self.supported.items()
         }
         self.epoch: int = stored.get("epoch", 0) if self.supported else -1

@@ -108,7 +108,7 @@ RELEASES: tuple[Release, ...] = (
 # latest production level (MetadataVersion.LATEST_PRODUCTION; from 3.3-IV3 on in 4.x, 3.0-IV1 before),
 # kraft.version from 3.9 (KIP-853), transaction.version and group.version from 4.0 (KIP-890, KIP-848; defined in 3.9
 # but with no production level, so not advertised), eligible.leader.replicas.version from 4.1 (KIP-966), share.version
-# from 4.2 (KIP-932: 4.1 knew it but finalized it at 0 unless told, so a 4.1 broker served no share groups).
+# from 4.1 (KIP-932's preview: ShareVersion.SV_1 its latest production level, apache/kafka#19831).
 FEATURE_CHANGES: tuple[tuple[str, dict[str, tuple[int, int]]], ...] = (
     ("3.3", {"metadata.version": (1, 7)}),
     ("3.4", {"metadata.version": (1, 8)}),
@@ -118,10 +118,16 @@ FEATURE_CHANGES: tuple[tuple[str, dict[str, tuple[int, int]]], ...] = (
     ("3.8", {"metadata.version": (1, 20)}),
     ("3.9", {"metadata.version": (1, 21), "kraft.version": (0, 1)}),
     ("4.0", {"metadata.version": (7, 25), "transaction.version": (0, 2), "group.version": (0, 1)}),
-    ("4.1", {"metadata.version": (7, 27), "eligible.leader.replicas.version": (0, 1)}),
-    ("4.2", {"metadata.version": (7, 29), "share.version": (0, 1)}),
+    ("4.1", {"metadata.version": (7, 27), "eligible.leader.replicas.version": (0, 1), "share.version": (0, 1)}),
+    ("4.2", {"metadata.version": (7, 29)}),
     ("4.3", {"metadata.version": (7, 30)}),
 )
+
+# Features a release supported but did not finalize on a new cluster (kafka-storage format finalizes a feature at the
+# level the release's metadata.version bootstraps, here below the highest): share.version in 4.1, whose preview a user
+# turned on with UpdateFeatures (kafka-features.sh upgrade --feature share.version=1), so a 4.1 broker served no share
+# groups until told; 4.2 bootstraps it at 1.
+UNFINALIZED_FEATURES: dict[str, dict[str, int]] = {"4.1": {"share.version": 0}}
 
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 
@@ -179,6 +185,21 @@ def emulated_features(text: str) -> dict[str, tuple[int, int]]:
         if release_number(name) <= release:
             supported |= changes
     return supported
+
+
+def unfinalized_features(text: str) -> dict[str, int]:
+    """The release's features that a new cluster finalized below their highest supported level, with that level."""
+    return dict(UNFINALIZED_FEATURES.get(resolve(text), {}))
+
+
+def emulated_release(text: str) -> str:
+    """The release the setting ``kafka.version`` emulates; blank: the newest known, which minibroker answers as."""
+    return resolve(text) if text.strip() else RELEASES[-1].name
+
+
+def emulates_before(text: str, release: str) -> bool:
+    """Whether ``kafka.version`` emulates a release older than ``release`` (blank: no, minibroker is the newest)."""
+    return release_number(emulated_release(text)) < release_number(release)
 
 
 def emulated_apis(handlers: Mapping[int, Handler], text: str) -> dict[int, Handler]:

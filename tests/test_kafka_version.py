@@ -24,7 +24,15 @@ from minibroker.cli import build_parser, flag_settings
 from minibroker.config import ConfigError
 from minibroker.faults import FaultSpecError
 from minibroker.handlers import HANDLERS, OLDEST
-from minibroker.kafka_versions import emulated_apis, known_releases, resolve, served_by_release
+from minibroker.kafka_versions import (
+    emulated_apis,
+    emulated_release,
+    emulates_before,
+    known_releases,
+    resolve,
+    served_by_release,
+    unfinalized_features,
+)
 from minibroker.reference import api_table
 from minibroker.testing import Broker
 from tests.brokerproc import BrokerProcess
@@ -92,6 +100,20 @@ def test_a_release_is_named_by_its_minor_version_or_any_patch(text: str, release
 def test_an_unknown_release_is_refused_naming_the_known_ones(text: str) -> None:
     with pytest.raises(ConfigError, match=r"kafka.version .*known: 2\.1, 2\.2, .*3\.9, 4\.0, 4\.1"):
         resolve(text)
+
+
+@pytest.mark.parametrize(("text", "release", "before_4_2"), [
+    ("", "4.3", False), ("  ", "4.3", False), ("4.1.2", "4.1", True), ("4.2", "4.2", False), ("2.1", "2.1", True),
+])
+def test_the_emulated_release_is_the_newest_without_kafka_version(text: str, release: str, before_4_2: bool) -> None:
+    assert emulated_release(text) == release
+    assert emulates_before(text, "4.2") == before_4_2
+
+
+def test_only_4_1_formats_share_version_below_its_highest() -> None:
+    """Kafka 4.1's ShareVersion.SV_1 was production-ready but bootstrapped by 4.2-IV0, unstable in 4.1."""
+    assert unfinalized_features("4.1.0") == {"share.version": 0}
+    assert all(unfinalized_features(release) == {} for release in known_releases() if release != "4.1")
 
 
 def test_facts_from_kafka_documentation() -> None:

@@ -413,7 +413,7 @@ class GroupCoordinator:
             unavailable = self.availability(request.group_id)
             if unavailable != ErrorCode.NONE:
                 return error_answer(unavailable)
-            if request.group_id in self.consumer.groups or self._is_classic(request.group_id):
+            if self._not_a_share_group(request.group_id):
                 raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} is not a share group.")
             return self.share.heartbeat(request)
         except HeartbeatError as exc:
@@ -428,9 +428,27 @@ class GroupCoordinator:
             return described_error(group_id, unavailable, None)
         if group_id in self.share.groups:
             return self.share.describe(group_id)
-        if group_id in self.consumer.groups or self._is_classic(group_id):
+        if self._not_a_share_group(group_id):
             return described_error(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
         return described_error(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+
+    def share_offsets_refusal(self, group_id: str, creates: bool) -> tuple[ErrorCode, str | None]:
+        """Why the start offsets of share group ``group_id`` may not be changed now (NONE: they may), as Kafka's
+        getOrMaybeCreateShareGroup and empty-group check: an id of another group type is not a share group, a
+        missing group is created only when ``creates`` (AlterShareGroupOffsets since Kafka 4.2, KAFKA-19662), and a
+        group with members is NON_EMPTY_GROUP."""
+        if self._not_a_share_group(group_id):
+            return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
+        group = self.share.groups.get(group_id)
+        if group is None and not creates:
+            return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+        if group is not None and not group.is_empty:
+            return ErrorCode.NON_EMPTY_GROUP, None
+        return ErrorCode.NONE, None
+
+    def _not_a_share_group(self, group_id: str) -> bool:
+        """The id is a consumer-protocol or a live classic group's (Kafka keeps one group per id, of one type)."""
+        return group_id in self.consumer.groups or self._is_classic(group_id)
 
     def _is_classic(self, group_id: str) -> bool:
         group = self.groups.get(group_id)

@@ -162,21 +162,6 @@ class BrokerTopics:
         return [name for name in self.broker.logs.topics if name not in INTERNAL_TOPICS]
 
 
-class ShareGroupDirectory:
-    """What the share data path and its admin APIs ask membership (``broker.share_groups``)."""
-
-    def __init__(self, service: GroupService) -> None:
-        self.service = service
-
-    def group_state(self, group_id: str) -> str | None:
-        """Share group ``group_id``'s state ("Empty", "Stable") at its coordinator; None when there is no such share
-        group (or its partition has no leader)."""
-        if CONSUMER_OFFSETS_TOPIC not in self.service.broker.logs.topics:
-            return None
-        coordinator = self.service.ownership.owner(self.service.partition_of(group_id))
-        return None if coordinator is None else coordinator.share.group_state(group_id)
-
-
 class GroupService:
     """One group coordinator per node, each owning the ``__consumer_offsets`` partitions its node leads (Kafka's
     coordinator follows partition leadership): a partition that changes leader is resigned by the old node's
@@ -190,7 +175,6 @@ class GroupService:
         self.ownership: PartitionOwnership[GroupCoordinator] = PartitionOwnership(
             broker, CONSUMER_OFFSETS_TOPIC, self._make_coordinator, self._load,
         )
-        self.share_groups = ShareGroupDirectory(self)
         self._timers: list[LoopTimer | ClockTimer] = []
         self._tasks: list[asyncio.Task] = []
 

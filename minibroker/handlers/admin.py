@@ -25,6 +25,14 @@ from minibroker.acls.model import CLUSTER_DENIED, GROUP_DENIED, TOPIC_DENIED
 from minibroker import broker_loggers
 from minibroker.broker_configs import BrokerConfigError, broker_synonyms, listener_base, loggable
 from minibroker.config import TOPIC_SYNONYMS, BrokerConfig, is_secret
+from minibroker.config_resources import (
+    BROKER as BROKER_RESOURCE,
+    BROKER_LOGGER as BROKER_LOGGER_RESOURCE,
+    GROUP as GROUP_RESOURCE,
+    TOPIC as TOPIC_RESOURCE,
+    request_refusal,
+    resource_refusal,
+)
 from minibroker.context import RequestContext
 from minibroker.groups.group_configs import GroupConfigError
 from minibroker.handlers.registry import api
@@ -33,11 +41,6 @@ from minibroker.replicas import replication_problem
 from minibroker.storage.errors import InvalidConfigError, OffsetOutOfRangeError, PartitionCreationError
 
 log = logging.getLogger(__name__)
-
-TOPIC_RESOURCE = 2
-BROKER_RESOURCE = 4
-BROKER_LOGGER_RESOURCE = 8
-GROUP_RESOURCE = 32  # ConfigResource.Type.GROUP (KIP-848's group configs)
 
 SOURCE_DYNAMIC_TOPIC = 1
 SOURCE_DYNAMIC_BROKER = 2
@@ -448,8 +451,23 @@ def config_refusal(ctx: RequestContext, kind: int, name: str, operation: int) ->
     return None
 
 
+def release_refusal(ctx: RequestContext, resources: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """Every resource's answer where the release emulated (``kafka.version``) failed the whole request for a resource
+    type it did not serve (minibroker.config_resources), else None."""
+    refused = request_refusal(
+        ctx.broker.config.kafka_version, ctx.api_key, [(r["resource_type"], r["resource_name"]) for r in resources],
+    )
+    if refused is None:
+        return None
+    return [{"error_code": ErrorCode.INVALID_REQUEST, "error_message": message, "resource_type": kind, "resource_name": name}
+            for kind, name, message in refused]
+
+
 @api(32, 1, 4, oldest=0)
 async def describe_configs(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    refused_request = release_refusal(ctx, body["resources"])
+    if refused_request is not None:
+        return {"results": [{**answer, "configs": []} for answer in refused_request]}
     results = []
     for resource in body["resources"]:
         kind, name, names = resource["resource_type"], resource["resource_name"], resource["configuration_keys"]
@@ -549,8 +567,8 @@ def check_resource(
 ) -> dict | None:
     """The error answer for a resource we cannot alter, or None for an existing topic, a group, the cluster default
     or this node's broker configs, or its loggers. As Kafka's ConfigAdminManager.preprocess: a resource named twice,
-    a config named twice, or a null value (but a DELETE's), is an invalid request; BROKER and BROKER_LOGGER
-    resources name the node asked."""
+    a config named twice, a null value (but a DELETE's), then a type the release (or minibroker) does not serve, is
+    an invalid request; BROKER and BROKER_LOGGER resources name the node asked."""
     kind, name = resource["resource_type"], resource["resource_name"]
     base = {"resource_type": kind, "resource_name": name}
     if ctx.broker.authorizer is not None:
@@ -559,14 +577,15 @@ def check_resource(
             return {**base, "error_code": refused[0], "error_message": refused[1]}
     if (kind, name) in repeated:
         return {**base, "error_code": ErrorCode.INVALID_REQUEST, "error_message": "Each resource must appear at most once."}
-    if kind not in kinds:
-        return {**base, "error_code": ErrorCode.INVALID_REQUEST, "error_message": f"Unknown resource type {kind}"}
     names = [c["name"] for c in resource["configs"]]
     if len(set(names)) != len(names):
         return {**base, "error_code": ErrorCode.INVALID_REQUEST, "error_message": "Error due to duplicate config keys"}
     nulls = [c["name"] for c in resource["configs"] if c["value"] is None and not null_allowed(c)]
     if nulls:
         return {**base, "error_code": ErrorCode.INVALID_REQUEST, "error_message": f"Null value not supported for : {', '.join(nulls)}"}
+    unserved = resource_refusal(ctx.broker.config.kafka_version, ctx.api_key, kind, name)
+    if unserved is not None or kind not in kinds:  # the release's refusal, or a type minibroker does not serve
+        return {**base, "error_code": ErrorCode.INVALID_REQUEST, "error_message": unserved or f"Unknown resource type {kind}"}
     try:
         if kind == BROKER_RESOURCE and name:
             resource_node(ctx, name, "Node id must be an integer, but it is: {name}",
@@ -612,6 +631,9 @@ def apply_broker_configs(ctx: RequestContext, resource: dict[str, Any], new: dic
 
 @api(33, 0, 2)
 async def alter_configs(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    refused_request = release_refusal(ctx, body["resources"])
+    if refused_request is not None:
+        return {"responses": refused_request}
     repeated = repeated_resources(body["resources"])
     responses = []
     for resource in body["resources"]:
@@ -722,6 +744,9 @@ def alter_incrementally(ctx: RequestContext, resource: dict[str, Any], validate_
 
 @api(44, 0, 1)
 async def incremental_alter_configs(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    refused_request = release_refusal(ctx, body["resources"])
+    if refused_request is not None:
+        return {"responses": refused_request}
     repeated = repeated_resources(body["resources"])
     kinds = (TOPIC_RESOURCE, GROUP_RESOURCE, BROKER_RESOURCE, BROKER_LOGGER_RESOURCE)
     responses = []

@@ -2,26 +2,31 @@
 of a share group's partitions (KIP-932), as Kafka's KafkaApis and GroupCoordinatorService answer them.
 
 The group coordinator answers them (NOT_COORDINATOR elsewhere); the offsets are those the share partitions hold
-(minibroker/share/manager.py), and altering or deleting them needs the share group to exist and be empty, which
-membership (``broker.share_groups.group_state``) tells.
+(minibroker/share/manager.py), and altering or deleting them needs the share group to be empty, which membership
+tells. Since Kafka 4.2 (KAFKA-19662) altering them creates a share group that does not exist yet, so its start
+offsets are set before any consumer joins; an emulated 4.1 answers GROUP_ID_NOT_FOUND, as deleting them does.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from minibroker.acl_operations import DELETE, DESCRIBE, GROUP, READ, TOPIC
 from minibroker.context import RequestContext
+from minibroker.handlers.groups import coordinator
 from minibroker.handlers.registry import api
 from minibroker.handlers.share_groups import share_groups_enabled
 from minibroker.protocol.errors import NO_ERROR, ErrorCode
 from minibroker.protocol.primitives import ZERO_UUID
 from minibroker.protocol.share_state import SharePartitionKey
 
+if TYPE_CHECKING:
+    from minibroker.storage.log_manager import TopicInfo
+
 UNINITIALIZED = -1  # Kafka's PartitionFactory.UNINITIALIZED_START_OFFSET
 DEFAULT_LEADER_EPOCH = 0
 NO_LAG = -1
-EMPTY = "Empty"
+CREATES_GROUP_SINCE = "4.2"  # AlterShareGroupOffsets creates a missing share group (KAFKA-19662, apache/kafka#20708)
 
 
 def coordinator_error(ctx: RequestContext, group_id: str) -> ErrorCode:
@@ -29,22 +34,14 @@ def coordinator_error(ctx: RequestContext, group_id: str) -> ErrorCode:
     group's partition, else NONE."""
     if not group_id:
         return ErrorCode.INVALID_GROUP_ID
-    return ctx.broker.groups.coordinator_of(ctx.node_id).availability(group_id)
+    return coordinator(ctx).availability(group_id)
 
 
-def group_state(ctx: RequestContext, group_id: str) -> str | None:
-    """The share group's state as membership knows it (None: no share group of that id)."""
-    return ctx.broker.share_groups.group_state(group_id)
+def creates_missing_groups(ctx: RequestContext) -> bool:
+    """Whether AlterShareGroupOffsets creates a share group that does not exist (the release emulated, if any)."""
+    from minibroker.kafka_versions import emulates_before
 
-
-def alterable_error(ctx: RequestContext, group_id: str) -> tuple[ErrorCode, str | None]:
-    """Kafka's ShareGroup.validateOffsetsAlterable / validateDeleteGroup: an empty share group."""
-    state = group_state(ctx, group_id)
-    if state is None:
-        return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
-    if state != EMPTY:
-        return ErrorCode.NON_EMPTY_GROUP, None
-    return NO_ERROR, None
+    return not emulates_before(ctx.broker.config.kafka_version, CREATES_GROUP_SINCE)
 
 
 def allowed(ctx: RequestContext, operation: int, resource_type: int, name: str) -> bool:
@@ -132,9 +129,25 @@ async def alter_share_group_offsets(ctx: RequestContext, body: dict[str, Any]) -
     refused = await change_refusal(ctx, group_id, READ)
     if refused is not None:
         return refused
-    manager = ctx.broker.share_partitions
+    erroneous, valid = checked_topics(ctx, body["topics"])
+    groups = coordinator(ctx)
+    error, message = groups.share_offsets_refusal(group_id, creates_missing_groups(ctx))
+    if error == NO_ERROR:  # the group's record first, then the share partitions' state, as Kafka's coordinator
+        error = groups.share.initialize(group_id, initialized_partitions(valid))
+        await ctx.broker.groups.flush()
+    if error != NO_ERROR:
+        return offsets_error(error, message)
+    altered = [altered_topic(ctx, group_id, topic, info) for topic, info in valid]
+    await ctx.broker.share_partitions.flush()
+    return {"error_code": NO_ERROR, "error_message": None, "responses": erroneous + altered}
+
+
+def checked_topics(
+    ctx: RequestContext, topics: list[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], list[tuple[dict[str, Any], TopicInfo]]]:
+    """The answers of the topics that cannot be altered (READ denied, unknown), and the others with their topic."""
     erroneous, valid = [], []
-    for topic in body["topics"]:
+    for topic in topics:
         name = topic["topic_name"]
         info = ctx.broker.topic(name)
         error = (ErrorCode.TOPIC_AUTHORIZATION_FAILED if not allowed(ctx, READ, TOPIC, name)
@@ -145,23 +158,32 @@ async def alter_share_group_offsets(ctx: RequestContext, body: dict[str, Any]) -
             ]})
         else:
             valid.append((topic, info))
-    error, message = alterable_error(ctx, group_id)
-    if error != NO_ERROR:
-        return offsets_error(error, message)
-    altered = []
-    for topic, info in valid:
-        partitions = []
-        for partition in topic["partitions"]:
-            index = partition["partition_index"]
-            if index < len(info.partitions):
-                key = SharePartitionKey(group_id, info.topic_id, index)
-                partitions.append({"partition_index": index, **written(manager.alter_start_offset, key, partition["start_offset"])})
-            else:
-                partitions.append({"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                   "error_message": None})
-        altered.append({"topic_name": topic["topic_name"], "topic_id": info.topic_id, "partitions": partitions})
-    await manager.flush()
-    return {"error_code": NO_ERROR, "error_message": None, "responses": erroneous + altered}
+    return erroneous, valid
+
+
+def altered_topic(ctx: RequestContext, group_id: str, topic: dict[str, Any], info: TopicInfo) -> dict[str, Any]:
+    """One topic's partitions started again at their new offsets (a partition the topic does not have: unknown)."""
+    partitions = []
+    for partition in topic["partitions"]:
+        index = partition["partition_index"]
+        if index < len(info.partitions):
+            key = SharePartitionKey(group_id, info.topic_id, index)
+            change = ctx.broker.share_partitions.alter_start_offset
+            partitions.append({"partition_index": index, **written(change, key, partition["start_offset"])})
+        else:
+            partitions.append({"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                               "error_message": None})
+    return {"topic_name": topic["topic_name"], "topic_id": info.topic_id, "partitions": partitions}
+
+
+def initialized_partitions(valid: list[tuple[dict[str, Any], TopicInfo]]) -> dict[bytes, tuple[str, frozenset[int]]]:
+    """The share partitions an alteration initializes (topic id -> (name, indexes)): those of the existing topics named,
+    each topic listed even when none of its partitions exists, as Kafka's initializing topics."""
+    return {
+        info.topic_id: (topic["topic_name"], frozenset(
+            p["partition_index"] for p in topic["partitions"] if p["partition_index"] < len(info.partitions)))
+        for topic, info in valid
+    }
 
 
 def written(change: Callable[..., None], *args: Any) -> dict[str, Any]:
@@ -212,7 +234,7 @@ async def delete_share_group_offsets(ctx: RequestContext, body: dict[str, Any]) 
         else:
             denied.append({"topic_name": name, "topic_id": ZERO_UUID, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                             "error_message": "Topic authorization failed."})
-    error, message = alterable_error(ctx, group_id)
+    error, message = coordinator(ctx).share_offsets_refusal(group_id, creates=False)
     if error != NO_ERROR:
         return offsets_error(error, message)
     started = manager.start_offsets(group_id)

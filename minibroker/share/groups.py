@@ -316,12 +316,23 @@ class ShareGroups:
                 self.timer.cancel(_session_key(key.group, member_id))
             log.info("share group %s deleted", key.group)
 
+    def initialize(self, group_id: str, altered: dict[bytes, tuple[str, frozenset[int]]]) -> ErrorCode:
+        """AlterShareGroupOffsets' ShareGroupStatePartitionMetadata record: the altered share partitions (topic id ->
+        (name, partitions)) join the group's initialized ones. Replayed, the record creates a group that does not exist
+        yet (Kafka 4.2+, KAFKA-19662); nothing is written when no topic was altered or nothing changes."""
+        group = self.groups.get(group_id)
+        current = {} if group is None else group.initialized
+        initialized = dict(current)
+        for topic_id, (name, partitions) in altered.items():
+            initialized[topic_id] = (name, current.get(topic_id, (name, frozenset()))[1] | partitions)
+        if not altered or (group is not None and initialized == current):
+            return ErrorCode.NONE
+        if group is None:
+            log.info("share group %s created by AlterShareGroupOffsets", group_id)
+        return self.write(group_id, [state_record(group_id, initialized)])
+
     def deletion_records(self, group: ShareGroup) -> list[Record]:
         return group_tombstones(group)
-
-    def group_state(self, group_id: str) -> str | None:
-        group = self.groups.get(group_id)
-        return None if group is None else group.state()
 
     def describe(self, group_id: str) -> dict[str, Any]:
         """One ShareGroupDescribe group (the caller answers for unknown ids)."""
