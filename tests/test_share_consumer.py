@@ -12,11 +12,12 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from confluent_kafka import AcknowledgeType, Message, Producer, ShareConsumer
+from confluent_kafka import AcknowledgeType, KafkaException, Message, Producer, ShareConsumer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
 from minibroker.testing import Broker
@@ -270,3 +271,37 @@ def test_a_test_sees_the_share_group_its_members_and_the_state_of_each_record(to
                     "coordinator": 1} in listed["groups"]
             for message in records[4:]:
                 consumer.acknowledge(message)
+
+
+def test_a_member_reading_partitions_of_three_nodes_gets_every_record_once(topic_name: str) -> None:
+    """librdkafka opens a share session on each partition's leader, and each node keeps its own, as each Kafka broker
+    does: with the partitions led by three nodes, 10,000 records come exactly once and every acknowledgement holds."""
+    count = 10_000
+    with Broker(nodes=3, clock="virtual") as broker:
+        broker.create_topic(topic_name, 6)
+        assert {broker.core.placements.of(topic_name, index).leader for index in range(6)} == {1, 2, 3}
+        set_group_configs(broker, "spread", share_auto_offset_reset="earliest")
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
+        for number in range(count):
+            producer.produce(topic_name, str(number).encode())
+        assert producer.flush(TIMEOUT_S) == 0
+        acknowledged: Counter[tuple[int, int]] = Counter()
+        failures: list[KafkaException] = []
+
+        def committed(offsets: dict[TopicPartition, set[int]], error: KafkaException | None) -> None:
+            if error is not None:
+                failures.append(error)
+            for partition, partition_offsets in offsets.items():
+                acknowledged.update((partition.partition, offset) for offset in partition_offsets)
+
+        with share_consumer(broker, "spread", topic_name) as consumer:
+            consumer.set_acknowledgement_commit_callback(committed)
+            received = poll_until(consumer, count)
+            consumer.commit_sync(TIMEOUT_S)  # the last poll's records, accepted (implicit acknowledgement)
+        deliveries = Counter(int(m.value()) for m in received)
+        assert [number for number, times in deliveries.items() if times > 1] == [], "no record delivered twice"
+        assert sorted(deliveries) == list(range(count)), "no record missing"
+        assert failures == []
+        assert acknowledged == Counter((m.partition(), m.offset()) for m in received), "each delivery accepted once"
+        starts = broker.core.share_partitions.start_offsets("spread")
+        assert sum(start for start, _ in starts.values()) == count, "every start offset moved past its records"

@@ -1,11 +1,11 @@
 """ShareFetch (78) and ShareAcknowledge (79): the data path of share groups (KIP-932), as Kafka's KafkaApis handles
 them over the SharePartitionManager (minibroker/share/manager.py).
 
-A ShareFetch uses the member's share session (minibroker/share/sessions.py), applies the acknowledgements it carries,
-then acquires records for the member from each partition of the session and answers them with the log batches that
-hold them, waiting up to MaxWaitMs for records as Fetch does. v2 adds the record-limit acquire mode (KIP-1206) and
-acknowledgements that renew a lock (KIP-1222). Membership is not checked here: Kafka's ShareFetch does not ask the
-group coordinator whether the member is in the group.
+A ShareFetch uses the member's share session on the node it was sent to (minibroker/share/sessions.py), applies the
+acknowledgements it carries, then acquires records for the member from each partition of the session and answers them
+with the log batches that hold them, waiting up to MaxWaitMs for records as Fetch does. v2 adds the record-limit
+acquire mode (KIP-1206) and acknowledgements that renew a lock (KIP-1222). Membership is not checked here: Kafka's
+ShareFetch does not ask the group coordinator whether the member is in the group.
 """
 
 from __future__ import annotations
@@ -175,7 +175,7 @@ async def share_fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, An
         for t in body["topics"] for p in t["partitions"] if p["acknowledgement_batches"]
     ]
     try:
-        fetching, _ = manager.sessions.for_fetch(
+        fetching, _ = manager.sessions(ctx.node_id).for_fetch(
             group_id, member_id, epoch, wanted, forgotten, bool(acknowledging), ctx.connection,
         )
     except SessionError as exc:
@@ -201,7 +201,7 @@ async def share_fetch(ctx: RequestContext, body: dict[str, Any]) -> dict[str, An
         if answer["current_leader"] is NO_LEADER:
             answer["current_leader"] = ack["current_leader"]
     if epoch == FINAL_EPOCH:
-        manager.release_session(group_id, member_id)
+        manager.release_session(ctx.node_id, group_id, member_id)
         await manager.flush()
     answer = {
         "error_code": NO_ERROR, "error_message": None,
@@ -324,7 +324,7 @@ async def share_acknowledge(ctx: RequestContext, body: dict[str, Any]) -> dict[s
     manager = ctx.broker.share_partitions
     await manager.ready()
     try:
-        manager.sessions.for_acknowledge(group_id, member_id, epoch)
+        manager.sessions(ctx.node_id).for_acknowledge(group_id, member_id, epoch)
     except SessionError as exc:
         return top_level_error(ctx, exc.error)
     parts = [(t["topic_id"], p["partition_index"]) for t in body["topics"] for p in t["partitions"]]
@@ -339,7 +339,7 @@ async def share_acknowledge(ctx: RequestContext, body: dict[str, Any]) -> dict[s
                 max_type,
             )
     if epoch == FINAL_EPOCH:
-        manager.release_session(group_id, member_id)
+        manager.release_session(ctx.node_id, group_id, member_id)
     await manager.flush()
     answer = {"error_code": NO_ERROR, "error_message": None, "responses": by_topic(answers), "node_endpoints": []}
     if ctx.api_version >= RENEW_VERSION:

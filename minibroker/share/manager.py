@@ -3,8 +3,9 @@ this node leads, made on the first ShareFetch from its persisted state or, witho
 ``share.auto.offset.reset``; its locks timed on the broker's clock; every change written to the state store as a
 ShareUpdate (a new or moved start offset as a ShareSnapshot), as Kafka's persister writes them.
 
-A member's acquired records go back when its share session closes (the final epoch, or its connection dropping,
-as Kafka's ShareSessionCache disconnect listener) or their locks run out; the admin APIs read and move start offsets;
+Each node keeps its own share sessions, as each Kafka broker has its ShareSessionCache. A member's acquired records go
+back when its share session on the partition's leader closes (the final epoch, or its connection dropping, as Kafka's
+ShareSessionCache disconnect listener) or their locks run out; the admin APIs read and move start offsets;
 ShareFetch waiting for records is woken (through the broker's append wake-ups) when records become available again.
 """
 
@@ -80,8 +81,8 @@ class SharePartitionManager:
         self.broker = broker
         self.store = store
         self.partitions: dict[SharePartitionKey, SharePartition] = {}
-        max_sessions = int(broker.group_configs.settings.get("group.share.max.share.sessions") or 2000)
-        self.sessions = ShareSessions(max_sessions)
+        self._max_sessions = int(broker.group_configs.settings.get("group.share.max.share.sessions") or 2000)
+        self._sessions: dict[int, ShareSessions] = {}  # node -> its share sessions
         self._timer: ClockTimer | LoopTimer | None = None
         broker.leader_listeners.append(self.leaders_changed)
 
@@ -197,22 +198,38 @@ class SharePartitionManager:
 
     # ---- members and sessions ----
 
-    def release_session(self, group_id: str, member_id: str) -> None:
-        """A share session closed (final epoch): the member's records in its partitions are released."""
-        session = self.sessions.remove(group_id, member_id)
+    def sessions(self, node_id: int) -> ShareSessions:
+        """The share sessions node ``node_id`` keeps, ``group.share.max.share.sessions`` of them at most (a Kafka
+        broker's ShareSessionCache); made on first use."""
+        sessions = self._sessions.get(node_id)
+        if sessions is None:
+            sessions = self._sessions[node_id] = ShareSessions(self._max_sessions)
+        return sessions
+
+    def release_session(self, node_id: int, group_id: str, member_id: str) -> None:
+        """A share session of the node closed (final epoch): the member's records in the session's partitions that
+        the node leads are released. Those led by other nodes are not the node's to release (a Kafka broker holds
+        only the share partitions it leads): the member keeps them through its sessions there."""
+        session = self.sessions(node_id).remove(group_id, member_id)
         if session is None:
             return
         for topic_id, index in session.partitions:
             key = SharePartitionKey(group_id, topic_id, index)
             partition = self.partitions.get(key)
-            if partition is not None and partition.release_member(member_id):
+            if partition is not None and self._led_by(key, node_id) and partition.release_member(member_id):
                 self._changed(key, partition)
+
+    def _led_by(self, key: SharePartitionKey, node_id: int) -> bool:
+        """Whether the node leads the share partition's topic partition (holds the share partition, in Kafka)."""
+        name = self.broker.topic_name(key.topic_id)
+        return name is not None and self.broker.placements.of(name, key.partition).leader == node_id
 
     def connection_closed(self, connection: object) -> None:
         """The sessions a connection opened end with it, their records released (Kafka's ShareSessionCache
         disconnect listener)."""
-        for session in self.sessions.of_connection(connection):
-            self.release_session(session.group_id, session.member_id)
+        for node_id, sessions in list(self._sessions.items()):
+            for session in sessions.of_connection(connection):
+                self.release_session(node_id, session.group_id, session.member_id)
 
     # ---- locks, persistence, wake-ups ----
 
@@ -329,8 +346,9 @@ class SharePartitionManager:
                 self.delete(key)
             except ShareStateWriteError as exc:
                 log.warning("share partition %s: state not deleted: %s", coordinator_key(key), exc)
-        for session in self.sessions.of_group(group_id):
-            self.sessions.remove(group_id, session.member_id)
+        for sessions in self._sessions.values():
+            for session in sessions.of_group(group_id):
+                sessions.remove(group_id, session.member_id)
 
     def describe(self, group_id: str) -> list[dict[str, Any]]:
         """Per share partition of the group: start and end offsets, lag and the in-flight records."""
@@ -371,7 +389,7 @@ class SharePartitionManager:
         if self._timer is not None:
             self._timer.close()
         self.partitions.clear()
-        self.sessions.clear()
+        self._sessions.clear()
 
 
 def _is_aborted(header: BatchHeader, aborted: list[AbortedTxn]) -> bool:

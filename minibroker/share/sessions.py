@@ -1,10 +1,13 @@
-"""Share sessions (KIP-932), as Kafka's ShareSessionCache keeps them: one per (group, member), the partitions a member
-fetches so its incremental ShareFetch requests need not name them again.
+"""Share sessions (KIP-932), as Kafka's ShareSessionCache keeps them: one per (group, member) on each node (one
+``ShareSessions`` per node, as each Kafka broker has its own cache), the partitions a member fetches from that node so
+its incremental ShareFetch requests need not name them again. A member reading partitions led by several nodes has a
+session on each of them, each with its own epoch.
 
-Epoch 0 opens a new session (replacing the member's old one; no acknowledgements allowed in it), a positive epoch must
-be the session's next one and adds the request's partitions and drops the forgotten ones, -1 closes it (the caller
-then releases the member's records). ``group.share.max.share.sessions`` bounds how many exist: one more is refused
-with SHARE_SESSION_LIMIT_REACHED. A session belongs to the connection that opened it and ends with it, as in Kafka.
+Epoch 0 opens a new session (replacing the member's old one on that node; no acknowledgements allowed in it), a
+positive epoch must be the session's next one and adds the request's partitions and drops the forgotten ones, -1 closes
+it (the caller then releases the member's records). ``group.share.max.share.sessions`` bounds how many a node keeps:
+one more is refused with SHARE_SESSION_LIMIT_REACHED. A session belongs to the connection that opened it and ends with
+it, as in Kafka, so a node that stops takes its sessions with it.
 """
 
 from __future__ import annotations
@@ -51,6 +54,8 @@ class ShareSession:
 
 
 class ShareSessions:
+    """One node's share sessions (Kafka's ShareSessionCache of one broker)."""
+
     def __init__(self, max_sessions: int) -> None:
         self.max_sessions = max_sessions
         self._sessions: dict[tuple[str, str], ShareSession] = {}
@@ -123,7 +128,3 @@ class ShareSessions:
 
     def of_group(self, group_id: str) -> list[ShareSession]:
         return [session for session in self._sessions.values() if session.group_id == group_id]
-
-    def clear(self) -> None:
-        self._sessions.clear()
-        self._by_connection.clear()
