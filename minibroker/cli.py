@@ -46,7 +46,8 @@ then flags. `minibroker config-reference` lists every setting. --host and --port
 listener of the setting listeners and keep the others (--advertised-host and --advertised-port: that listener's
 entry of advertised.listeners); a line is logged when they change a configured value.
 
-On SIGTERM or SIGINT the broker answers the requests in flight, flushes and closes every log, and exits 0.
+On SIGTERM or SIGINT the broker answers the requests in flight, flushes and closes every log, and exits 0 (1,
+with a line "stopping failed: ...", when a file cannot be written then).
 The line "minibroker ready on HOST:PORT ..." is logged once clients can connect."""
 DUMP_EPILOG = """\
 Like Kafka's kafka-dump-log: one line per batch with every header field and whether its CRC is valid;
@@ -465,13 +466,26 @@ def serve_until_stopped(args: argparse.Namespace) -> int:
     except ConfigError as exc:  # found only when starting, e.g. an unreadable certificate
         print(f"minibroker: configuration error: {exc}", file=sys.stderr)
         return 2
-    except PermissionError as exc:
-        log.error("cannot start: %s", permission_problem(exc, config.data_dir))
+    except StopFailed as exc:
+        log.error("stopping failed: %s", file_problem(exc.error, config.data_dir))
         return 1
     except OSError as exc:
-        log.error("cannot start: %s", exc)
+        log.error("cannot start: %s", file_problem(exc, config.data_dir))
         return 1
     return 0
+
+
+class StopFailed(Exception):
+    """Stopping after a signal failed on a file (the broker had served): told apart from a failed start."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def file_problem(exc: OSError, data_dir: str) -> str:
+    """What a user needs to know of a file error: for a permission, who owns the data directory."""
+    return permission_problem(exc, data_dir) if isinstance(exc, PermissionError) else str(exc)
 
 
 def permission_problem(exc: PermissionError, data_dir: str) -> str:
@@ -522,7 +536,10 @@ async def serve(config: BrokerConfig, log_kafka_started: bool = False) -> None:
         await stop.wait()
         log.info("stopping: signal received")
     finally:
-        await broker.stop()
+        try:
+            await broker.stop()
+        except OSError as exc:
+            raise StopFailed(exc) from exc
 
 
 # ---- control ----

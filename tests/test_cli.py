@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -208,6 +209,26 @@ def test_default_command_serves_and_sigterm_exits_0(tmp_path: Path) -> None:
             proc.kill()
             proc.wait()
 
+
+
+def test_a_port_in_use_is_reported_as_a_failed_start(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        result = run("serve", "--port", str(taken.getsockname()[1]), "--data-dir", str(tmp_path / "data"))
+    assert result.returncode == 1
+    assert "ERROR minibroker: cannot start: [Errno 98]" in result.stderr, result.stderr
+
+
+def test_a_file_error_while_stopping_is_reported_as_a_failed_stop(fresh_broker: BrokerProcess) -> None:
+    """The data directory removed under a running broker (as root too): the checkpoints a stop writes cannot be
+    written, and the log says that stopping failed, not starting, with exit status 1."""
+    fresh_broker.start()
+    shutil.rmtree(fresh_broker.data_dir)
+    assert fresh_broker.stop() == 1
+    text = fresh_broker.log_text()
+    assert f"ERROR minibroker: stopping failed: [Errno 2] No such file or directory: '{fresh_broker.data_dir}/" in text
+    assert "cannot start" not in text and "minibroker stopped" not in text
 
 
 def test_sigterm_answers_a_request_in_flight(fresh_broker: BrokerProcess) -> None:
