@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from minibroker.faults import Fault, Faults
     from minibroker.groups.service import GroupService
     from minibroker.quotas.enforce import Quotas
+    from minibroker.repeated_logs import RepeatedLogs
     from minibroker.sasl.credentials import CredentialStore
     from minibroker.sasl.session import SaslAuthority
     from minibroker.share.manager import SharePartitionManager
@@ -170,6 +171,7 @@ class Broker:
         self.request_counts: Counter[int] = Counter()  # requests served by API key, for the inspector's rates
         self.api_versions_answers: dict[int, EncodedAnswer] = {}  # by version: the same answer for every request
         self._fetch_sessions: FetchSessionCache | None = None  # made by the first Fetch
+        self._repeated_logs: RepeatedLogs | None = None  # made by the first line a client may repeat
         self._by_id: tuple[tuple[int, int], dict[bytes, TopicInfo]] = ((-1, 0), {})  # (catalog version and size, index)
         self.started_at = time.monotonic()
 
@@ -198,6 +200,16 @@ class Broker:
             raise ConfigError(f"{path}: malformed client quotas ({exc})") from None
         return Quotas(store, int(given.get("quota.window.num", 11)),
                       int(given.get("quota.window.size.seconds", 1)))
+
+    @property
+    def repeated_logs(self) -> RepeatedLogs:
+        """The lines a misbehaving client causes on every request, each logged once per client and interval of the
+        broker's clock with a count of its repeats (``minibroker.repeated_logs``)."""
+        if self._repeated_logs is None:
+            from minibroker.repeated_logs import RepeatedLogs
+
+            self._repeated_logs = RepeatedLogs(self.clock)
+        return self._repeated_logs
 
     @property
     def quotas(self) -> Quotas:
@@ -782,6 +794,8 @@ class Broker:
         if self._share_state is not None:
             self._share_state.stop()
         await self._finish_requests()
+        if self._repeated_logs is not None:
+            self._repeated_logs.flush()
         await self._creations_landed()  # partitions being made in a thread land before the logs close
         for server in self._servers:
             await server.wait_closed()

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 from minibroker import __version__
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from minibroker.config import BrokerConfig
 
 log = logging.getLogger("minibroker")
@@ -40,9 +42,12 @@ Run `minibroker COMMAND --help` for the options of a command."""
 SERVE_EPILOG = """\
 Settings use Apache Kafka's names. Precedence, lowest first: defaults, --config file, environment
 variables (MINIBROKER_ + the name in upper case, dots as underscores, e.g. MINIBROKER_NUM_PARTITIONS=3),
-then flags. `minibroker config-reference` lists every setting.
+then flags. `minibroker config-reference` lists every setting. --host and --port change the address of the first
+listener of the setting listeners and keep the others (--advertised-host and --advertised-port: that listener's
+entry of advertised.listeners); a line is logged when they change a configured value.
 
-On SIGTERM or SIGINT the broker answers the requests in flight, flushes and closes every log, and exits 0.
+On SIGTERM or SIGINT the broker answers the requests in flight, flushes and closes every log, and exits 0 (1,
+with a line "stopping failed: ...", when a file cannot be written then).
 The line "minibroker ready on HOST:PORT ..." is logged once clients can connect."""
 DUMP_EPILOG = """\
 Like Kafka's kafka-dump-log: one line per batch with every header field and whether its CRC is valid;
@@ -201,8 +206,14 @@ def add_unserved_apis_command(commands: argparse._SubParsersAction, width: int) 
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", help="address to bind (default 127.0.0.1; 0.0.0.0 for every interface)")
-    parser.add_argument("--port", type=int, help="port to bind (default 9092; 0 picks a free port)")
+    parser.add_argument(
+        "--host", help="address the first listener binds (default 127.0.0.1, or the one listeners gives; 0.0.0.0 for "
+        "every interface)",
+    )
+    parser.add_argument(
+        "--port", type=int, help="port the first listener binds (default 9092, or the one listeners gives; 0 picks a "
+        "free port)",
+    )
     parser.add_argument("--data-dir", help="data directory (default ./minibroker-data)")
     parser.add_argument(
         "--nodes", type=int, metavar="N",
@@ -232,8 +243,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="emulate an Apache Kafka release: ApiVersions advertises only what it served, e.g. 3.5 (the setting "
         "kafka.version)",
     )
-    parser.add_argument("--advertised-host", help="host given to clients (behind NAT, in containers, port mapping)")
-    parser.add_argument("--advertised-port", type=int, help="port given to clients")
+    parser.add_argument(
+        "--advertised-host", help="host the first listener gives clients (behind NAT, in containers, port mapping)"
+    )
+    parser.add_argument(
+        "--advertised-port", type=int, help="port the first listener gives clients (default: the port it binds)"
+    )
     parser.add_argument("--config", metavar="FILE", help="a Kafka-style server.properties file")
     parser.add_argument(
         "-c", dest="settings", action="append", default=[], metavar="NAME=VALUE",
@@ -329,7 +344,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def flag_settings(args: argparse.Namespace) -> dict[str, str]:
-    """Turn the convenience flags and ``-c`` pairs into Kafka-named settings."""
+    """Turn the convenience flags and ``-c`` pairs into Kafka-named settings (the address flags: see
+    ``address_flag_settings``)."""
     from minibroker.config import ConfigError
 
     items: dict[str, str] = {}
@@ -338,10 +354,6 @@ def flag_settings(args: argparse.Namespace) -> dict[str, str]:
         if not sep:
             raise ConfigError(f"-c expects KEY=VALUE, got {pair!r}")
         items[key.strip()] = value
-    if args.host is not None or args.port is not None:
-        host = args.host if args.host is not None else "127.0.0.1"
-        port = args.port if args.port is not None else 9092
-        items["listeners"] = f"PLAINTEXT://{host}:{port}"
     if args.data_dir is not None:
         items["log.dirs"] = args.data_dir
     if args.nodes is not None:
@@ -357,10 +369,66 @@ def flag_settings(args: argparse.Namespace) -> dict[str, str]:
         items["clock"] = args.clock
     if args.kafka_version is not None:
         items["kafka.version"] = args.kafka_version
-    if args.advertised_host is not None or args.advertised_port is not None:
-        host, port = args.advertised_host or "127.0.0.1", args.advertised_port or 9092
-        items["advertised.listeners"] = f"PLAINTEXT://{host}:{port}"
     return items
+
+
+def address_flag_settings(args: argparse.Namespace, given: Mapping[str, str]) -> dict[str, str]:
+    """--host and --port change the address of the broker's first listener in ``listeners`` (as ``given`` by the
+    other sources, or the default), --advertised-host and --advertised-port that listener's entry of
+    ``advertised.listeners``; every other listener is kept, so a SASL listener named beside it still serves. A
+    value the configuration gave that the flags change is logged."""
+    items: dict[str, str] = {}
+    listener_flags = named_flags(args, "host", "port")
+    advertised_flags = named_flags(args, "advertised_host", "advertised_port")
+    if not listener_flags and not advertised_flags:
+        return items
+    from minibroker.listeners import (
+        DEFAULT_LISTENERS,
+        default_advertised,
+        first_broker_endpoint,
+        listener_names,
+        with_endpoint,
+    )
+
+    listeners = given.get("listeners", DEFAULT_LISTENERS)
+    first = first_broker_endpoint(listeners, listener_names(given.get("controller.listener.names", "")))
+    name, host, port = first or ("PLAINTEXT", "127.0.0.1", 9092)
+    if listener_flags:
+        items["listeners"] = with_endpoint(listeners, "listeners", name, args.host, args.port, (host, port))
+        log_changed_by_flags(listener_flags, name, "listeners", given, items)
+    if advertised_flags:
+        bound_host = host if args.host is None else args.host
+        items["advertised.listeners"] = with_endpoint(
+            given.get("advertised.listeners", ""), "advertised.listeners", name, args.advertised_host,
+            args.advertised_port, default_advertised(bound_host, 0),  # port 0: the port the listener binds
+        )
+        log_changed_by_flags(advertised_flags, name, "advertised.listeners", given, items)
+    return items
+
+
+def named_flags(args: argparse.Namespace, *names: str) -> str:
+    """The flags among ``names`` given on the command line, as typed (``--port 0``)."""
+    given = [(name, getattr(args, name)) for name in names if getattr(args, name) is not None]
+    return " ".join(f"--{name.replace('_', '-')} {value}" for name, value in given)
+
+
+def log_changed_by_flags(
+    flags: str, listener: str, setting: str, given: Mapping[str, str], items: dict[str, str]
+) -> None:
+    """The precedence made visible: flags changed the listener's part of a setting the configuration gave."""
+    if given.get(setting) and given[setting] != items[setting]:
+        log.info("%s applies to listener %s: %s=%s (configured: %s)", flags, listener, setting, items[setting],
+                 given[setting])
+
+
+def serve_config(args: argparse.Namespace) -> BrokerConfig:
+    """Defaults, the --config file, the environment, then the flags (later wins); the address flags change what the
+    others made of the listeners."""
+    from minibroker.config import build_config, setting_sources
+
+    sources = [*setting_sources(args.config, os.environ), flag_settings(args)]
+    given = {name: value for source in sources for name, value in source.items()}
+    return build_config(*sources, address_flag_settings(args, given))
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -377,11 +445,11 @@ def run_serve(args: argparse.Namespace) -> int:
 def serve_until_stopped(args: argparse.Namespace) -> int:
     import asyncio
 
-    from minibroker.config import ConfigError, load_config
+    from minibroker.config import ConfigError
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        config = load_config(args.config, os.environ, flag_settings(args))
+        config = serve_config(args)
     except (ConfigError, OSError) as exc:
         print(f"minibroker: configuration error: {exc}", file=sys.stderr)
         return 2
@@ -398,13 +466,26 @@ def serve_until_stopped(args: argparse.Namespace) -> int:
     except ConfigError as exc:  # found only when starting, e.g. an unreadable certificate
         print(f"minibroker: configuration error: {exc}", file=sys.stderr)
         return 2
-    except PermissionError as exc:
-        log.error("cannot start: %s", permission_problem(exc, config.data_dir))
+    except StopFailed as exc:
+        log.error("stopping failed: %s", file_problem(exc.error, config.data_dir))
         return 1
     except OSError as exc:
-        log.error("cannot start: %s", exc)
+        log.error("cannot start: %s", file_problem(exc, config.data_dir))
         return 1
     return 0
+
+
+class StopFailed(Exception):
+    """Stopping after a signal failed on a file (the broker had served): told apart from a failed start."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def file_problem(exc: OSError, data_dir: str) -> str:
+    """What a user needs to know of a file error: for a permission, who owns the data directory."""
+    return permission_problem(exc, data_dir) if isinstance(exc, PermissionError) else str(exc)
 
 
 def permission_problem(exc: PermissionError, data_dir: str) -> str:
@@ -455,7 +536,10 @@ async def serve(config: BrokerConfig, log_kafka_started: bool = False) -> None:
         await stop.wait()
         log.info("stopping: signal received")
     finally:
-        await broker.stop()
+        try:
+            await broker.stop()
+        except OSError as exc:
+            raise StopFailed(exc) from exc
 
 
 # ---- control ----

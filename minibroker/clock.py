@@ -103,6 +103,15 @@ async def _run(action: Callable[[], Awaitable[None] | None]) -> None:
         log.exception("background task %s failed", getattr(action, "__name__", action))
 
 
+def call_later(clock: Callable[[], int], ms: int, action: Action) -> Callable[[], None]:
+    """Run ``action`` once ``ms`` of ``clock`` have passed: on a virtual clock when a test advances it that far, else
+    on the running loop. Returns what cancels it."""
+    if isinstance(clock, VirtualClock):
+        handle = clock.call_at(clock.now_ms + ms, action)
+        return lambda: clock.cancel(handle)
+    return asyncio.get_running_loop().call_later(ms / 1000, action).cancel
+
+
 async def sleep_ms(clock: Callable[[], int], ms: int) -> None:
     """Wait ``ms`` of ``clock``: on a virtual clock until a test advances it that far, else asyncio's sleep."""
     if isinstance(clock, VirtualClock):

@@ -579,8 +579,13 @@ def check_cluster_id(config: BrokerConfig) -> None:
 
 
 def load_config(properties: str | os.PathLike[str] | None, environ: Mapping[str, str], overrides: Mapping[str, str]) -> BrokerConfig:
+    return build_config(*setting_sources(properties, environ), overrides)
+
+
+def setting_sources(properties: str | os.PathLike[str] | None, environ: Mapping[str, str]) -> list[dict[str, str]]:
+    """The settings of a properties file and of the environment, lowest precedence first."""
     try:
         file_items = parse_properties(read_text(properties)) if properties else {}
     except SettingsSyntaxError as exc:
         raise ConfigError(str(exc)) from None
-    return build_config(file_items, env_settings(environ), overrides)
+    return [file_items, env_settings(environ)]

@@ -2,7 +2,8 @@
 
 An unknown API key, an unsupported version (other than ApiVersions, which gets Kafka's v0
 fallback answer) or a body that does not parse is answered by closing the connection with one
-log line, as Kafka does; known and supported mean in the broker's API table (``Broker.apis``, capped by
+log line, as Kafka does (a client's repeats of that line are counted, not logged each time:
+``minibroker.repeated_logs``); known and supported mean in the broker's API table (``Broker.apis``, capped by
 kafka.version); a handler failure is logged with its traceback and closes it too. On a SASL
 listener, requests the authentication phase does not allow close the connection the same way, and in
 the KIP-43 v0 flow a frame is a bare SASL token, answered with a bare token.
@@ -56,14 +57,16 @@ def unsupported_api_versions_answer(handler: Handler, correlation_id: int) -> Pa
     return encode_response(API_VERSIONS_KEY, 0, correlation_id, body)
 
 
-def raw_sasl_answer(session: SaslSession, frame: memoryview, peer: str) -> Parts:
+def raw_sasl_answer(broker: Broker, session: SaslSession, frame: memoryview, peer: str) -> Parts:
     """KIP-43 v0 flow: the frame is a bare token; a failure closes the connection without an answer, as in Kafka."""
     from minibroker.sasl.mechanism import AuthenticationFailed  # SASL listeners only
 
     try:
         answer = session.authenticate(bytes(frame))
     except AuthenticationFailed as exc:
-        log.warning("closing %s: SASL %s authentication failed: %s", peer, session.mechanism, exc.reason)
+        broker.repeated_logs.warning(
+            log, "closing %s: SASL %s authentication failed: %s", peer, session.mechanism, exc.reason
+        )
         raise Disconnect from None
     if session.authenticated:
         log.info("%s authenticated as %r with SASL %s (v0 flow)", peer, session.username, session.mechanism)
@@ -74,34 +77,40 @@ async def dispatch(broker: Broker, frame: memoryview, peer: str, connection: Kaf
     """Answer one request frame; ``None`` means no response is due (Produce with acks=0)."""
     session = connection.sasl if connection is not None else None
     if session is not None and session.raw_tokens:
-        return raw_sasl_answer(session, frame, peer)
+        return raw_sasl_answer(broker, session, frame, peer)
     try:
         header = parse_request_header(frame)
     except ProtocolError as exc:
-        log.warning("closing %s: unreadable request header (%s)", peer, exc)
+        broker.repeated_logs.warning(log, "closing %s: unreadable request header (%s)", peer, exc)
         raise Disconnect from None
     refusal = session.refusal(header.api_key) if session is not None else None
     if refusal is not None:
-        log.warning("closing %s: %s on listener %s (client %r)", peer, refusal, connection.listener.name, header.client_id)
+        broker.repeated_logs.warning(
+            log, "closing %s: %s on listener %s (client %r)", peer, refusal, connection.listener.name, header.client_id
+        )
         raise Disconnect
     handler = broker.apis.get(header.api_key)
     if handler is None:
-        log.warning("closing %s: unknown API key %d (client %r)", peer, header.api_key, header.client_id)
+        broker.repeated_logs.warning(
+            log, "closing %s: unknown API key %d (client %r)", peer, header.api_key, header.client_id
+        )
         raise Disconnect
     broker.request_counts[header.api_key] += 1
     if not handler.min_version <= header.api_version <= handler.max_version:
         if header.api_key == API_VERSIONS_KEY:
             log.info("%s sent ApiVersions v%d: answering with the v0 fallback", peer, header.api_version)
             return unsupported_api_versions_answer(handler, header.correlation_id)
-        log.warning(
-            "closing %s: API key %d version %d is outside the supported %d-%d (client %r)",
+        broker.repeated_logs.warning(
+            log, "closing %s: API key %d version %d is outside the supported %d-%d (client %r)",
             peer, header.api_key, header.api_version, handler.min_version, handler.max_version, header.client_id,
         )
         raise Disconnect
     try:
         body = decode_request_body(header, frame)
     except ProtocolError as exc:
-        log.warning("closing %s: malformed API key %d v%d request (%s)", peer, header.api_key, header.api_version, exc)
+        broker.repeated_logs.warning(
+            log, "closing %s: malformed API key %d v%d request (%s)", peer, header.api_key, header.api_version, exc
+        )
         raise Disconnect from None
     ctx = RequestContext(broker, header.api_key, header.api_version, header.correlation_id, header.client_id, peer, connection)
     started = time.perf_counter() if broker.transcript is not None else 0.0
@@ -119,7 +128,9 @@ async def dispatch(broker: Broker, frame: memoryview, peer: str, connection: Kaf
             try:
                 response = await handler.fn(ctx, body)
             except UnreadableRequest as exc:
-                log.warning("closing %s: API key %d v%d request refused: %s", peer, header.api_key, header.api_version, exc)
+                broker.repeated_logs.warning(
+                    log, "closing %s: API key %d v%d request refused: %s", peer, header.api_key, header.api_version, exc
+                )
                 raise Disconnect from None
             except Exception:
                 log.exception("closing %s: handler for API key %d v%d failed", peer, header.api_key, header.api_version)

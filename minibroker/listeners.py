@@ -30,6 +30,7 @@ class SecurityProtocol(str, Enum):
 
 
 CLIENT_AUTH_MODES = ("none", "requested", "required")
+DEFAULT_LISTENERS = BrokerConfig.__dataclass_fields__["listeners"].default
 
 
 class ListenerSpec:
@@ -78,18 +79,53 @@ def protocol_map(config: BrokerConfig) -> dict[str, SecurityProtocol]:
 
 def controller_listener_names(config: BrokerConfig) -> set[str]:
     """Listeners of a KRaft controller (``controller.listener.names``): a single process has no quorum to serve."""
-    return {name.strip().upper() for name in config.controller_listener_names.split(",") if name.strip()}
+    return listener_names(config.controller_listener_names)
+
+
+def listener_names(text: str) -> set[str]:
+    """A comma-separated list of listener names, in upper case as listeners are named."""
+    return {name.strip().upper() for name in text.split(",") if name.strip()}
+
+
+def _endpoint_items(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _parse_endpoint(item: str, setting: str) -> tuple[str, str, int]:
+    """One endpoint; a plain ``HOST:PORT`` is PLAINTEXT, as older configurations wrote it."""
+    return split_endpoint(item if "://" in item else f"PLAINTEXT://{item}", setting)
 
 
 def _endpoints(text: str, setting: str, skip: set[str]) -> list[tuple[str, str, int]]:
-    """``NAME://HOST:PORT,...`` (plain ``HOST:PORT`` is PLAINTEXT, as older configurations wrote it), less the
-    names in ``skip``."""
-    endpoints = []
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        name, host, port = split_endpoint(item if "://" in item else f"PLAINTEXT://{item}", setting)
-        if name not in skip:
-            endpoints.append((name, host, port))
-    return endpoints
+    """``NAME://HOST:PORT,...`` less the names in ``skip``."""
+    endpoints = [_parse_endpoint(item, setting) for item in _endpoint_items(text)]
+    return [endpoint for endpoint in endpoints if endpoint[0] not in skip]
+
+
+def first_broker_endpoint(listeners: str, controllers: set[str]) -> tuple[str, str, int] | None:
+    """The broker's main listener in a ``listeners`` value, as (NAME, HOST, PORT): its first one that is not a
+    controller's."""
+    endpoints = _endpoints(listeners, "listeners", controllers)
+    return endpoints[0] if endpoints else None
+
+
+def endpoint_text(name: str, host: str, port: int) -> str:
+    """``NAME://HOST:PORT``, an IPv6 host in brackets."""
+    return f"{name}://[{host}]:{port}" if ":" in host else f"{name}://{host}:{port}"
+
+
+def with_endpoint(text: str, setting: str, name: str, host: str | None, port: int | None,
+                  default: tuple[str, int]) -> str:
+    """``text`` (``NAME://HOST:PORT,...``) with the host and/or port of listener ``name`` replaced and every other
+    endpoint kept as written; a name ``text`` lacks is added, ``default`` giving what is not replaced."""
+    items = _endpoint_items(text)
+    for index, item in enumerate(items):
+        item_name, item_host, item_port = _parse_endpoint(item, setting)
+        if item_name == name:
+            items[index] = endpoint_text(name, item_host if host is None else host, item_port if port is None else port)
+            return ",".join(items)
+    items.append(endpoint_text(name, default[0] if host is None else host, default[1] if port is None else port))
+    return ",".join(items)
 
 
 def parse_listeners(config: BrokerConfig) -> list[ListenerSpec]:

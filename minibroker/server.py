@@ -102,7 +102,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         try:
             self.principal = connection_principal(self)
         except MappingError as exc:
-            log.error("closing %s: ssl.principal.mapping.rules cannot name its certificate: %s", self.peer, exc)
+            self.broker.repeated_logs.error(
+                log, "closing %s: ssl.principal.mapping.rules cannot name its certificate: %s", self.peer, exc
+            )
             self.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -150,7 +152,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         try:
             frames = self.decoder.buffer_updated(nbytes)
         except FrameTooLarge as exc:
-            log.warning("closing %s: %s", self.peer, exc)
+            self.broker.repeated_logs.warning(log, "closing %s: %s", self.peer, exc)
             self.close()
             return
         if not frames:

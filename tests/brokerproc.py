@@ -39,10 +39,11 @@ class BrokerProcess:
 
     def __init__(
         self, data_dir: Path, *settings: str, env: dict[str, str] | None = None, max_open_files: int | None = None,
-        config_file: Path | None = None,
+        config_file: Path | None = None, flags: tuple[str, ...] = (),
     ) -> None:
         self.data_dir = data_dir
         self.settings = list(settings)
+        self.flags = flags  # serve's own options (--port, --advertised-host, ...), given as they are
         self.config_file = config_file  # a server.properties for --config
         self.max_open_files = max_open_files  # RLIMIT_NOFILE (soft and hard) of the child, to test running out
         # Extra environment variables for the child, on top of os.environ (may be changed between starts).
@@ -64,8 +65,9 @@ class BrokerProcess:
         listeners_given = any(setting.startswith("listeners=") for setting in self.settings) or any(
             name in self.env for name in ("KAFKA_LISTENERS", "KAFKA_CFG_LISTENERS", "MINIBROKER_LISTENERS")
         )
-        if not listeners_given:
+        if not listeners_given and "--port" not in self.flags:
             args += ["--port", str(self.port)]
+        args += self.flags
         for setting in self.settings:
             args += ["-c", setting]
         BrokerProcess.started.add(self)

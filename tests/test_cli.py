@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -28,10 +29,16 @@ from tests.clientutil import (
     FETCH_VERSION,
     TIMEOUT_S,
     RawConnection,
+    check_round_trip,
+    confluent_consume,
     confluent_consumer,
     confluent_create_topic,
+    confluent_produce,
+    counts_by_partition,
     drain,
+    make_messages,
 )
+from tests.test_security import ALICE, ALICE_PASSWORD, metadata_broker, raw_login
 
 MINIBROKER = [sys.executable, "-m", "minibroker"]
 PROMPT_EXIT_S = 5.0
@@ -120,6 +127,70 @@ def test_probe_defaults_to_the_configured_listener(broker: BrokerProcess) -> Non
     assert f"127.0.0.1:{broker.port} is up" in result.stdout
 
 
+# ---- the address flags beside listeners ----
+
+SASL_USERS = f"sasl.users={ALICE}:{ALICE_PASSWORD}"
+SASL_PLAIN = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": ALICE,
+              "sasl.password": ALICE_PASSWORD}
+
+
+def listeners_from(source: str, listeners: str, tmp_path: Path) -> dict:
+    """BrokerProcess arguments that configure ``listeners`` through ``source``."""
+    if source == "-c":
+        return {"settings": [f"listeners={listeners}"]}
+    if source == "environment":
+        return {"env": {"MINIBROKER_LISTENERS": listeners}}
+    properties = tmp_path / "server.properties"
+    properties.write_text(f"listeners={listeners}\n")
+    return {"config_file": properties}
+
+
+@pytest.mark.parametrize("source", ["-c", "environment", "--config"])
+def test_port_flag_moves_the_first_listener_and_keeps_a_sasl_one(source: str, tmp_path: Path, topic_name: str) -> None:
+    """--port 0 beside a listeners setting with a second, SASL listener: the first listener takes the flag's port, the
+    SASL one still serves (a SASL client produces and consumes on it), and the change is logged."""
+    configured = "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:0"
+    given = listeners_from(source, configured, tmp_path)
+    broker = BrokerProcess(tmp_path / "data", *given.get("settings", []), SASL_USERS, env=given.get("env"),
+                           config_file=given.get("config_file"), flags=("--port", "0"))
+    try:
+        broker.start()
+        assert list(broker.listener_ports) == ["PLAINTEXT", "SASL_PLAINTEXT"]
+        assert broker.port == broker.listener_ports["PLAINTEXT"]
+        assert (f"--port 0 applies to listener PLAINTEXT: listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0 "
+                f"(configured: {configured})") in broker.log_text()
+        confluent_create_topic(broker.bootstrap, topic_name, partitions=1)
+        sasl_bootstrap = f"127.0.0.1:{broker.listener_ports['SASL_PLAINTEXT']}"
+        messages = make_messages(20)
+        placements = confluent_produce(sasl_bootstrap, topic_name, messages, **SASL_PLAIN)
+        consumed = confluent_consume(sasl_bootstrap, topic_name, counts_by_partition(placements), partitions=1,
+                                     **SASL_PLAIN)
+        check_round_trip(messages, placements, consumed)
+    finally:
+        broker.stop()
+
+
+def test_advertised_host_flag_is_the_first_listeners_and_keeps_the_others(tmp_path: Path) -> None:
+    """--advertised-host beside advertised.listeners naming only the SASL listener: the first listener advertises the
+    flag's host with the port it bound, the SASL listener keeps its configured address."""
+    broker = BrokerProcess(
+        tmp_path / "data", "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "advertised.listeners=SASL_PLAINTEXT://broker.example:29093", SASL_USERS, flags=("--advertised-host", "localhost"),
+    )
+    try:
+        broker.start()
+        with RawConnection(broker.bootstrap) as conn:
+            assert metadata_broker(conn) == ("localhost", broker.port)
+        with RawConnection(f"127.0.0.1:{broker.listener_ports['SASL_PLAINTEXT']}") as conn:
+            assert raw_login(conn, "PLAIN", ALICE, ALICE_PASSWORD)["error_code"] == 0
+            assert metadata_broker(conn) == ("broker.example", 29093)
+        assert ("--advertised-host localhost applies to listener PLAINTEXT: advertised.listeners="
+                "SASL_PLAINTEXT://broker.example:29093,PLAINTEXT://localhost:0 (configured: "
+                "SASL_PLAINTEXT://broker.example:29093)") in broker.log_text()
+    finally:
+        broker.stop()
+
+
 # ---- serving and stopping ----
 
 
@@ -138,6 +209,26 @@ def test_default_command_serves_and_sigterm_exits_0(tmp_path: Path) -> None:
             proc.kill()
             proc.wait()
 
+
+
+def test_a_port_in_use_is_reported_as_a_failed_start(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        result = run("serve", "--port", str(taken.getsockname()[1]), "--data-dir", str(tmp_path / "data"))
+    assert result.returncode == 1
+    assert "ERROR minibroker: cannot start: [Errno 98]" in result.stderr, result.stderr
+
+
+def test_a_file_error_while_stopping_is_reported_as_a_failed_stop(fresh_broker: BrokerProcess) -> None:
+    """The data directory removed under a running broker (as root too): the checkpoints a stop writes cannot be
+    written, and the log says that stopping failed, not starting, with exit status 1."""
+    fresh_broker.start()
+    shutil.rmtree(fresh_broker.data_dir)
+    assert fresh_broker.stop() == 1
+    text = fresh_broker.log_text()
+    assert f"ERROR minibroker: stopping failed: [Errno 2] No such file or directory: '{fresh_broker.data_dir}/" in text
+    assert "cannot start" not in text and "minibroker stopped" not in text
 
 
 def test_sigterm_answers_a_request_in_flight(fresh_broker: BrokerProcess) -> None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
 
-from minibroker.cli import build_parser, flag_settings
+from minibroker.cli import address_flag_settings, build_parser, flag_settings
 from minibroker.config import BrokerConfig, ConfigError, build_config, load_config
 from minibroker.config_sources import SettingsSyntaxError, env_name, env_settings, parse_properties, setting_name
 
@@ -101,18 +102,55 @@ def test_cli_flags_become_kafka_settings() -> None:
     args = build_parser().parse_args(["serve", "--port", "0", "--data-dir", "/x", "-c", "num.partitions=3",
                                       "--advertised-host", "example", "--advertised-port", "29092"])
     items = flag_settings(args)
-    assert items == {
-        "num.partitions": "3",
-        "listeners": "PLAINTEXT://127.0.0.1:0",
-        "log.dirs": "/x",
-        "advertised.listeners": "PLAINTEXT://example:29092",
-    }
-    assert build_config(items).listener == ("127.0.0.1", 0)
+    assert items == {"num.partitions": "3", "log.dirs": "/x"}
+    addresses = address_flag_settings(args, items)
+    assert addresses == {"listeners": "PLAINTEXT://127.0.0.1:0", "advertised.listeners": "PLAINTEXT://example:29092"}
+    assert build_config(items, addresses).listener == ("127.0.0.1", 0)
 
 
 def test_serve_is_the_default_command() -> None:
     args = build_parser().parse_args(["--host", "0.0.0.0"])
-    assert flag_settings(args)["listeners"] == "PLAINTEXT://0.0.0.0:9092"
+    assert address_flag_settings(args, {})["listeners"] == "PLAINTEXT://0.0.0.0:9092"
+
+
+@pytest.mark.parametrize(
+    ("flags", "given", "expected"),
+    [
+        (["--port", "0"], {"listeners": "PLAINTEXT://0.0.0.0:9092,SASL_PLAINTEXT://0.0.0.0:9094"},
+         {"listeners": "PLAINTEXT://0.0.0.0:0,SASL_PLAINTEXT://0.0.0.0:9094"}),
+        (["--host", "::1"], {"listeners": "CONTROLLER://:9093,INTERNAL://0.0.0.0:9092", "controller.listener.names": "CONTROLLER"},
+         {"listeners": "CONTROLLER://:9093,INTERNAL://[::1]:9092"}),
+        (["--port", "19092"], {"listeners": "CONTROLLER://:9093", "controller.listener.names": "CONTROLLER"},
+         {"listeners": "CONTROLLER://:9093,PLAINTEXT://127.0.0.1:19092"}),
+        (["--advertised-host", "example"], {"listeners": "SASL_PLAINTEXT://0.0.0.0:9092,PLAINTEXT://127.0.0.1:9093"},
+         {"advertised.listeners": "SASL_PLAINTEXT://example:0"}),
+        (["--advertised-port", "32768"], {"listeners": "SSL://10.0.0.2:9093,PLAINTEXT://0.0.0.0:9092"},
+         {"advertised.listeners": "SSL://10.0.0.2:32768"}),
+        (["--advertised-port", "32768"], {"advertised.listeners": "PLAINTEXT://broker:9092,SSL://broker:9093"},
+         {"advertised.listeners": "PLAINTEXT://broker:32768,SSL://broker:9093"}),
+    ],
+    ids=["port-keeps-sasl", "host-skips-controller", "port-adds-a-broker-listener", "advertised-host-first-listener",
+         "advertised-port-bound-host", "advertised-port-keeps-others"],
+)
+def test_address_flags_change_the_first_listener_only(flags: list[str], given: dict[str, str],
+                                                      expected: dict[str, str]) -> None:
+    """--host/--port and --advertised-host/--advertised-port are the first broker listener's; the others stay as
+    configured (advertised port 0: the port the listener binds)."""
+    assert address_flag_settings(build_parser().parse_args(["serve", *flags]), given) == expected
+
+
+def test_address_flags_log_what_they_change(caplog: pytest.LogCaptureFixture) -> None:
+    args = build_parser().parse_args(["serve", "--port", "0"])
+    with caplog.at_level(logging.INFO, logger="minibroker"):
+        address_flag_settings(args, {})
+        assert caplog.messages == [], "the default listeners: nothing configured was changed"
+        address_flag_settings(args, {"listeners": "PLAINTEXT://127.0.0.1:0"})
+        assert caplog.messages == [], "the value the configuration gave"
+        address_flag_settings(args, {"listeners": "PLAINTEXT://0.0.0.0:9092,SSL://0.0.0.0:9093"})
+    assert caplog.messages == [
+        "--port 0 applies to listener PLAINTEXT: listeners=PLAINTEXT://0.0.0.0:0,SSL://0.0.0.0:9093 "
+        "(configured: PLAINTEXT://0.0.0.0:9092,SSL://0.0.0.0:9093)"
+    ]
 
 
 def test_bad_config_exits_with_a_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

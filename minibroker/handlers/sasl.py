@@ -28,8 +28,8 @@ async def sasl_handshake(ctx: RequestContext, body: dict[str, Any]) -> dict[str,
         return {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "mechanisms": []}
     mechanisms = list(session.authority.mechanisms)
     if not session.handshake(body["mechanism"], raw_tokens=ctx.api_version == 0):
-        log.warning(
-            "closing %s: SASL mechanism %r is not enabled on listener %s (enabled: %s)",
+        ctx.broker.repeated_logs.warning(
+            log, "closing %s: SASL mechanism %r is not enabled on listener %s (enabled: %s)",
             ctx.peer, body["mechanism"], connection.listener.name, ", ".join(mechanisms),
         )
         connection.close_after_answer = True
@@ -52,8 +52,8 @@ async def sasl_authenticate(ctx: RequestContext, body: dict[str, Any]) -> dict[s
     try:
         answer = session.authenticate(bytes(body["auth_bytes"]))
     except AuthenticationFailed as exc:
-        log.warning(
-            "closing %s: SASL %s authentication on listener %s failed: %s",
+        ctx.broker.repeated_logs.warning(
+            log, "closing %s: SASL %s authentication on listener %s failed: %s",
             ctx.peer, session.mechanism, connection.listener.name, exc.reason,
         )
         connection.close_after_answer = True
