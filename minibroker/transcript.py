@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 
 PARTITION_KEYS = ("partition_index", "partition", "index")
 TopicNames = Callable[[bytes], "str | None"]  # a topic id's name (KIP-516), None for an id no topic has
+Walked = list[tuple[dict[str, Any], dict[str, Any]]]  # walk's answer: every dict of a message with where it is
 CONTEXT_KEYS = ("group_id", "transactional_id", "key", "member_id")
 
 
@@ -75,20 +76,21 @@ def entry(
     request: dict[str, Any], response: dict[str, Any] | None, started_ms: int, elapsed_ms: float,
     fault: int | None, outcome: str, names: TopicNames | None = None,
 ) -> dict[str, Any]:
+    asked = walk(request, names)  # each message walked once for every part of the summary
+    answered = walk(response, names) if response is not None else []
     summary: dict[str, Any] = {
         "time_ms": started_ms, "elapsed_ms": round(elapsed_ms, 3), "peer": peer, "node": node, "client_id": client_id,
         "api": KAFKA_APIS[api_key][0], "api_key": api_key, "version": version,
         "correlation_id": correlation_id, "outcome": outcome,
-        "partitions": named_partitions(request, names),
-        "errors": errors(response, names) if response is not None else [],
+        "partitions": named_partitions(asked), "errors": errors(answered),
     }
     for key in CONTEXT_KEYS:
         if isinstance(request.get(key), str):
             summary[key] = request[key]
-    sent = batches(request, names)
+    sent = batches(asked)
     if sent:
         summary["request_batches"] = sent
-    returned = batches(response, names) if response is not None else []
+    returned = batches(answered)
     if returned:
         summary["response_batches"] = returned
     if fault is not None:
@@ -96,10 +98,10 @@ def entry(
     return summary
 
 
-def named_partitions(body: Any, names: TopicNames | None = None) -> dict[str, list[int]]:
-    """topic -> partitions a message names (topics without partitions: an empty list)."""
+def named_partitions(walked: Walked) -> dict[str, list[int]]:
+    """topic -> partitions a walked message names (topics without partitions: an empty list)."""
     found: dict[str, list[int]] = {}
-    for where, _ in walk(body, names):
+    for where, _ in walked:
         topic = where.get("topic")
         if topic is not None:
             partitions = found.setdefault(topic, [])
@@ -109,20 +111,20 @@ def named_partitions(body: Any, names: TopicNames | None = None) -> dict[str, li
     return found
 
 
-def errors(body: Any, names: TopicNames | None = None) -> list[dict[str, Any]]:
-    """Every non-zero error code with where it was: topic, partition, group, key."""
+def errors(walked: Walked) -> list[dict[str, Any]]:
+    """Every non-zero error code of a walked message with where it was: topic, partition, group, key."""
     found = []
-    for where, item in walk(body, names):
+    for where, item in walked:
         for key, value in item.items():
             if key.endswith("error_code") and isinstance(value, int) and value != 0:
                 found.append({**{k: v for k, v in where.items() if k != "depth"}, "error": error_name(value)})
     return found
 
 
-def batches(body: Any, names: TopicNames | None = None) -> list[dict[str, Any]]:
-    """The record batches a message carries, by topic and partition: offsets, count, producer, flags."""
+def batches(walked: Walked) -> list[dict[str, Any]]:
+    """The record batches a walked message carries, by topic and partition: offsets, count, producer, flags."""
     found = []
-    for where, item in walk(body, names):
+    for where, item in walked:
         records = item.get("records")
         if isinstance(records, (bytes, bytearray, memoryview)) and records:
             for header in iter_batches(records):
@@ -138,10 +140,10 @@ def batches(body: Any, names: TopicNames | None = None) -> list[dict[str, Any]]:
     return found
 
 
-def walk(body: Any, names: TopicNames | None = None) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+def walk(body: Any, names: TopicNames | None = None) -> Walked:
     """Every dict of a message with what encloses it: (context of topic / partition / group / key, the dict); a
     topic named only by id (Fetch v13+, Produce v13, ...) is named by ``names``."""
-    out: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    out: Walked = []
     stack: list[tuple[Any, dict[str, Any]]] = [(body, {})]
     while stack:
         value, where = stack.pop()

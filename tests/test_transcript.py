@@ -12,20 +12,20 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from minibroker.testing import Broker
-from minibroker.transcript import batches, errors, named_partitions
+from minibroker.transcript import batches, errors, named_partitions, walk
 from tests.clientutil import TIMEOUT_S
 from tests.test_control import call
 
 
 def test_summaries_name_partitions_errors_and_batches() -> None:
     request = {"group_id": "g", "topics": [{"name": "t", "partitions": [{"partition_index": 1}, {"partition_index": 4}]}]}
-    assert named_partitions(request) == {"t": [1, 4]}
+    assert named_partitions(walk(request)) == {"t": [1, 4]}
     answer = {"error_code": 0, "topics": [{"name": "t", "partitions": [
         {"partition_index": 1, "error_code": 0}, {"partition_index": 4, "error_code": 16},
     ]}]}
-    assert errors(answer) == [{"topic": "t", "partition": 4, "error": "NOT_COORDINATOR"}]
-    assert errors({"error_code": 15, "coordinators": []}) == [{"error": "COORDINATOR_NOT_AVAILABLE"}]
-    assert batches({"topics": [{"name": "t", "partitions": [{"partition_index": 0, "records": b""}]}]}) == []
+    assert errors(walk(answer)) == [{"topic": "t", "partition": 4, "error": "NOT_COORDINATOR"}]
+    assert errors(walk({"error_code": 15, "coordinators": []})) == [{"error": "COORDINATOR_NOT_AVAILABLE"}]
+    assert batches(walk({"topics": [{"name": "t", "partitions": [{"partition_index": 0, "records": b""}]}]})) == []
 
 
 def test_the_transcript_follows_a_client_through_the_control_api_and_a_file(tmp_path: Path, topic_name: str) -> None:
