@@ -3,8 +3,9 @@ API's ``GET /v1/transcript``, ``minibroker transcript FILE``).
 
 An entry names the connection, node, client id, API and version, correlation id, the partitions the request names,
 the record batches it carries or its answer returns (offsets, count, producer, transactional and control flags),
-every non-zero error code of the answer with the partition or group it belongs to, the fault that acted on it, and
-how long it took. Entries are kept in a bounded ring (the newest ``transcript.max.entries``) and, with
+the offsets of each partition (asked for, committed, answered; the first and last of the records returned), every
+non-zero error code of the answer with the partition or group it belongs to, the fault that acted on it, and how
+long it took. Entries are kept in a bounded ring (the newest ``transcript.max.entries``) and, with
 ``transcript.file``, appended to a JSONL file. The summaries walk the decoded messages generically, so every API
 is covered the same way.
 """
@@ -19,6 +20,7 @@ from typing import IO, Any, Callable
 
 from minibroker.protocol.errors import error_name
 from minibroker.protocol.messages import KAFKA_APIS
+from minibroker.protocol.primitives import FileRegion
 from minibroker.protocol.records import iter_batches
 
 log = logging.getLogger(__name__)
@@ -27,6 +29,15 @@ PARTITION_KEYS = ("partition_index", "partition", "index")
 TopicNames = Callable[[bytes], "str | None"]  # a topic id's name (KIP-516), None for an id no topic has
 Walked = list[tuple[dict[str, Any], dict[str, Any]]]  # walk's answer: every dict of a message with where it is
 CONTEXT_KEYS = ("group_id", "transactional_id", "key", "member_id")
+# A partition's offset fields as requests name them (Fetch's offset asked, ListOffsets' timestamp, DeleteRecords'
+# offset, OffsetCommit's and TxnOffsetCommit's offset committed) and as answers do (ListOffsets', Produce's base,
+# OffsetFetch's committed, Fetch's high watermark, last stable and log start offsets, DeleteRecords' low watermark).
+ASKED_OFFSETS = ("fetch_offset", "timestamp", "offset", "committed_offset")
+ANSWERED_OFFSETS = (
+    "offset", "base_offset", "committed_offset", "high_watermark", "last_stable_offset", "log_start_offset",
+    "low_watermark",
+)
+OFFSET_PLACES = ("topic", "partition", "group_id")  # the group for OffsetFetch's groups (v8+)
 
 
 class Transcript:
@@ -93,6 +104,9 @@ def entry(
     returned = batches(answered)
     if returned:
         summary["response_batches"] = returned
+    found = offsets(asked, answered)
+    if found:
+        summary["offsets"] = found
     if fault is not None:
         summary["fault"] = fault
     return summary
@@ -138,6 +152,58 @@ def batches(walked: Walked) -> list[dict[str, Any]]:
         elif records is not None and not isinstance(records, (bytes, bytearray, memoryview)):
             found.append({**{k: v for k, v in where.items() if k in ("topic", "partition")}, "from_file": True})
     return found
+
+
+def offsets(asked: Walked, answered: Walked) -> list[dict[str, Any]]:
+    """Per partition, the offsets its request asks for or commits and those its answer gives, in one dict: with the
+    answer's records, their first and last offset (``records``); with a ShareFetch's, the acquired ranges and their
+    delivery counts (``acquired``). What decides whether duplicates came from the broker or the client."""
+    found: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for walked, offsets_of in ((asked, asked_offsets), (answered, answered_offsets)):
+        for where, item in walked:
+            shown = offsets_of(item) if "partition" in where else None
+            if shown:
+                place = tuple(where.get(key) for key in OFFSET_PLACES)
+                found.setdefault(place, {key: where[key] for key in OFFSET_PLACES if key in where}).update(shown)
+    return list(found.values())
+
+
+def asked_offsets(item: dict[str, Any]) -> dict[str, Any]:
+    return int_fields(item, ASKED_OFFSETS)
+
+
+def answered_offsets(item: dict[str, Any]) -> dict[str, Any]:
+    """An answer's offset fields, and what its records and acquired ranges span."""
+    shown = int_fields(item, ANSWERED_OFFSETS)
+    returned = record_range(item.get("records"))
+    if returned is not None:
+        shown["records"] = returned
+    acquired = item.get("acquired_records")
+    if acquired:
+        shown["acquired"] = [[r["first_offset"], r["last_offset"], r["delivery_count"]] for r in acquired]
+    return shown
+
+
+def int_fields(item: dict[str, Any], keys: tuple[str, ...]) -> dict[str, int]:
+    return {key: item[key] for key in keys if type(item.get(key)) is int}
+
+
+def record_range(records: Any) -> list[int] | None:
+    """[first, last] offset of the record batches an answer returns (whole batches, so the first may come before the
+    offset asked for); an answer sent from the segment file is read for it (a region closed unsent: none)."""
+    if isinstance(records, FileRegion):
+        try:
+            records = records.read()
+        except OSError:
+            return None
+    if not isinstance(records, (bytes, bytearray, memoryview)) or not records:
+        return None
+    first = last = None
+    for header in iter_batches(records):
+        if first is None:
+            first = header.base_offset
+        last = header.last_offset
+    return None if first is None else [first, last]
 
 
 def walk(body: Any, names: TopicNames | None = None) -> Walked:
@@ -191,3 +257,4 @@ def timeline(entries: list[dict[str, Any]]) -> list[str]:
             + f" ({e['elapsed_ms']} ms)"
         )
     return out
+
