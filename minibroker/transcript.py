@@ -38,6 +38,11 @@ ANSWERED_OFFSETS = (
     "low_watermark",
 )
 OFFSET_PLACES = ("topic", "partition", "group_id")  # the group for OffsetFetch's groups (v8+)
+TIMELINE_OFFSETS = {  # an offsets entry's fields as the timeline shows them, in this order
+    "fetch_offset": "fetch", "timestamp": "at", "offset": "offset", "committed_offset": "committed",
+    "base_offset": "base", "records": "records", "acquired": "acquired", "high_watermark": "hw",
+    "last_stable_offset": "lso", "log_start_offset": "start", "low_watermark": "low",
+}
 
 
 class Transcript:
@@ -247,14 +252,36 @@ def timeline(entries: list[dict[str, Any]]) -> list[str]:
             + (f"-{x['partition']}" if "partition" in x else "") for x in e.get("errors", [])
         )
         sent = sum(b.get("count", 0) for b in e.get("request_batches", []))
+        shown = "; ".join(map(shown_offsets, e.get("offsets", [])))
         out.append(
             f"#{e['seq']:<6} {e['time_ms']} node {e['node']} {e['peer']} {e.get('client_id') or '-'} "
             f"{e['api']} v{e['version']} corr {e['correlation_id']}"
             + (f" [{where}]" if where else "")
             + (f" records {sent}" if sent else "")
+            + (f" {{{shown}}}" if shown else "")
             + (f" fault {e['fault']}" if "fault" in e else "")
             + (f" -> {errs}" if errs else f" -> {e['outcome']}")
             + f" ({e['elapsed_ms']} ms)"
         )
     return out
 
+
+def shown_offsets(place: dict[str, Any]) -> str:
+    """One partition's offsets in a timeline line: ``[group/]topic-partition fetch 5 records 5..9 hw 10 lso 10``."""
+    where = f"{place.get('topic', '?')}-{place['partition']}"  # ?: a topic id no topic has
+    shown = [f"{place['group_id']}/{where}" if "group_id" in place else where]
+    for key, label in TIMELINE_OFFSETS.items():
+        if key in place:
+            shown.append(f"{label} {shown_range(place[key])}")
+    return " ".join(shown)
+
+
+def shown_range(value: int | list[Any]) -> str:
+    """An offset as itself, [first, last] as first..last, [first, last, delivery count] with the count after it,
+    a list of ranges comma-separated."""
+    if isinstance(value, int):
+        return str(value)
+    if value and isinstance(value[0], list):
+        return ", ".join(map(shown_range, value))
+    first, last, *delivery = value
+    return f"{first}..{last}" + "".join(f" (delivery {count})" for count in delivery)

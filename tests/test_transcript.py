@@ -19,7 +19,17 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from minibroker.protocol.records import RecordInput, build_batch
 
 from minibroker.testing import Broker
-from minibroker.transcript import batches, errors, named_partitions, offsets, walk
+from minibroker.transcript import (
+    ANSWERED_OFFSETS,
+    ASKED_OFFSETS,
+    TIMELINE_OFFSETS,
+    batches,
+    errors,
+    named_partitions,
+    offsets,
+    shown_offsets,
+    walk,
+)
 from tests.clientutil import (
     TIMEOUT_S,
     Deadline,
@@ -69,14 +79,20 @@ def test_offsets_join_what_a_partition_asks_and_answers() -> None:
     [found] = offsets(walk(fetch), walk(answer))
     assert found == {"topic": "t", "partition": 0, "fetch_offset": 7, "records": [5, 9], "high_watermark": 12,
                      "last_stable_offset": 10, "log_start_offset": 2}
+    assert shown_offsets(found) == "t-0 fetch 7 records 5..9 hw 12 lso 10 start 2"
     shared = {"responses": [{"topic": "t", "partitions": [{"partition_index": 1, "acquired_records": [
         {"first_offset": 0, "last_offset": 2, "delivery_count": 1},
         {"first_offset": 4, "last_offset": 4, "delivery_count": 2},
     ]}]}]}
-    assert offsets([], walk(shared)) == [{"topic": "t", "partition": 1, "acquired": [[0, 2, 1], [4, 4, 2]]}]
+    [acquired] = offsets([], walk(shared))
+    assert acquired == {"topic": "t", "partition": 1, "acquired": [[0, 2, 1], [4, 4, 2]]}
+    assert shown_offsets(acquired) == "t-1 acquired 0..2 (delivery 1), 4..4 (delivery 2)"
     fetched = {"groups": [{"group_id": g, "topics": [{"name": "t", "partitions": [
         {"partition_index": 0, "committed_offset": offset}]}]} for g, offset in (("a", 3), ("b", -1))]}
-    assert [(o["group_id"], o["committed_offset"]) for o in offsets([], walk(fetched))] == [("a", 3), ("b", -1)]
+    committed = offsets([], walk(fetched))
+    assert [(o["group_id"], o["committed_offset"]) for o in committed] == [("a", 3), ("b", -1)]
+    assert [shown_offsets(o) for o in committed] == ["a/t-0 committed 3", "b/t-0 committed -1"]
+    assert set(ASKED_OFFSETS + ANSWERED_OFFSETS + ("records", "acquired")) == set(TIMELINE_OFFSETS)
 
 
 def test_the_transcript_follows_a_client_through_the_control_api_and_a_file(tmp_path: Path, topic_name: str) -> None:
@@ -109,6 +125,10 @@ def test_the_transcript_follows_a_client_through_the_control_api_and_a_file(tmp_
                              capture_output=True, text=True, timeout=TIMEOUT_S)
     assert printed.returncode == 0, printed.stderr
     assert f"-> NOT_LEADER_OR_FOLLOWER@{topic_name}-1" in printed.stdout
+    shown = [part for line in printed.stdout.splitlines() if " Produce " in line
+             for part in line.split(" {", 1)[1].split("}", 1)[0].split("; ")]
+    assert sorted(shown) == [
+        f"{topic_name}-0 base 0 start 0", f"{topic_name}-1 base -1", f"{topic_name}-1 base 0 start 0"]
     assert len(printed.stdout.splitlines()) == len(lines)
 
 
