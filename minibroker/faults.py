@@ -19,7 +19,7 @@ from typing import Any
 from minibroker.handlers.registry import Handler
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.messages import KAFKA_APIS, REQUESTS
-from minibroker.transcript import TopicNames, named_partitions
+from minibroker.transcript import TopicNames, named_partitions, walk
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ class Faults:
         partitions = None
         for fault in self.faults.values():
             if fault.topic is not None and partitions is None:
-                partitions = named_partitions(body, names)
+                partitions = named_partitions(walk(body, names))
             if fault.matches(api_key, version, node, client_id, partitions or {}) and fault.rng.random() < fault.probability:
                 fault.hits += 1
                 if fault.count is not None:

@@ -194,6 +194,7 @@ def test_kafka_transcript_option_puts_the_transcript_in_a_failing_tests_report(t
     assert "1 failed, 1 passed" in result.stdout
     section = result.stdout.split("minibroker transcript", 1)[1]
     assert "failing-test Produce v" in section and "Metadata" in section, result.stdout
+    assert re.search(r"failing-test Produce v\d+ .* \{\S+-0 base 0 start 0\} -> answered", section), section
 
 
 MARKED_TESTS = '''
