@@ -21,7 +21,7 @@ from typing import IO, Any, Callable
 from minibroker.protocol.errors import error_name
 from minibroker.protocol.messages import KAFKA_APIS
 from minibroker.protocol.primitives import FileRegion
-from minibroker.protocol.records import iter_batches
+from minibroker.protocol.records import BatchHeader, iter_batches
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +94,7 @@ def entry(
 ) -> dict[str, Any]:
     asked = walk(request, names)  # each message walked once for every part of the summary
     answered = walk(response, names) if response is not None else []
+    headers = BatchHeaders()  # and each records field parsed once
     summary: dict[str, Any] = {
         "time_ms": started_ms, "elapsed_ms": round(elapsed_ms, 3), "peer": peer, "node": node, "client_id": client_id,
         "api": KAFKA_APIS[api_key][0], "api_key": api_key, "version": version,
@@ -103,13 +104,13 @@ def entry(
     for key in CONTEXT_KEYS:
         if isinstance(request.get(key), str):
             summary[key] = request[key]
-    sent = batches(asked)
+    sent = batches(asked, headers)
     if sent:
         summary["request_batches"] = sent
-    returned = batches(answered)
+    returned = batches(answered, headers)
     if returned:
         summary["response_batches"] = returned
-    found = offsets(asked, answered)
+    found = offsets(asked, answered, headers)
     if found:
         summary["offsets"] = found
     if fault is not None:
@@ -140,13 +141,28 @@ def errors(walked: Walked) -> list[dict[str, Any]]:
     return found
 
 
-def batches(walked: Walked) -> list[dict[str, Any]]:
+class BatchHeaders:
+    """The batch headers of the records fields of one entry's messages, each field parsed once (for its batches and
+    for the offsets it spans)."""
+
+    def __init__(self) -> None:
+        self._parsed: dict[int, list[BatchHeader]] = {}
+
+    def of(self, records: bytes | bytearray | memoryview) -> list[BatchHeader]:
+        parsed = self._parsed.get(id(records))
+        if parsed is None:
+            parsed = self._parsed[id(records)] = list(iter_batches(records))
+        return parsed
+
+
+def batches(walked: Walked, headers: BatchHeaders | None = None) -> list[dict[str, Any]]:
     """The record batches a walked message carries, by topic and partition: offsets, count, producer, flags."""
+    headers = headers or BatchHeaders()
     found = []
     for where, item in walked:
         records = item.get("records")
         if isinstance(records, (bytes, bytearray, memoryview)) and records:
-            for header in iter_batches(records):
+            for header in headers.of(records):
                 found.append({
                     **{k: v for k, v in where.items() if k in ("topic", "partition")},
                     "base_offset": header.base_offset, "last_offset": header.last_offset,
@@ -159,28 +175,27 @@ def batches(walked: Walked) -> list[dict[str, Any]]:
     return found
 
 
-def offsets(asked: Walked, answered: Walked) -> list[dict[str, Any]]:
+def offsets(asked: Walked, answered: Walked, headers: BatchHeaders | None = None) -> list[dict[str, Any]]:
     """Per partition, the offsets its request asks for or commits and those its answer gives, in one dict: with the
     answer's records, their first and last offset (``records``); with a ShareFetch's, the acquired ranges and their
     delivery counts (``acquired``). What decides whether duplicates came from the broker or the client."""
+    headers = headers or BatchHeaders()
     found: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for walked, offsets_of in ((asked, asked_offsets), (answered, answered_offsets)):
+    for walked, answer in ((asked, False), (answered, True)):
         for where, item in walked:
-            shown = offsets_of(item) if "partition" in where else None
+            if "partition" not in where:
+                continue
+            shown = answered_offsets(item, headers) if answer else int_fields(item, ASKED_OFFSETS)
             if shown:
                 place = tuple(where.get(key) for key in OFFSET_PLACES)
                 found.setdefault(place, {key: where[key] for key in OFFSET_PLACES if key in where}).update(shown)
     return list(found.values())
 
 
-def asked_offsets(item: dict[str, Any]) -> dict[str, Any]:
-    return int_fields(item, ASKED_OFFSETS)
-
-
-def answered_offsets(item: dict[str, Any]) -> dict[str, Any]:
+def answered_offsets(item: dict[str, Any], headers: BatchHeaders) -> dict[str, Any]:
     """An answer's offset fields, and what its records and acquired ranges span."""
     shown = int_fields(item, ANSWERED_OFFSETS)
-    returned = record_range(item.get("records"))
+    returned = record_range(item.get("records"), headers)
     if returned is not None:
         shown["records"] = returned
     acquired = item.get("acquired_records")
@@ -193,7 +208,7 @@ def int_fields(item: dict[str, Any], keys: tuple[str, ...]) -> dict[str, int]:
     return {key: item[key] for key in keys if type(item.get(key)) is int}
 
 
-def record_range(records: Any) -> list[int] | None:
+def record_range(records: Any, headers: BatchHeaders) -> list[int] | None:
     """[first, last] offset of the record batches an answer returns (whole batches, so the first may come before the
     offset asked for); an answer sent from the segment file is read for it (a region closed unsent: none)."""
     if isinstance(records, FileRegion):
@@ -203,12 +218,8 @@ def record_range(records: Any) -> list[int] | None:
             return None
     if not isinstance(records, (bytes, bytearray, memoryview)) or not records:
         return None
-    first = last = None
-    for header in iter_batches(records):
-        if first is None:
-            first = header.base_offset
-        last = header.last_offset
-    return None if first is None else [first, last]
+    parsed = headers.of(records)
+    return [parsed[0].base_offset, parsed[-1].last_offset] if parsed else None
 
 
 def walk(body: Any, names: TopicNames | None = None) -> Walked:
