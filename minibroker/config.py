@@ -375,7 +375,10 @@ class BrokerConfig(FrozenConfig):
         """Kafka settings that were given but mean nothing to one process (quorum, threads, replication quotas, ...)."""
         from minibroker.groups.group_configs import BROKER_SETTINGS_READ
 
-        applied = _BY_KAFKA_NAME.keys() | BROKER_SYNONYMS.keys() | ALIASES.keys() | BROKER_SETTINGS_READ | QUOTA_SETTINGS
+        applied = (
+            _BY_KAFKA_NAME.keys() | BROKER_SYNONYMS.keys() | ALIASES.keys() | BROKER_SETTINGS_READ | QUOTA_SETTINGS
+            | SHARE_SETTINGS
+        )
         return sorted(name for name, _ in self.given if name not in applied)
 
 
@@ -386,6 +389,8 @@ def setting_fields() -> tuple[dataclasses.Field, ...]:
 SETTING_FIELDS = setting_fields()
 # Kafka settings the client quotas read (minibroker.quotas): the samples of a quota's rate.
 QUOTA_SETTINGS = frozenset({"quota.window.num", "quota.window.size.seconds"})
+# Kafka settings the share partitions read (minibroker.share): how many share sessions each node keeps.
+SHARE_SETTINGS = frozenset({"group.share.max.share.sessions"})
 _BY_KAFKA_NAME = {f.metadata["kafka"]: f for f in SETTING_FIELDS}
 
 # Kafka's ServerTopicConfigSynonyms: the broker settings that give a topic config its default, first match wins,

@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import MISSING
 from typing import Callable
 
-from minibroker.config import ALIASES, BROKER_SYNONYMS, QUOTA_SETTINGS, SETTING_FIELDS, TOPIC_SYNONYMS, render
+from minibroker.config import (
+    ALIASES, BROKER_SYNONYMS, QUOTA_SETTINGS, SETTING_FIELDS, SHARE_SETTINGS, TOPIC_SYNONYMS, render,
+)
 from minibroker.config_sources import env_name
 
 
@@ -59,14 +61,15 @@ def accepted_paragraph() -> str:
 
     applied = {f.metadata["kafka"] for f in SETTING_FIELDS} | BROKER_SYNONYMS.keys() | ALIASES.keys()
     for_groups = sorted(BROKER_SETTINGS_READ - applied)
-    applied |= BROKER_SETTINGS_READ | QUOTA_SETTINGS
+    applied |= BROKER_SETTINGS_READ | QUOTA_SETTINGS | SHARE_SETTINGS
     names = sorted(name for name in BROKER_SETTINGS if name not in applied and name not in INTERNAL_SETTINGS)
     aliases = ", ".join(f"`{alias}` is `{name}`" for alias, name in ALIASES.items())
     return (
         f"Also applied: {aliases} (when that is not given). The defaults and bounds of group configs (KIP-848's "
         "group-level configs, set with IncrementalAlterConfigs on a group): "
         + ", ".join(f"`{name}`" for name in for_groups) + ". The samples of client quotas' rates: "
-        + ", ".join(f"`{name}`" for name in sorted(QUOTA_SETTINGS)) + ". "
+        + ", ".join(f"`{name}`" for name in sorted(QUOTA_SETTINGS)) + ". The share sessions each node keeps: "
+        + ", ".join(f"`{name}`" for name in sorted(SHARE_SETTINGS)) + ". "
         f"Every other Apache Kafka {KAFKA_VERSION} broker setting "
         f"({len(names)}) is accepted, its value checked as Kafka checks it, with no effect in one process; start-up "
         "names those it was given: " + ", ".join(f"`{name}`" for name in names) + ".\n\n" + dynamic_paragraph(applied)
