@@ -285,6 +285,58 @@ def latency_summary(latencies: list[float]) -> dict[str, float]:
     }
 
 
+# The shape of most Kafka integration tests (issue 38): a topic of 3 partitions, 10 keyed records produced, read back
+# by a new consumer group that commits; each test with clients of its own, as a test suite makes them.
+SHORT_TEST_PARTITIONS = 3
+SHORT_TEST_RECORDS = 10
+GROUP_PROTOCOLS = {"classic": {"group.protocol": "classic"}, "consumer": {"group.protocol": "consumer"}}
+SHORT_TEST_MARKS = ("topic created", "produced", "subscribed", "first record", "all read", "committed", "closed")
+
+
+def short_test(bootstrap: str, name: str, protocol: str) -> dict[str, float]:
+    """One short test on topic and group ``name``, with default client settings: seconds from its start to each of
+    ``SHORT_TEST_MARKS``."""
+    started = time.perf_counter()
+    marks: dict[str, float] = {}
+
+    def mark(what: str) -> None:
+        marks[what] = time.perf_counter() - started
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, num_partitions=SHORT_TEST_PARTITIONS)])[name].result(TIMEOUT_S)
+    mark("topic created")
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(SHORT_TEST_RECORDS):
+        producer.produce(name, key=b"key-%d" % i, value=b"value-%d" % i)
+    if producer.flush(TIMEOUT_S) != 0:
+        raise TimeoutError(f"{name}: records not delivered in {TIMEOUT_S} s")
+    mark("produced")
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap, "group.id": name, "auto.offset.reset": "earliest", "enable.auto.commit": False,
+        **GROUP_PROTOCOLS[protocol],
+    })
+    consumer.subscribe([name])
+    mark("subscribed")
+    read = 0
+    deadline = time.monotonic() + TIMEOUT_S
+    while read < SHORT_TEST_RECORDS:
+        message = consumer.poll(0.1)
+        if message is not None:
+            if message.error() is not None:
+                raise KafkaException(message.error())
+            read += 1
+            if read == 1:
+                mark("first record")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{name}: {read} of {SHORT_TEST_RECORDS} records in {TIMEOUT_S} s")
+    mark("all read")
+    consumer.commit(asynchronous=False)
+    mark("committed")
+    consumer.close()
+    mark("closed")
+    return marks
+
+
 def run_transactions(
     bootstrap: str, topic: str, transactions: int, per_transaction: int, size: int, meter: Meter = NO_METER,
 ) -> float:

@@ -12,7 +12,11 @@ and runs the same steps against it:
   the median of 5 passes);
 - end-to-end latency: one record per millisecond for 10 s, default consumer settings;
 - transactions: 1,000 transactions of 10 records, each committed;
-- RSS: peak after the 1M produce and over the whole run (VmHWM; a process group is summed).
+- RSS: peak after the 1M produce and over the whole run (VmHWM; a process group is summed);
+- a test suite: 30 short tests in a row, each the shape of most Kafka integration tests (a topic of 3 partitions,
+  10 keyed records produced, a new consumer group reads them back and commits, every client its own), with the
+  classic group protocol and with the consumer protocol (KIP-848): the median test and the total. After the rounds,
+  one more test of each protocol against a minibroker keeping a transcript prints where its time went.
 
 The same steps run against librdkafka's in-process mock cluster (``ceiling``): what this client reaches with no
 broker process at all. It keeps only the last 5 MiB of a partition and does not wake a waiting Fetch, so it
@@ -28,6 +32,7 @@ Install them with ``pip install -e '.[bench]'``. Everything listens on 127.0.0.1
     python benchmarks/compare.py                  # 3 rounds, about 5 minutes
     python benchmarks/compare.py --quick          # 2 rounds of smaller steps, under a minute
     python benchmarks/compare.py --brokers minibroker,tansu --rounds 5 --json results.json
+    python benchmarks/compare.py --steps test-suite   # only the start-up and the test suite
 """
 
 from __future__ import annotations
@@ -52,8 +57,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import (  # noqa: E402  (needs the repository root on the path)
+    GROUP_PROTOCOLS,
     NO_METER,
     ROOT,
+    SHORT_TEST_MARKS,
     Meter,
     MockCluster,
     Throughput,
@@ -68,6 +75,7 @@ from benchmarks.common import (  # noqa: E402  (needs the repository root on the
     produce_all,
     rss_mb,
     run_transactions,
+    short_test,
     wait_for_api_versions,
 )
 
@@ -76,6 +84,7 @@ TANSU = "tansu"
 NOIDA = "noida-db"
 CEILING = "ceiling"
 ALL_BROKERS = (MINIBROKER, TANSU, NOIDA, CEILING)
+STEPS = ("throughput", "test-suite")
 IDLE_SETTLE_S = 0.5
 STOP_TIMEOUT_S = 15.0
 # The tail steps read the last records of the 100 B and the 1 KB topic, as many as the mock cluster still holds,
@@ -364,6 +373,11 @@ def _metrics(args: argparse.Namespace) -> list[Metric]:
         Metric("client_cpu_produce_all", "client CPU busy: produce acks=all", "%", False, "{:,.0f}"),
         Metric("client_cpu_consume", "client CPU busy: consume", "%", False, "{:,.0f}"),
         Metric("client_cpu_txn", "client CPU busy: transactions", "%", False, "{:,.0f}"),
+        *[metric for protocol in GROUP_PROTOCOLS for metric in (
+            Metric(f"short_{protocol}_ms", f"a short test, {protocol} group protocol: median of {args.tests}", "ms",
+                   False, "{:,.0f}"),
+            Metric(f"short_{protocol}_total_s", f"{args.tests} short tests, {protocol}: total", "s", False, "{:,.1f}"),
+        )],
     ]
 
 
@@ -372,6 +386,7 @@ class RoundResult:
     values: dict[str, float] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     checks: list[str] = field(default_factory=list)  # failed "acknowledged = high watermark" checks
+    marks: dict[str, list[dict[str, float]]] = field(default_factory=dict)  # short tests' marks, by protocol
 
 
 class BrokerDied(Exception):
@@ -446,6 +461,23 @@ def consume_tail(bootstrap: str, topic: str, count: int, size: int) -> Throughpu
     return passes[len(passes) // 2]
 
 
+def run_short_tests(result: RoundResult, running: Running | InProcess, args: argparse.Namespace) -> None:
+    """``args.tests`` short tests in a row with each group protocol: the median test, the total, every test's marks."""
+    for protocol in GROUP_PROTOCOLS:
+        marks = []
+        for index in range(args.tests):
+            done = _step(result, running, f"short test ({protocol})",
+                         lambda index=index: short_test(running.bootstrap, f"short-{protocol}-{index}", protocol))
+            if done is None:
+                break
+            marks.append(done)
+        if len(marks) == args.tests:
+            totals = [test["closed"] for test in marks]
+            result.values[f"short_{protocol}_ms"] = statistics.median(totals) * 1000
+            result.values[f"short_{protocol}_total_s"] = sum(totals)
+            result.marks[protocol] = marks
+
+
 def run_broker_round(kind: BrokerKind, args: argparse.Namespace, workdir: Path) -> RoundResult:
     result = RoundResult()
     try:
@@ -457,58 +489,67 @@ def run_broker_round(kind: BrokerKind, args: argparse.Namespace, workdir: Path) 
         result.values["startup_ms"] = startup * 1000
         time.sleep(IDLE_SETTLE_S)
         _memory(result, "idle_rss_mb", running.rss())
-        bootstrap = running.bootstrap
-        for topic in ("bench-all", "bench-one", "bench-large", "bench-latency", "bench-txn"):
-            _step(result, running, f"create {topic}", lambda topic=topic: running.create_topic(topic))
-
-        produced = _metered(result, running, "produce acks=all", lambda meter: produce_all(
-            bootstrap, "bench-all", args.messages, args.size, acks="all", meter=meter), "cpu_produce_all")
-        _record(result, "produce_all", produced)
-        if produced is not None:
-            _memory(result, "peak_rss_produce_mb", running.peak_rss())
-            _step(result, running, "check acks=all", lambda: _check_watermark(result, running, "bench-all", args.messages))
-            if "consume" not in kind.skips:
-                _record(result, "consume", _metered(result, running, "consume", lambda meter: consume_all(
-                    bootstrap, "bench-all", args.messages, meter=meter), "cpu_consume"))
-            _record(result, "consume_tail", _step(result, running, "consume tail",
-                                                  lambda: consume_tail(bootstrap, "bench-all", args.messages, args.size)))
-
-        produced = _step(result, running, "produce acks=1",
-                         lambda: produce_all(bootstrap, "bench-one", args.messages, args.size, acks="1"))
-        _record(result, "produce_one", produced)
-        if produced is not None:
-            _step(result, running, "check acks=1", lambda: _check_watermark(result, running, "bench-one", args.messages))
-
-        produced = _metered(result, running, "produce large", lambda meter: produce_all(
-            bootstrap, "bench-large", args.large_messages, args.large_size, acks="all", meter=meter), "cpu_produce_large")
-        _record(result, "produce_large", produced)
-        if produced is not None:
-            _step(result, running, "check large",
-                  lambda: _check_watermark(result, running, "bench-large", args.large_messages))
-            if "consume" not in kind.skips:
-                _record(result, "consume_large", _metered(result, running, "consume large", lambda meter: consume_all(
-                    bootstrap, "bench-large", args.large_messages, meter=meter), "cpu_consume_large"))
-            _record(result, "consume_large_tail", _step(result, running, "consume large tail", lambda: consume_tail(
-                bootstrap, "bench-large", args.large_messages, args.large_size)))
-
-        if "latency" not in kind.skips:
-            latencies = _step(result, running, "latency", lambda: measure_latency(
-                bootstrap, "bench-latency", args.latency_seconds, args.rate, args.size, linger_ms=0))
-            if latencies is not None:
-                summary = latency_summary(latencies)
-                for key in ("p50", "p99", "max"):
-                    result.values[f"latency_{key}"] = summary[key]
-
-        seconds = _metered(result, running, "transactions", lambda meter: run_transactions(
-            bootstrap, "bench-txn", args.transactions, args.txn_size, args.size, meter=meter), "cpu_txn")
-        if seconds is not None:
-            result.values["txn_per_s"] = args.transactions / seconds
-        _memory(result, "peak_rss_mb", running.peak_rss())
+        if "test-suite" in args.steps:
+            run_short_tests(result, running, args)
+        if "throughput" in args.steps:
+            run_throughput_steps(result, running, args, kind)
     except BrokerDied as exc:
         result.errors.append(str(exc))
     finally:
         running.stop()
     return result
+
+
+def run_throughput_steps(result: RoundResult, running: Running | InProcess, args: argparse.Namespace,
+                         kind: BrokerKind) -> None:
+    """Produce, consume, latency, transactions and the RSS they leave."""
+    bootstrap = running.bootstrap
+    for topic in ("bench-all", "bench-one", "bench-large", "bench-latency", "bench-txn"):
+        _step(result, running, f"create {topic}", lambda topic=topic: running.create_topic(topic))
+
+    produced = _metered(result, running, "produce acks=all", lambda meter: produce_all(
+        bootstrap, "bench-all", args.messages, args.size, acks="all", meter=meter), "cpu_produce_all")
+    _record(result, "produce_all", produced)
+    if produced is not None:
+        _memory(result, "peak_rss_produce_mb", running.peak_rss())
+        _step(result, running, "check acks=all", lambda: _check_watermark(result, running, "bench-all", args.messages))
+        if "consume" not in kind.skips:
+            _record(result, "consume", _metered(result, running, "consume", lambda meter: consume_all(
+                bootstrap, "bench-all", args.messages, meter=meter), "cpu_consume"))
+        _record(result, "consume_tail", _step(result, running, "consume tail",
+                                              lambda: consume_tail(bootstrap, "bench-all", args.messages, args.size)))
+
+    produced = _step(result, running, "produce acks=1",
+                     lambda: produce_all(bootstrap, "bench-one", args.messages, args.size, acks="1"))
+    _record(result, "produce_one", produced)
+    if produced is not None:
+        _step(result, running, "check acks=1", lambda: _check_watermark(result, running, "bench-one", args.messages))
+
+    produced = _metered(result, running, "produce large", lambda meter: produce_all(
+        bootstrap, "bench-large", args.large_messages, args.large_size, acks="all", meter=meter), "cpu_produce_large")
+    _record(result, "produce_large", produced)
+    if produced is not None:
+        _step(result, running, "check large",
+              lambda: _check_watermark(result, running, "bench-large", args.large_messages))
+        if "consume" not in kind.skips:
+            _record(result, "consume_large", _metered(result, running, "consume large", lambda meter: consume_all(
+                bootstrap, "bench-large", args.large_messages, meter=meter), "cpu_consume_large"))
+        _record(result, "consume_large_tail", _step(result, running, "consume large tail", lambda: consume_tail(
+            bootstrap, "bench-large", args.large_messages, args.large_size)))
+
+    if "latency" not in kind.skips:
+        latencies = _step(result, running, "latency", lambda: measure_latency(
+            bootstrap, "bench-latency", args.latency_seconds, args.rate, args.size, linger_ms=0))
+        if latencies is not None:
+            summary = latency_summary(latencies)
+            for key in ("p50", "p99", "max"):
+                result.values[f"latency_{key}"] = summary[key]
+
+    seconds = _metered(result, running, "transactions", lambda meter: run_transactions(
+        bootstrap, "bench-txn", args.transactions, args.txn_size, args.size, meter=meter), "cpu_txn")
+    if seconds is not None:
+        result.values["txn_per_s"] = args.transactions / seconds
+    _memory(result, "peak_rss_mb", running.peak_rss())
 
 
 # ---- the report ----
@@ -524,6 +565,8 @@ def build_table(args: argparse.Namespace, names: list[str], results: dict[str, l
     header = ["step", "unit", *names, *[f"mb/{name}" for name in ratio_columns]]
     rows = [header]
     for metric in metrics:
+        if not any(metric.key in r.values for name in names for r in results[name]):
+            continue  # a step not run
         row = [metric.label, metric.unit]
         for name in names:
             values = [r.values[metric.key] for r in results[name] if metric.key in r.values]
@@ -551,6 +594,42 @@ def build_table(args: argparse.Namespace, names: list[str], results: dict[str, l
         if i == 0:
             lines.append("|" + "|".join("-" * (w + 2) if j < 2 else "-" * (w + 1) + ":" for j, w in enumerate(widths)) + "|")
     return "\n".join(lines)
+
+
+def marks_table(names: list[str], results: dict[str, list[RoundResult]]) -> str:
+    """Where a short test's time goes, per broker and group protocol: the median over every test of every round of
+    the milliseconds from the test's start to each mark."""
+    lines = ["Short tests, median ms from the test's start: " + " | ".join(SHORT_TEST_MARKS)]
+    for name in names:
+        for protocol in GROUP_PROTOCOLS:
+            tests = [test for r in results[name] for test in r.marks.get(protocol, [])]
+            if tests:
+                shown = " | ".join(f"{statistics.median(t[mark] for t in tests) * 1000:,.0f}" for mark in SHORT_TEST_MARKS)
+                lines.append(f"  {name:<10} {protocol:<8} {shown}")
+    return "\n".join(lines)
+
+
+def short_test_breakdown(kind: Minibroker, workdir: Path, protocol: str) -> list[str]:
+    """A short test against a minibroker that keeps a transcript, after one other (as a suite's later tests run):
+    each request its clients made, from the test's start, with how long the broker took to answer it, and the
+    test's own marks among them."""
+    transcript = workdir / "transcript.jsonl"
+    traced = Minibroker([*kind.settings, f"transcript.file={transcript}"], kind.event_loop)
+    running, _ = traced.start(workdir)
+    try:
+        short_test(running.bootstrap, f"warm-up-{protocol}", protocol)  # as a suite's later tests: internal topics made
+        started_ms = time.time() * 1000
+        marks = short_test(running.bootstrap, f"breakdown-{protocol}", protocol)
+    finally:
+        running.stop()
+    events = [(at * 1000, f"-- {mark}") for mark, at in marks.items()]
+    for line in transcript.read_text().splitlines():
+        entry = json.loads(line)
+        if entry["time_ms"] >= started_ms:
+            where = ",".join(f"{t}:{'/'.join(map(str, p))}" for t, p in entry.get("partitions", {}).items())
+            events.append((entry["time_ms"] - started_ms, f"{entry.get('client_id') or '-'} {entry['api']} "
+                                                          f"v{entry['version']} {where} ({entry['elapsed_ms']:.1f} ms)"))
+    return [f"  {at:8.1f} ms  {what}" for at, what in sorted(events, key=lambda event: event[0])]
 
 
 def failure_notes(names: list[str], results: dict[str, list[RoundResult]]) -> str:
@@ -605,6 +684,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rate", type=int, default=1000, help="records per second in the latency step (default 1000)")
     parser.add_argument("--transactions", type=int, help="transactions (default 1000)")
     parser.add_argument("--txn-size", type=int, default=10, help="records per transaction (default 10)")
+    parser.add_argument("--tests", type=int, help="short tests of each group protocol in the test-suite step (default "
+                        "30; --quick 10)")
+    parser.add_argument("--steps", default=",".join(STEPS),
+                        help=f"comma list of {', '.join(STEPS)} (default: both; start-up is always measured)")
     parser.add_argument("--json", type=Path, help="also write every round's raw figures here")
     parser.add_argument("-c", dest="settings", action="append", default=[], metavar="KEY=VALUE",
                         help="a minibroker setting (repeatable)")
@@ -618,16 +701,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "large_messages": 10_000 if quick else 100_000,
         "latency_seconds": 3.0 if quick else 10.0,
         "transactions": 200 if quick else 1000,
+        "tests": 10 if quick else 30,
     }
     for key, value in defaults.items():
         if getattr(args, key) is None:
             setattr(args, key, value)
+    args.steps = [name.strip() for name in args.steps.split(",") if name.strip()]
+    if set(args.steps) - set(STEPS):
+        parser.error(f"unknown step(s): {', '.join(sorted(set(args.steps) - set(STEPS)))}")
     args.brokers = [name.strip() for name in args.brokers.split(",") if name.strip()]
     unknown = set(args.brokers) - set(ALL_BROKERS)
     if unknown:
         parser.error(f"unknown broker(s): {', '.join(sorted(unknown))}")
-    if args.rounds < 1 or args.messages < 1 or args.large_messages < 1 or args.size < 8 or args.transactions < 1:
-        parser.error("need --rounds, --messages, --large-messages, --transactions >= 1 and --size >= 8")
+    if min(args.rounds, args.messages, args.large_messages, args.transactions, args.tests) < 1 or args.size < 8:
+        parser.error("need --rounds, --messages, --large-messages, --transactions, --tests >= 1 and --size >= 8")
     return args
 
 
@@ -681,6 +768,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {machine_line()}")
     print()
     print(build_table(args, names, results))
+    if "test-suite" in args.steps:
+        print()
+        print(marks_table(names, results))
+        if MINIBROKER in names:
+            with tempfile.TemporaryDirectory(prefix="minibroker-breakdown-") as tmp:
+                for protocol in GROUP_PROTOCOLS:
+                    print()
+                    print(f"One short test against minibroker, {protocol} group protocol, from its transcript:")
+                    print("\n".join(short_test_breakdown(kinds[MINIBROKER], Path(tmp) / protocol, protocol)))
     notes = failure_notes(names, results)
     if notes:
         print()

@@ -146,13 +146,14 @@ class BatchHeaders:
     for the offsets it spans)."""
 
     def __init__(self) -> None:
-        self._parsed: dict[int, list[BatchHeader]] = {}
+        # By the field's id, the field kept beside its headers: an id is an object's only while the object lives.
+        self._parsed: dict[int, tuple[bytes | bytearray | memoryview, list[BatchHeader]]] = {}
 
     def of(self, records: bytes | bytearray | memoryview) -> list[BatchHeader]:
-        parsed = self._parsed.get(id(records))
-        if parsed is None:
-            parsed = self._parsed[id(records)] = list(iter_batches(records))
-        return parsed
+        kept = self._parsed.get(id(records))
+        if kept is None:
+            kept = self._parsed[id(records)] = (records, list(iter_batches(records)))
+        return kept[1]
 
 
 def batches(walked: Walked, headers: BatchHeaders | None = None) -> list[dict[str, Any]]:
