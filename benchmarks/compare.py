@@ -14,13 +14,15 @@ and runs the same steps against it:
 - transactions: 1,000 transactions of 10 records, each committed;
 - RSS: peak after the 1M produce and over the whole run (VmHWM; a process group is summed);
 - a test suite: 30 short tests in a row, each the shape of most Kafka integration tests (a topic of 3 partitions,
-  10 keyed records produced, a new consumer group reads them back and commits, every client its own), with the
-  classic group protocol and with the consumer protocol (KIP-848): the median test and the total. After the rounds,
-  one more test of each protocol against a minibroker keeping a transcript prints where its time went.
+  10 keyed records produced, a new consumer group reads them back and commits, every client its own, default client
+  settings), with confluent-kafka and with the Java client (kafka-clients 3.9.1, tests/javautil.py; skipped without
+  a JDK), each with the classic group protocol and with the consumer protocol (KIP-848): the median test and the
+  total, and the median time to each step of a test. After the rounds, one more test of each protocol against a
+  minibroker keeping a transcript prints where its time went.
 
 The same steps run against librdkafka's in-process mock cluster (``ceiling``): what this client reaches with no
-broker process at all. It keeps only the last 5 MiB of a partition and does not wake a waiting Fetch, so it
-runs neither the consume from offset 0 nor latency; the ceiling of start-up is the interpreter itself (exec of
+broker process at all. It keeps only the last 5 MiB of a partition, does not wake a waiting Fetch and answers no
+CreateTopics, so it runs neither the consume from offset 0, nor latency, nor the test suite; the ceiling of start-up is the interpreter itself (exec of
 ``python -c 'import asyncio'`` to its exit). Rows "broker CPU busy" and "client CPU busy" (percent of one core
 during the step) tell whether the broker or the client set the pace. The table gives, per step, the median of
 each broker over the rounds and the median of the per-round ratios minibroker / peer.
@@ -56,6 +58,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from minibroker.probe import probe  # noqa: E402
+
 from benchmarks.common import (  # noqa: E402  (needs the repository root on the path)
     GROUP_PROTOCOLS,
     NO_METER,
@@ -85,6 +89,10 @@ NOIDA = "noida-db"
 CEILING = "ceiling"
 ALL_BROKERS = (MINIBROKER, TANSU, NOIDA, CEILING)
 STEPS = ("throughput", "test-suite")
+GROUP_PROTOCOL_APIS = {"classic": 11, "consumer": 68}  # JoinGroup, ConsumerGroupHeartbeat
+PYTHON_CLIENT, JAVA_CLIENT = "confluent-kafka", "Java"
+SHORT_TEST_KINDS = [(client, protocol) for client in (PYTHON_CLIENT, JAVA_CLIENT) for protocol in GROUP_PROTOCOLS]
+SLOW_TESTS, SLOW_TEST_S = 2, 5.0  # a JVM run of tests/java gets 60 s: two tests of a slow broker fit
 IDLE_SETTLE_S = 0.5
 STOP_TIMEOUT_S = 15.0
 # The tail steps read the last records of the 100 B and the 1 KB topic, as many as the mock cluster still holds,
@@ -178,10 +186,11 @@ class Noida(BrokerKind):
 class Ceiling(BrokerKind):
     """librdkafka's mock cluster in this process (``MockCluster``): what this client reaches with a broker that
     costs nothing. It keeps only the tail of a partition (the tail steps fit) and answers an empty Fetch after
-    its whole max wait; its start-up is the interpreter floor."""
+    its whole max wait; it answers no CreateTopics, so it runs no test suite; its start-up is the interpreter
+    floor."""
 
     def __init__(self) -> None:
-        super().__init__(CEILING, skips=frozenset({"consume", "latency"}))
+        super().__init__(CEILING, skips=frozenset({"consume", "latency", "test-suite"}))
 
     def start(self, workdir: Path) -> tuple[InProcess, float]:
         """What any asyncio broker in Python pays before its own code runs: exec of the interpreter to exit after
@@ -373,10 +382,11 @@ def _metrics(args: argparse.Namespace) -> list[Metric]:
         Metric("client_cpu_produce_all", "client CPU busy: produce acks=all", "%", False, "{:,.0f}"),
         Metric("client_cpu_consume", "client CPU busy: consume", "%", False, "{:,.0f}"),
         Metric("client_cpu_txn", "client CPU busy: transactions", "%", False, "{:,.0f}"),
-        *[metric for protocol in GROUP_PROTOCOLS for metric in (
-            Metric(f"short_{protocol}_ms", f"a short test, {protocol} group protocol: median of {args.tests}", "ms",
-                   False, "{:,.0f}"),
-            Metric(f"short_{protocol}_total_s", f"{args.tests} short tests, {protocol}: total", "s", False, "{:,.1f}"),
+        *[metric for client, protocol in SHORT_TEST_KINDS for metric in (
+            Metric(f"short_{client}_{protocol}_ms", f"a short test, {client}, {protocol} protocol: median of {args.tests}",
+                   "ms", False, "{:,.0f}"),
+            Metric(f"short_{client}_{protocol}_total_s", f"{args.tests} short tests, {client}, {protocol}: total", "s",
+                   False, "{:,.1f}"),
         )],
     ]
 
@@ -462,20 +472,57 @@ def consume_tail(bootstrap: str, topic: str, count: int, size: int) -> Throughpu
 
 
 def run_short_tests(result: RoundResult, running: Running | InProcess, args: argparse.Namespace) -> None:
-    """``args.tests`` short tests in a row with each group protocol: the median test, the total, every test's marks."""
-    for protocol in GROUP_PROTOCOLS:
-        marks = []
-        for index in range(args.tests):
-            done = _step(result, running, f"short test ({protocol})",
-                         lambda index=index: short_test(running.bootstrap, f"short-{protocol}-{index}", protocol))
-            if done is None:
-                break
-            marks.append(done)
-        if len(marks) == args.tests:
+    """``args.tests`` short tests in a row with each client and group protocol: the median test, the total, every
+    test's marks. A protocol the broker does not serve (no ConsumerGroupHeartbeat) is skipped; a broker whose first
+    tests take over ``SLOW_TEST_S`` each runs ``SLOW_TESTS`` only (their median, no total)."""
+    served = probe(running.bootstrap).api_keys if isinstance(running, Running) else None
+    for client, protocol in SHORT_TEST_KINDS:
+        kind = f"{client}_{protocol}"
+        if served is not None and GROUP_PROTOCOL_APIS[protocol] not in served:
+            result.errors.append(f"short tests ({client}, {protocol}): the broker does not serve its group protocol")
+            continue
+        if client == JAVA_CLIENT and args.java is None:
+            continue
+        run = SHORT_TEST_RUNNERS[client]
+        marks = _step(result, running, f"short tests ({client}, {protocol})",
+                      lambda: run(running.bootstrap, f"short-{kind}", protocol, args))
+        if marks:
             totals = [test["closed"] for test in marks]
-            result.values[f"short_{protocol}_ms"] = statistics.median(totals) * 1000
-            result.values[f"short_{protocol}_total_s"] = sum(totals)
-            result.marks[protocol] = marks
+            result.values[f"short_{kind}_ms"] = statistics.median(totals) * 1000
+            if len(marks) == args.tests:
+                result.values[f"short_{kind}_total_s"] = sum(totals)
+            else:
+                result.errors.append(f"short tests ({client}, {protocol}): {len(marks)} tests only, each over "
+                                     f"{SLOW_TEST_S} s")
+            result.marks[kind] = marks
+
+
+def python_short_tests(bootstrap: str, prefix: str, protocol: str, args: argparse.Namespace) -> list[dict[str, float]]:
+    """confluent-kafka's short tests, stopped after ``SLOW_TESTS`` when they take over ``SLOW_TEST_S`` each."""
+    marks: list[dict[str, float]] = []
+    for index in range(args.tests):
+        marks.append(short_test(bootstrap, f"{prefix}-{index}", protocol))
+        if len(marks) == SLOW_TESTS and statistics.median(t["closed"] for t in marks) > SLOW_TEST_S:
+            break
+    return marks
+
+
+def java_short_tests(bootstrap: str, prefix: str, protocol: str, args: argparse.Namespace) -> list[dict[str, float]]:
+    """The Java client's short tests (tests/java/BenchmarkScenarios.java; the JVM's start is not timed): the first
+    ``SLOW_TESTS`` in one JVM, the rest in another unless those took over ``SLOW_TEST_S`` each."""
+    marks: list[dict[str, float]] = []
+    for part, count in enumerate((min(SLOW_TESTS, args.tests), args.tests - SLOW_TESTS)):
+        if count <= 0 or (marks and statistics.median(t["closed"] for t in marks) > SLOW_TEST_S):
+            break
+        scenario = f"short_tests:{protocol}:{count}"
+        answer = args.java.run(bootstrap, f"{prefix}-{part}", [scenario], timeout=count * 60 + 30)[scenario]
+        if not answer["ok"]:
+            raise RuntimeError(answer["error"].splitlines()[0])
+        marks += answer["result"]["tests"]
+    return marks
+
+
+SHORT_TEST_RUNNERS = {PYTHON_CLIENT: python_short_tests, JAVA_CLIENT: java_short_tests}
 
 
 def run_broker_round(kind: BrokerKind, args: argparse.Namespace, workdir: Path) -> RoundResult:
@@ -489,7 +536,7 @@ def run_broker_round(kind: BrokerKind, args: argparse.Namespace, workdir: Path) 
         result.values["startup_ms"] = startup * 1000
         time.sleep(IDLE_SETTLE_S)
         _memory(result, "idle_rss_mb", running.rss())
-        if "test-suite" in args.steps:
+        if "test-suite" in args.steps and "test-suite" not in kind.skips:
             run_short_tests(result, running, args)
         if "throughput" in args.steps:
             run_throughput_steps(result, running, args, kind)
@@ -601,18 +648,18 @@ def marks_table(names: list[str], results: dict[str, list[RoundResult]]) -> str:
     the milliseconds from the test's start to each mark."""
     lines = ["Short tests, median ms from the test's start: " + " | ".join(SHORT_TEST_MARKS)]
     for name in names:
-        for protocol in GROUP_PROTOCOLS:
-            tests = [test for r in results[name] for test in r.marks.get(protocol, [])]
+        for client, protocol in SHORT_TEST_KINDS:
+            tests = [test for r in results[name] for test in r.marks.get(f"{client}_{protocol}", [])]
             if tests:
                 shown = " | ".join(f"{statistics.median(t[mark] for t in tests) * 1000:,.0f}" for mark in SHORT_TEST_MARKS)
-                lines.append(f"  {name:<10} {protocol:<8} {shown}")
+                lines.append(f"  {name:<10} {client:<15} {protocol:<8} {shown}")
     return "\n".join(lines)
 
 
 def short_test_breakdown(kind: Minibroker, workdir: Path, protocol: str) -> list[str]:
     """A short test against a minibroker that keeps a transcript, after one other (as a suite's later tests run):
-    each request its clients made, from the test's start, with how long the broker took to answer it, and the
-    test's own marks among them."""
+    each request its clients made, by when it was answered (ms from the test's start), with how long the broker
+    held it, and the test's own marks among them."""
     transcript = workdir / "transcript.jsonl"
     traced = Minibroker([*kind.settings, f"transcript.file={transcript}"], kind.event_loop)
     running, _ = traced.start(workdir)
@@ -645,6 +692,18 @@ def failure_notes(names: list[str], results: dict[str, list[RoundResult]]) -> st
         for text, rounds in seen.values():
             lines.append(f"- {name}, round(s) {', '.join(map(str, rounds))}: {text}")
     return "\n".join(lines)
+
+
+def java_client(classes: Path):
+    """The Java client for the test-suite step (tests/javautil.py: kafka-clients from PyPI, our drivers compiled),
+    or None, said once, where it cannot run."""
+    from tests.javautil import JavaUnavailable, build
+
+    try:
+        return build(classes)
+    except (JavaUnavailable, RuntimeError) as exc:
+        print(f"Java client: unavailable ({str(exc).splitlines()[0]})", flush=True)
+        return None
 
 
 def machine_line() -> str:
@@ -734,6 +793,7 @@ def main(argv: list[str] | None = None) -> int:
         if kind.unavailable:
             print(f"{kind.name}: unavailable ({kind.unavailable})", flush=True)
     names = [name for name in args.brokers if not kinds[name].unavailable]
+    args.java = java_client(Path(tempfile.mkdtemp(prefix="minibroker-compare-java-"))) if "test-suite" in args.steps else None
     results: dict[str, list[RoundResult]] = {name: [] for name in names}
     print(f"machine: {machine_line()}", flush=True)
     started = time.monotonic()
@@ -775,7 +835,8 @@ def main(argv: list[str] | None = None) -> int:
             with tempfile.TemporaryDirectory(prefix="minibroker-breakdown-") as tmp:
                 for protocol in GROUP_PROTOCOLS:
                     print()
-                    print(f"One short test against minibroker, {protocol} group protocol, from its transcript:")
+                    print(f"One short test against minibroker, {protocol} group protocol, from its transcript "
+                          "(when each request was answered, from the test's start; how long the broker held it):")
                     print("\n".join(short_test_breakdown(kinds[MINIBROKER], Path(tmp) / protocol, protocol)))
     notes = failure_notes(names, results)
     if notes:
@@ -784,7 +845,7 @@ def main(argv: list[str] | None = None) -> int:
         print(notes)
     if args.json:
         args.json.write_text(json.dumps(
-            {"args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+            {"args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "java"},
              "machine": machine_line(),
              "results": {name: [vars(r) for r in rounds] for name, rounds in results.items()}},
             indent=1,

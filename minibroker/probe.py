@@ -29,6 +29,7 @@ class ProbeResult:
     elapsed_s: float
     api_count: int
     error_code: int
+    api_keys: frozenset[int] = frozenset()  # the APIs the broker serves
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -73,7 +74,8 @@ def probe(address: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> ProbeResult:
         raise ProbeError(f"{address} answered correlation id {correlation_id}, expected 1")
     if answer["error_code"] != 0:
         raise ProbeError(f"{address} answered ApiVersions with error code {answer['error_code']}")
-    return ProbeResult(address, time.monotonic() - started, len(answer["api_keys"]), answer["error_code"])
+    served = frozenset(api["api_key"] for api in answer["api_keys"])
+    return ProbeResult(address, time.monotonic() - started, len(answer["api_keys"]), answer["error_code"], served)
 
 
 def _recv_exactly(sock: socket.socket, size: int, deadline: float) -> bytes:

@@ -3,8 +3,9 @@
 One deliberate difference: ``group.initial.rebalance.delay.ms`` defaults to 100 ms (Kafka: 3000), so a
 test's first consumer gets its partitions at once rather than three seconds later, while consumers
 started together still land in one generation and a consumer that joins before its topic metadata
-arrives (kafka-python does) assigns real partitions instead of nothing. 0 makes such a leader assign
-nothing and rejoin, which kafka-python 3.0.12 can lose track of (its consumer then never gets partitions).
+arrives (kafka-python does) assigns real partitions instead of nothing. At 0 a second consumer started a few
+milliseconds after the first makes a second generation, which the first learns of only at its next heartbeat (3 s
+in every client): README's "The time a short test takes" has the figures.
 
 A second one, for the consumer group protocol: ``group.consumer.heartbeat.interval.ms`` defaults to 500 ms (Kafka:
 5000). A member learns of a new assignment at its next heartbeat, so with Kafka's default every rebalance of a

@@ -64,6 +64,7 @@ final class Scenarios {
         TABLE.put("admin_invalid_configs", AdminScenarios::invalidConfigs);
         TABLE.put("admin_broker_configs", AdminScenarios::brokerConfigs);
         TABLE.put("admin_partitions", AdminScenarios::partitions);
+        TABLE.put("short_tests", BenchmarkScenarios::shortTests);
     }
 
     static Map<String, Object> run(String name, Driver.Ctx ctx) throws Exception {
