@@ -32,9 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from confluent_kafka import Producer  # noqa: E402
 
 from benchmarks.common import create_topic, high_watermark  # noqa: E402
-from minibroker.acl_operations import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, READ, TOPIC, WRITE  # noqa: E402
 from minibroker.acls import store  # noqa: E402
 from minibroker.acls.model import ALLOW, DENY, LITERAL, PREFIXED, Acl  # noqa: E402
+from minibroker.acls.operations import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, READ, TOPIC, WRITE  # noqa: E402
 from tests.brokerproc import BrokerProcess  # noqa: E402
 
 STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"

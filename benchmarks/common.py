@@ -384,7 +384,7 @@ def _bindable(port: int) -> bool:
 
 def wait_for_api_versions(address: str, started: float, proc: subprocess.Popen | None = None) -> float:
     """Seconds from ``started`` (a perf_counter value) until ``address`` answers ApiVersions, probing every 5 ms."""
-    from minibroker.probe import ProbeError, probe
+    from minibroker.commands.probe import ProbeError, probe
 
     while time.perf_counter() - started < GIVE_UP_S:
         try:

@@ -58,7 +58,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from minibroker.probe import probe  # noqa: E402
+from minibroker.commands.probe import probe  # noqa: E402
 
 from benchmarks.common import (  # noqa: E402  (needs the repository root on the path)
     GROUP_PROTOCOLS,

@@ -586,9 +586,9 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("encode", ("encode_response", "protocol/primitives.py:Writer", "<codec:encode", "protocol/schema.py")),
     ("write", ("'send' of", "'sendmsg' of", "transports.py", "writelines")),
     ("handler", ("minibroker/handlers/", "minibroker/groups/", "minibroker/transactions/", "minibroker/share/",
-                 "storage/", "minibroker/context.py", "minibroker/internal_topics.py", "minibroker/broker.py",
-                 "minibroker/cluster.py", "minibroker/clock.py", "protocol/records.py", "posix.pwrite")),
-    ("dispatch", ("minibroker/dispatch.py", "minibroker/server.py")),
+                 "storage/", "minibroker/server/context.py", "minibroker/cluster/internal_topics.py", "minibroker/broker.py",
+                 "minibroker/cluster/placements.py", "minibroker/cluster/clock.py", "protocol/records.py", "posix.pwrite")),
+    ("dispatch", ("minibroker/server/dispatch.py", "minibroker/server/connection.py")),
     ("event loop", ("asyncio/", "selectors.py", "select.epoll", "_contextvars", "get_running_loop")),
 )
 READER_WRITER_SPLIT = inspect.getsourcelines(Writer)[1]  # protocol/primitives.py: Reader's methods come before

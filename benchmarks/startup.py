@@ -93,7 +93,7 @@ def asyncio_floor_once(env: dict[str, str]) -> float:
 
 def import_time(env: dict[str, str]) -> float:
     """Seconds a fresh interpreter spends importing the broker and the CLI (without starting anything)."""
-    code = "import time; t = time.perf_counter(); import minibroker.broker, minibroker.cli; print(time.perf_counter() - t)"
+    code = "import time; t = time.perf_counter(); import minibroker.broker, minibroker.commands.cli; print(time.perf_counter() - t)"
     result = subprocess.run([sys.executable, "-c", code], cwd=NEUTRAL_CWD, env=env, check=True, capture_output=True, text=True)
     return float(result.stdout)
 
@@ -106,7 +106,7 @@ def interpreter_floor(env: dict[str, str]) -> float:
 
 FIRST_BROKER_CODE = """
 import asyncio, time
-from minibroker.probe import probe
+from minibroker.commands.probe import probe
 started = time.perf_counter()
 from minibroker.testing import Broker
 with Broker(nodes={nodes}) as broker:
@@ -133,7 +133,7 @@ async def in_process_async_once(nodes: int) -> float:
     """``async with Broker()`` and one ApiVersions round trip on the same loop."""
     from minibroker.protocol.frames import decode_response, encode_request
 
-    from minibroker.probe import API_VERSIONS_KEY, PROBE_API_VERSION
+    from minibroker.commands.probe import API_VERSIONS_KEY, PROBE_API_VERSION
     from minibroker.testing import Broker
 
     body = {"client_software_name": "startup-benchmark", "client_software_version": "1"}

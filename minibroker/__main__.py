@@ -2,6 +2,6 @@
 
 import sys
 
-from minibroker.cli import main
+from minibroker.commands.cli import main
 
 sys.exit(main())

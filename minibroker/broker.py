@@ -16,19 +16,17 @@ import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from minibroker.broker_configs import FILE_NAME as BROKER_CONFIGS_FILE
-from minibroker.broker_configs import BrokerConfigFileError, BrokerConfigs
-from minibroker.clock import VirtualClock, every, wall_clock_ms
-from minibroker.cluster import NO_LEADER, PartitionPlacement, Placements
-from minibroker.codec_cache import install as install_codec_cache
-from minibroker.config import BrokerConfig
-from minibroker.features import FILE_NAME as FEATURES_FILE
-from minibroker.features import SUPPORTED as SUPPORTED_FEATURES
-from minibroker.features import FeatureLevels
-from minibroker.groups.group_configs import GroupConfigs
-from minibroker.handlers import HANDLERS
-from minibroker.handlers.registry import Handler
-from minibroker.listeners import (
+from minibroker.cluster.clock import VirtualClock, every, wall_clock_ms
+from minibroker.cluster.features import FILE_NAME as FEATURES_FILE
+from minibroker.cluster.features import FeatureLevels
+from minibroker.cluster.features import SUPPORTED as SUPPORTED_FEATURES
+from minibroker.cluster.placements import NO_LEADER, PartitionPlacement, Placements
+from minibroker.cluster.producer_ids import FILE_NAME as PRODUCER_ID_FILE
+from minibroker.cluster.producer_ids import ProducerIdAllocator
+from minibroker.cluster.replicas import replication_problem
+from minibroker.config.dynamic import BrokerConfigFileError, BrokerConfigs
+from minibroker.config.dynamic import FILE_NAME as BROKER_CONFIGS_FILE
+from minibroker.config.listeners import (
     Listener,
     ListenerSpec,
     advertised_addresses,
@@ -37,13 +35,16 @@ from minibroker.listeners import (
     is_loopback,
     parse_listeners,
 )
-from minibroker.producer_ids import FILE_NAME as PRODUCER_ID_FILE
-from minibroker.producer_ids import ProducerIdAllocator
+from minibroker.config.settings import BrokerConfig
+from minibroker.groups.group_configs import GroupConfigs
+from minibroker.handlers import HANDLERS
+from minibroker.handlers.registry import Handler
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import EncodedAnswer
 from minibroker.protocol.key_partitions import partition_for
-from minibroker.replicas import replication_problem
-from minibroker.server import KafkaConnection, start_server
+from minibroker.server.codec_cache import install as install_codec_cache
+from minibroker.server.connection import KafkaConnection, start_server
+from minibroker.server.tls import server_context
 from minibroker.storage.errors import InvalidConfigError, InvalidTopicError, TopicExistsError
 from minibroker.storage.log_manager import LogManager, NewTopic, TopicInfo, validate_topic_name
 from minibroker.storage.topic_names import (
@@ -52,27 +53,26 @@ from minibroker.storage.topic_names import (
     SHARE_GROUP_STATE_TOPIC,
     TRANSACTION_STATE_TOPIC,
 )
-from minibroker.tls import server_context
 
 if TYPE_CHECKING:
-    from minibroker.fetch_sessions import FetchSessionCache
+    from minibroker.cluster.fetch_sessions import FetchSessionCache
     from minibroker.storage.partition_log import PartitionLog
     from minibroker.storage.snapshots import SnapshotInfo, SnapshotStore
     from minibroker.acls.authorizer import Authorizer
     from minibroker.acls.ssl_mapping import PrincipalMapper
-    from minibroker.faults import Fault, Faults
+    from minibroker.control.faults import Fault, Faults
     from minibroker.groups.service import GroupService
     from minibroker.quotas.enforce import Quotas
-    from minibroker.repeated_logs import RepeatedLogs
+    from minibroker.server.repeated_logs import RepeatedLogs
     from minibroker.sasl.credentials import CredentialStore
     from minibroker.sasl.session import SaslAuthority
     from minibroker.share.manager import SharePartitionManager
     from minibroker.share.state_store import ShareStateStore
-    from minibroker.zookeeper_offsets import ZooKeeperOffsets
+    from minibroker.groups.zookeeper_offsets import ZooKeeperOffsets
     from minibroker.storage.cleaner import LogCleaner
     from minibroker.registry.server import SchemaRegistry
     from minibroker.transactions.service import TransactionService
-    from minibroker.transcript import Transcript
+    from minibroker.control.transcript import Transcript
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ class Broker:
         config = self.broker_configs.effective(config.node_id if config.nodes == 1 else 1)
         self.config = config
         if clock is None and config.clock.strip().lower() not in ("system", "virtual"):
-            from minibroker.config import ConfigError
+            from minibroker.config.settings import ConfigError
 
             raise ConfigError(f"clock {config.clock!r}: system or virtual")
         self.clock = clock or (VirtualClock() if config.clock.strip().lower() == "virtual" else wall_clock_ms)
@@ -112,8 +112,8 @@ class Broker:
         # The internal-topic value versions that release wrote (value schema name -> newest version), none without.
         self.record_caps: Mapping[str, int] = {}
         if config.kafka_version.strip():
-            from minibroker.kafka_versions import emulated_apis  # only when a release is emulated
-            from minibroker.record_versions import written_versions
+            from minibroker.handlers.emulation import emulated_apis  # only when a release is emulated
+            from minibroker.config.record_versions import written_versions
 
             self.apis = emulated_apis(HANDLERS, config.kafka_version)
             self.record_caps = written_versions(config.kafka_version)
@@ -130,7 +130,7 @@ class Broker:
         self.live_nodes = set(self.node_ids)
         self.racks: dict[int, str] = {}  # node -> its broker.rack
         if config.broker_rack:
-            from minibroker.racks import node_racks  # only with racks
+            from minibroker.cluster.racks import node_racks  # only with racks
 
             self.racks.update(node_racks(config.broker_rack, self.node_ids))
         self.placements = Placements(config.data_dir, self.node_ids, racks=self.racks)
@@ -178,7 +178,7 @@ class Broker:
     @staticmethod
     def _read_broker_configs(config: BrokerConfig) -> BrokerConfigs:
         """The dynamic broker configs kept in the data directory (an unreadable file is a ConfigError)."""
-        from minibroker.config import ConfigError
+        from minibroker.config.settings import ConfigError
 
         try:
             return BrokerConfigs(config, os.path.join(config.data_dir, BROKER_CONFIGS_FILE))
@@ -188,7 +188,7 @@ class Broker:
     def _read_quotas(self) -> Quotas:
         """The client quotas kept in the data directory, with the quota window settings (an unreadable file is a
         ConfigError)."""
-        from minibroker.config import ConfigError
+        from minibroker.config.settings import ConfigError
         from minibroker.quotas.enforce import Quotas
         from minibroker.quotas.store import QuotaStore
 
@@ -204,9 +204,9 @@ class Broker:
     @property
     def repeated_logs(self) -> RepeatedLogs:
         """The lines a misbehaving client causes on every request, each logged once per client and interval of the
-        broker's clock with a count of its repeats (``minibroker.repeated_logs``)."""
+        broker's clock with a count of its repeats (``minibroker.server.repeated_logs``)."""
         if self._repeated_logs is None:
-            from minibroker.repeated_logs import RepeatedLogs
+            from minibroker.server.repeated_logs import RepeatedLogs
 
             self._repeated_logs = RepeatedLogs(self.clock)
         return self._repeated_logs
@@ -231,7 +231,7 @@ class Broker:
     def fetch_sessions(self) -> FetchSessionCache:
         """The incremental fetch sessions (KIP-227), made by the first Fetch."""
         if self._fetch_sessions is None:
-            from minibroker.fetch_sessions import FetchSessionCache
+            from minibroker.cluster.fetch_sessions import FetchSessionCache
 
             self._fetch_sessions = FetchSessionCache(self.config.max_incremental_fetch_session_cache_slots, self.clock)
         return self._fetch_sessions
@@ -252,7 +252,7 @@ class Broker:
         """The SCRAM credentials: ``sasl.users``' under those AlterUserScramCredentials set or deleted, read from the
         data directory with the SASL listeners or on first use (an unreadable file is a ConfigError)."""
         if self._scram_credentials is None:
-            from minibroker.config import ConfigError
+            from minibroker.config.settings import ConfigError
             from minibroker.sasl import credential_file
             from minibroker.sasl.credentials import CredentialStore
             from minibroker.sasl.settings import parse_users
@@ -269,7 +269,7 @@ class Broker:
         release = self.config.kafka_version
         if not release.strip():
             return FeatureLevels(self.config.data_dir, SUPPORTED_FEATURES, self.config.node_id)
-        from minibroker.kafka_versions import emulated_features, unfinalized_features
+        from minibroker.config.releases import emulated_features, unfinalized_features
 
         return FeatureLevels(
             self.config.data_dir, emulated_features(release), self.config.node_id, unfinalized_features(release),
@@ -279,7 +279,7 @@ class Broker:
 
     async def start(self) -> None:
         if self.config.transcript_enabled or self.config.transcript_file:
-            from minibroker.transcript import Transcript  # only when asked for
+            from minibroker.control.transcript import Transcript  # only when asked for
 
             self.transcript = Transcript(
                 self.config.transcript_max_entries, self.config.transcript_file or None,
@@ -355,7 +355,7 @@ class Broker:
         from minibroker.acls import store
         from minibroker.acls.authorizer import Authorizer
         from minibroker.acls.settings import parse_super_users
-        from minibroker.config import ConfigError
+        from minibroker.config.settings import ConfigError
 
         try:
             acls = store.load(self.config.data_dir)
@@ -381,8 +381,8 @@ class Broker:
 
     async def _start_control(self) -> None:
         """The control listener (HTTP/JSON): loopback unless a token guards it."""
-        from minibroker.config import ConfigError
-        from minibroker.control_api import start_control_server  # only when asked for
+        from minibroker.config.settings import ConfigError
+        from minibroker.control.api import start_control_server  # only when asked for
 
         host = self.config.control_host
         if not self.config.control_token and not is_loopback(host):
@@ -400,7 +400,7 @@ class Broker:
         running)."""
         if self.schema_registry is not None:
             return
-        from minibroker.config import ConfigError
+        from minibroker.config.settings import ConfigError
         from minibroker.registry.server import SchemaRegistry  # only when asked for
 
         host = self.config.schema_registry_host
@@ -512,7 +512,7 @@ class Broker:
     def add_fault(self, spec: dict[str, Any]) -> Fault:
         """Inject a fault (the control API's POST /v1/faults); FaultSpecError for one that cannot be made."""
         if self.faults is None:
-            from minibroker.faults import Faults  # only for a test that injects faults
+            from minibroker.control.faults import Faults  # only for a test that injects faults
 
             self.faults = Faults()
         return self.faults.add(spec, self.node_ids, self.apis)
@@ -525,7 +525,7 @@ class Broker:
         """Once at start-up: names Kafka does not know (a warning each), then the Kafka settings and listeners
         that mean nothing to one process."""
         if self.static_config.unknown:
-            from minibroker.setting_values import unknown_setting_warnings
+            from minibroker.config.values import unknown_setting_warnings
 
             for warning in unknown_setting_warnings(self.static_config):
                 log.warning("%s", warning)
@@ -538,7 +538,8 @@ class Broker:
 
     def _log_emulation(self) -> None:
         """Once at start-up: which release is emulated and which of minibroker's APIs it did not serve."""
-        from minibroker.kafka_versions import emulation_notes, resolve
+        from minibroker.config.releases import resolve
+        from minibroker.handlers.emulation import emulation_notes
         from minibroker.protocol.messages import KAFKA_APIS
 
         left_out = [KAFKA_APIS[key][0] for key in sorted(HANDLERS) if key not in self.apis]
@@ -681,7 +682,7 @@ class Broker:
             raise
         self.node_ids.append(node_id)
         if self.config.broker_rack:
-            from minibroker.racks import rack_of
+            from minibroker.cluster.racks import rack_of
 
             rack = rack_of(self.config.broker_rack, index, node_id)
             if rack is not None:

@@ -109,8 +109,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[NODES] = nodes
     version = config.getoption(VERSION_OPTION)
     if version:
-        from minibroker.config import ConfigError
-        from minibroker.kafka_versions import resolve
+        from minibroker.config.settings import ConfigError
+        from minibroker.config.releases import resolve
 
         try:
             resolve(version)
@@ -151,7 +151,7 @@ def _kafka_session_broker(request: pytest.FixtureRequest) -> Iterator[Union["Bro
     """The broker every unmarked test shares, started once."""
     external = request.config.getoption(BOOTSTRAP_OPTION)
     if external:
-        from minibroker.probe import ProbeError, probe
+        from minibroker.commands.probe import ProbeError, probe
 
         try:
             probe(external.split(",")[0].strip())  # a bootstrap list: its first address
@@ -211,7 +211,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = outcome.get_result()  # type: ignore[attr-defined]
     broker = _transcribed(item) if call.when == "call" and report.failed else None
     if broker is not None and TRANSCRIPT_POSITION in item.stash:
-        from minibroker.transcript import timeline
+        from minibroker.control.transcript import timeline
 
         entries = broker.transcript(item.stash[TRANSCRIPT_POSITION])
         report.sections.append(("minibroker transcript", "\n".join(timeline(entries)) or "(no requests)"))

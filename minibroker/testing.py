@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker as BrokerCore
-    from minibroker.clock import VirtualClock
-    from minibroker.config import BrokerConfig
-    from minibroker.transcript import Transcript
+    from minibroker.cluster.clock import VirtualClock
+    from minibroker.config.settings import BrokerConfig
+    from minibroker.control.transcript import Transcript
 
 T = TypeVar("T")
 
@@ -61,7 +61,7 @@ class Broker:
         log_dirs = self._settings.pop("log.dirs", None)
         listeners = self._settings.pop("listeners", None)
         if listeners is not None:
-            from minibroker.config import parse_listener
+            from minibroker.config.settings import parse_listener
 
             host, port = parse_listener(listeners)
         data_dir = data_dir if data_dir is not None else log_dirs
@@ -199,10 +199,11 @@ class Broker:
         return self._on_loop(self._running_core().add_node())
 
     def advertise(self, node_id: int, listener: str, address: str) -> None:
-        """Give clients ``address`` (``host:port``) for the node's listener from now on (as behind a port mapping)."""
-        from minibroker.probe import parse_address
+        """Give clients ``address`` (``host:port``) for the node's listener from now on (as behind a port mapping);
+        ``ValueError`` for an address that is not one."""
+        from minibroker.config.listeners import parse_endpoint
 
-        host, port = parse_address(address)
+        _, host, port = parse_endpoint(address, "advertised")
         self._on_loop(self._call(self._running_core().advertise, node_id, listener.upper(), host, port))
 
     def move_leader(self, topic: str, partition: int, node_id: int) -> int:
@@ -231,26 +232,26 @@ class Broker:
 
     def records(self, topic: str, partition: int, offset: int = 0, limit: int = 100) -> dict[str, Any]:
         """A partition's offsets and batches with their records (GET /v1/partitions/T/P/records)."""
-        from minibroker.observe import partition_records
+        from minibroker.control.observe import partition_records
 
         return self._on_loop(self._call(partition_records, self._running_core(), topic, partition, offset, limit))
 
     def group(self, group_id: str) -> dict[str, Any]:
         """A group as its coordinator describes it, with its committed offsets (GET /v1/groups/G)."""
-        from minibroker.observe import group_view
+        from minibroker.control.observe import group_view
 
         return self._on_loop(self._call(group_view, self._running_core(), group_id))
 
     def transaction(self, transactional_id: str) -> dict[str, Any]:
         """A transactional id's state, producer and partitions (GET /v1/transactions/ID)."""
-        from minibroker.observe import transaction_view
+        from minibroker.control.observe import transaction_view
 
         return self._on_loop(self._call(transaction_view, self._running_core(), transactional_id))
 
     def wait_for(self, *, group_stable: str | None = None, high_watermark: tuple[str, int, int] | None = None,
                  timeout_ms: int = 10_000) -> str:
         """Wait for a group to be Stable or a high watermark to reach a number (POST /v1/wait); TimeoutError."""
-        from minibroker.observe import wait_for
+        from minibroker.control.observe import wait_for
 
         return self._on_loop(wait_for(self._running_core(), timeout_ms, group_stable=group_stable,
                                       high_watermark=high_watermark))
@@ -298,7 +299,7 @@ class Broker:
         return clock.now_ms
 
     def _virtual_clock(self) -> VirtualClock:
-        from minibroker.clock import VirtualClock
+        from minibroker.cluster.clock import VirtualClock
 
         clock = self._running_core().clock
         if not isinstance(clock, VirtualClock):
@@ -450,7 +451,7 @@ class Broker:
         """The configuration of the next start: same port and data directory as the previous run."""
         if self._mode is not None:
             raise RuntimeError("this Broker is already running")
-        from minibroker.config import build_config
+        from minibroker.config.settings import build_config
 
         data_dir = self._given_data_dir
         if data_dir is None:

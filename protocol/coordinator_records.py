@@ -42,7 +42,7 @@ NO_CAPS: Mapping[str, int] = {}
 
 def capped(message: Message, version: int, caps: Mapping[str, int]) -> int:
     """``version``, or the newest version of ``message`` the emulated Kafka release wrote if that is lower (``caps``:
-    value schema name -> version, from minibroker.record_versions; empty without emulation)."""
+    value schema name -> version, from minibroker.config.record_versions; empty without emulation)."""
     return min(version, caps.get(message.name, version))
 
 

@@ -687,7 +687,7 @@ _compile_codec: CompileCodec = compile_source
 
 def use_codec_compiler(compile_codec: CompileCodec) -> None:
     """What turns a codec's generated source into code (``compile_source`` unless set): the codecs do no IO, so a
-    program that keeps compiled code between processes (the broker's ``minibroker.codec_cache``) puts it here."""
+    program that keeps compiled code between processes (the broker's ``minibroker.server.codec_cache``) puts it here."""
     global _compile_codec
     _compile_codec = compile_codec
 

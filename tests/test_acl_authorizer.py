@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from minibroker.acl_operations import (
+from minibroker.acls import store
+from minibroker.acls.authorizer import Authorizer
+from minibroker.acls.model import ALLOW, DENY, LITERAL, MATCH, PREFIXED, Acl, AclFilter, creation_problem, unknown_code
+from minibroker.acls.operations import (
     ALL,
     ALTER,
     ALTER_CONFIGS,
@@ -26,12 +29,9 @@ from minibroker.acl_operations import (
     WRITE,
     operation_bits,
 )
-from minibroker.acls import store
-from minibroker.acls.authorizer import Authorizer
-from minibroker.acls.model import ALLOW, DENY, LITERAL, MATCH, PREFIXED, Acl, AclFilter, creation_problem, unknown_code
 from minibroker.acls.principal import distinguished_name
 from minibroker.acls.settings import authorizer_enabled, parse_super_users
-from minibroker.config import ConfigError, build_config
+from minibroker.config.settings import ConfigError, build_config
 
 ALICE, BOB = "User:alice", "User:bob"
 HOST, OTHER_HOST = "127.0.0.1", "10.0.0.7"

@@ -8,7 +8,7 @@ from typing import Iterator
 
 import pytest
 
-from minibroker.acl_operations import (
+from minibroker.acls.operations import (
     ALTER,
     ALTER_CONFIGS,
     CLUSTER_ACTION,

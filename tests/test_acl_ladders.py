@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from minibroker.acl_operations import (
+from minibroker.acls.operations import (
     ALTER,
     ALTER_CONFIGS,
     CLUSTER_ACTION,

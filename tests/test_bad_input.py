@@ -15,7 +15,7 @@ from confluent_kafka import Producer
 from minibroker.protocol.frames import decode_response, encode_request, request_header_version
 from minibroker.protocol.records import build_batch
 
-from minibroker.config import BrokerConfig
+from minibroker.config.settings import BrokerConfig
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import (
     TIMEOUT_MS,

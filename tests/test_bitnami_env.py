@@ -8,8 +8,8 @@ from pathlib import Path
 
 from confluent_kafka.admin import ConfigResource, NewTopic
 
-from minibroker.config import build_config
-from minibroker.config_sources import env_settings
+from minibroker.config.settings import build_config
+from minibroker.config.sources import env_settings
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import TIMEOUT_S, confluent_admin
 from tests.containerutil import free_port

@@ -12,9 +12,9 @@ from typing import Any, Iterator
 import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
-from minibroker.acl_operations import ALTER_CONFIGS as ACL_ALTER_CONFIGS
-from minibroker.acl_operations import CLUSTER, CLUSTER_NAME
-from minibroker.acl_operations import DESCRIBE_CONFIGS as ACL_DESCRIBE_CONFIGS
+from minibroker.acls.operations import ALTER_CONFIGS as ACL_ALTER_CONFIGS
+from minibroker.acls.operations import CLUSTER, CLUSTER_NAME
+from minibroker.acls.operations import DESCRIBE_CONFIGS as ACL_DESCRIBE_CONFIGS
 from minibroker.protocol.frames import decode_response
 from minibroker.testing import Broker
 

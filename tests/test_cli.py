@@ -22,7 +22,7 @@ from minibroker.storage.checkpoint import (
     read_offset_checkpoint,
 )
 
-from minibroker.reference import TABLES, config_table
+from minibroker.commands.reference import TABLES, config_table
 from tests.brokerproc import BrokerProcess, wait_for_ready
 from tests.clientutil import (
     FETCH,

@@ -12,7 +12,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from minibroker.acl_operations import ALTER_CONFIGS, DESCRIBE_CONFIGS
+from minibroker.acls.operations import ALTER_CONFIGS, DESCRIBE_CONFIGS
 from minibroker.protocol.errors import ErrorCode
 from minibroker.testing import Broker
 from tests.aclutil import CLUSTER, acl_broker, grant, login

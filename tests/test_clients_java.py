@@ -19,8 +19,8 @@ from typing import Any, Iterator
 
 import pytest
 
+from minibroker.cluster.racks import RACK_AWARE_SELECTOR
 from minibroker.control_client import ControlClient
-from minibroker.racks import RACK_AWARE_SELECTOR
 
 from tests import javautil
 from tests.brokerproc import BrokerProcess

@@ -16,7 +16,7 @@ from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import decode_response
 from minibroker.protocol.records import RecordInput, build_batch
 
-from minibroker.cluster import PLACEMENT_FILE, PartitionPlacement, Placements, assign_replicas
+from minibroker.cluster.placements import PLACEMENT_FILE, PartitionPlacement, Placements, assign_replicas
 from minibroker.testing import Broker
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import TIMEOUT_S, Deadline, RawConnection, stored_batches

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from minibroker.cli import address_flag_settings, build_parser, flag_settings
-from minibroker.config import BrokerConfig, ConfigError, build_config, load_config
-from minibroker.config_sources import SettingsSyntaxError, env_name, env_settings, parse_properties, setting_name
+from minibroker.commands.cli import address_flag_settings, build_parser, flag_settings
+from minibroker.config.settings import BrokerConfig, ConfigError, build_config, load_config
+from minibroker.config.sources import SettingsSyntaxError, env_name, env_settings, parse_properties, setting_name
 
 
 def test_defaults_are_a_local_test_broker() -> None:
@@ -154,7 +154,7 @@ def test_address_flags_log_what_they_change(caplog: pytest.LogCaptureFixture) ->
 
 
 def test_bad_config_exits_with_a_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from minibroker.cli import main
+    from minibroker.commands.cli import main
 
     assert main(["serve", "-c", "num.partitions=-3", "--data-dir", str(tmp_path)]) == 2
     assert "num.partitions" in capsys.readouterr().err

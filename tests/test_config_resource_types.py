@@ -1,6 +1,6 @@
 """The config resource types each emulated Kafka release served in DescribeConfigs, AlterConfigs and
 IncrementalAlterConfigs, over the wire for every release of the table x every type: served, or refused as that
-release refused it (Kafka's source at the release tags; minibroker.config_resources). Each type is asked next to a
+release refused it (Kafka's source at the release tags; minibroker.config.resources). Each type is asked next to a
 topic, whose answer tells a refusal of the whole request (the handler threw, up to 3.1 for the alter APIs and in
 every release for DescribeConfigs) from one of that resource alone."""
 
@@ -12,8 +12,8 @@ import pytest
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import decode_response
 
-from minibroker.config_resources import refusal_message, serves
-from minibroker.kafka_versions import known_releases, release_number, served_by_release
+from minibroker.config.releases import known_releases, release_number, served_by_release
+from minibroker.config.resources import refusal_message, serves
 from minibroker.testing import Broker
 from tests.clientutil import RawConnection
 

@@ -14,10 +14,10 @@ import pytest
 import yaml
 from confluent_kafka import Consumer
 
-from minibroker.cli import COMMANDS
+from minibroker.commands.cli import COMMANDS
+from minibroker.config.sources import env_settings
+from minibroker.config.values import known_setting
 from minibroker.control_client import ControlClient, ControlError
-from minibroker.setting_values import known_setting
-from minibroker.config_sources import env_settings
 from tests.clientutil import TIMEOUT_S, confluent_admin, confluent_consume, confluent_produce, make_messages
 from tests.containerutil import ROOT, Container, Engine, engine, free_port, image  # noqa: F401  (fixtures)
 

@@ -18,7 +18,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from minibroker.config import ConfigError
+from minibroker.config.settings import ConfigError
 from minibroker.testing import Broker
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import TIMEOUT_S
@@ -247,6 +247,6 @@ def test_a_listener_is_given_another_advertised_address_at_run_time() -> None:
         assert call(f"{url}/v1/nodes")[1]["nodes"][1]["listeners"][0]["address"] == f"localhost:{port}"
         assert call(f"{url}/v1/nodes/2/listeners/SSL", "POST", {"advertised": "a:1"})[0] == 404
         assert call(f"{url}/v1/nodes/9/listeners/PLAINTEXT", "POST", {"advertised": "a:1"})[0] == 404
-        for bad in ({"advertised": "no-port"}, {"advertised": "a:0"}, {"advertised": 9092}, {}):
+        for bad in ({"advertised": "no-port"}, {"advertised": "a:0"}, {"advertised": ":9092"}, {"advertised": 9092}, {}):
             assert call(f"{url}/v1/nodes/2/listeners/PLAINTEXT", "POST", bad)[0] == 400, bad
         assert call(f"{url}/v1/nodes")[1]["nodes"][1]["listeners"][0]["address"] == f"localhost:{port}"

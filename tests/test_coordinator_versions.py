@@ -16,8 +16,8 @@ from minibroker.protocol.key_partitions import partition_for
 from minibroker.storage.topic_names import SHARE_GROUP_STATE_TOPIC
 from minibroker.storage.uuid import random_uuid, uuid_to_str
 
+from minibroker.config.releases import served_by_release
 from minibroker.handlers import HANDLERS
-from minibroker.kafka_versions import served_by_release
 from minibroker.testing import Broker
 from tests.aclutil import ADMIN, acl_broker, create_topics, grant, login, unique
 from tests.brokerproc import BrokerProcess

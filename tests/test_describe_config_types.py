@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from minibroker.kafka_settings import TOPIC_SETTINGS
+from minibroker.config.kafka_settings import TOPIC_SETTINGS
 from minibroker.protocol.frames import decode_response
 from minibroker.storage.config import TOPIC_CONFIGS
 

@@ -29,7 +29,7 @@ from minibroker.storage.config import LogConfig
 from minibroker.storage.log_manager import LogManager
 from minibroker.storage.producer_state import AppendOrigin
 
-from minibroker.cli import main
+from minibroker.commands.cli import main
 from minibroker.testing import Broker
 from tests.clientutil import TIMEOUT_S, Deadline
 

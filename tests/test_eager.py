@@ -1,4 +1,4 @@
-"""minibroker.eager: a coroutine runs at once; only one that waits becomes a task, which finishes it as a Task would
+"""minibroker.server.eager: a coroutine runs at once; only one that waits becomes a task, which finishes it as a Task would
 (results, a future's exception, a cancellation of the task, one turn of the loop)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from minibroker.eager import start_eagerly
+from minibroker.server.eager import start_eagerly
 
 
 async def test_a_coroutine_that_never_waits_runs_to_its_end_in_the_call() -> None:

@@ -20,7 +20,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import decode_response
 
-from minibroker.faults import FaultSpecError
+from minibroker.control.faults import FaultSpecError
 from minibroker.testing import Broker
 from tests.clientutil import TIMEOUT_S, RawConnection
 from tests.numbered_producer import NumberedProducer

@@ -14,8 +14,8 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, Resourc
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import decode_response
 
+from minibroker.cluster.racks import RACK_AWARE_SELECTOR
 from minibroker.control_client import ControlClient
-from minibroker.racks import RACK_AWARE_SELECTOR
 from minibroker.testing import Broker
 from tests.clientutil import TIMEOUT_S, Deadline, RawConnection, confluent_consumer, drain
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from minibroker.clock import wall_clock_ms
+from minibroker.cluster.clock import wall_clock_ms
 from minibroker.groups.timer import LoopTimer
 
 FAR_MS = 5_000  # a deadline no test run reaches

@@ -12,7 +12,7 @@ from importlib import resources
 
 import pytest
 
-from minibroker.inspector_pages import CSP, VIEW_PATHS
+from minibroker.control.inspector_pages import CSP, VIEW_PATHS
 from minibroker.testing import Broker
 from tests.clientutil import TIMEOUT_S
 

@@ -14,8 +14,9 @@ import pytest
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import decode_response
 
+from minibroker.config.releases import known_releases, served_by_release
 from minibroker.handlers import HANDLERS
-from minibroker.kafka_versions import emulation_notes, known_releases, served_by_release
+from minibroker.handlers.emulation import emulation_notes
 from minibroker.testing import Broker
 from tests.aclutil import create_topics
 from tests.brokerproc import BrokerProcess

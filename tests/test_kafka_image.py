@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from minibroker.cli import permission_problem
-from minibroker.config import ConfigError, build_config, load_config
-from minibroker.config_sources import env_settings
-from minibroker.kafka_image import format_storage, kafka_storage, properties_text, started_lines
+from minibroker.commands.cli import permission_problem
+from minibroker.commands.kafka_image import format_storage, kafka_storage, properties_text, started_lines
+from minibroker.config.settings import ConfigError, build_config, load_config
+from minibroker.config.sources import env_settings
 from minibroker.storage.checkpoint import read_meta_properties
-from minibroker.storage.log_manager import LogManager
 from minibroker.storage.config import LogConfig
+from minibroker.storage.log_manager import LogManager
 from minibroker.storage.uuid import check_uuid_string
 from tests.brokerproc import BrokerProcess, wait_for_ready
 from tests.clientutil import TIMEOUT_S, confluent_admin

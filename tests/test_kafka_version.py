@@ -20,12 +20,9 @@ from kafka import KafkaConsumer, KafkaProducer
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import decode_response, encode_request
 
-from minibroker.cli import build_parser, flag_settings
-from minibroker.config import ConfigError
-from minibroker.faults import FaultSpecError
-from minibroker.handlers import HANDLERS, OLDEST
-from minibroker.kafka_versions import (
-    emulated_apis,
+from minibroker.commands.cli import build_parser, flag_settings
+from minibroker.commands.reference import api_table
+from minibroker.config.releases import (
     emulated_release,
     emulates_before,
     known_releases,
@@ -33,7 +30,10 @@ from minibroker.kafka_versions import (
     served_by_release,
     unfinalized_features,
 )
-from minibroker.reference import api_table
+from minibroker.config.settings import ConfigError
+from minibroker.control.faults import FaultSpecError
+from minibroker.handlers import HANDLERS, OLDEST
+from minibroker.handlers.emulation import emulated_apis
 from minibroker.testing import Broker
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import (
@@ -339,7 +339,7 @@ def test_kafka_python_infers_the_emulated_release(release: str, inferred: tuple[
 def test_an_emulated_4_0_refuses_a_client_pinned_to_an_old_protocol(caplog: pytest.LogCaptureFixture) -> None:
     """kafka-python pinned to 0.10.1 joins with JoinGroup v1, which Kafka 4.0.0 removed (KIP-896) and 4.0.1 put back
     (minibroker itself serves it); a kafka-python that probes ApiVersions produces and consumes against 4.0."""
-    caplog.set_level(logging.WARNING, logger="minibroker.dispatch")
+    caplog.set_level(logging.WARNING, logger="minibroker.server.dispatch")
     for release in ("4.0", "4.0.1"):
         with Broker(kafka_version=release, num_partitions=1) as broker:
             consumer = KafkaConsumer("t", bootstrap_servers=broker.bootstrap_servers, group_id="old",

@@ -1,4 +1,4 @@
-"""Internal-topic records as an emulated Kafka release wrote them (kafka.version, minibroker.record_versions): the
+"""Internal-topic records as an emulated Kafka release wrote them (kafka.version, minibroker.config.record_versions): the
 value versions of ``__consumer_offsets`` and ``__transaction_state`` records, read back whatever wrote them."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from minibroker.config.record_versions import written_versions
 from minibroker.protocol import group_records as gr
 from minibroker.protocol.txn_log_records import decode_value as decode_txn_value
-from minibroker.record_versions import written_versions
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import TIMEOUT_MS, TIMEOUT_S, confluent_create_topic, confluent_produce, make_messages
 from tests.grouputil import wait_until

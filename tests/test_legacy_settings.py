@@ -1,4 +1,4 @@
-"""Settings an emulated release had and Kafka 4.0 removed (minibroker.legacy_settings): accepted under
+"""Settings an emulated release had and Kafka 4.0 removed (minibroker.config.legacy_settings): accepted under
 kafka.version with that release's validation, shown by DescribeConfigs; Kafka 4's behaviour without it."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import ConfigResource, NewTopic
 
-from minibroker.config import ConfigError, build_config
-from minibroker.legacy_settings import REMOVED_BROKER_SETTINGS, latest_ibp
+from minibroker.config.legacy_settings import REMOVED_BROKER_SETTINGS, latest_ibp
+from minibroker.config.settings import ConfigError, build_config
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import TIMEOUT_S, confluent_admin
 from tests.test_describe_config_types import BOOLEAN, BROKER, STRING, TOPIC, described

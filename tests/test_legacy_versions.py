@@ -15,8 +15,9 @@ from minibroker.protocol.frames import decode_response
 from minibroker.protocol.messages import RESPONSES
 from minibroker.protocol.schema import Field, in_range, snake_case
 
+from minibroker.config.releases import served_by_release
 from minibroker.handlers import HANDLERS, OLDEST
-from minibroker.kafka_versions import emulated_apis, served_by_release
+from minibroker.handlers.emulation import emulated_apis
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import RawConnection, confluent_create_topic, confluent_produce, make_messages
 

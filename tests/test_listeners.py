@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from minibroker.config import ConfigError, build_config
-from minibroker.listeners import ListenerSpec, SecurityProtocol, advertised_addresses, parse_listeners
+from minibroker.config.listeners import ListenerSpec, SecurityProtocol, advertised_addresses, parse_listeners
+from minibroker.config.settings import ConfigError, build_config
 
 TLS = {"ssl.certificate.location": "/x/cert.pem", "ssl.key.location": "/x/key.pem"}
 USERS = {"sasl.users": "alice:Top-Secret-9,bob:pw"}
@@ -66,7 +66,7 @@ def test_passwords_stay_out_of_repr_and_errors() -> None:
 
 
 def test_tls_files_are_checked_when_the_broker_starts() -> None:
-    from minibroker.tls import server_context
+    from minibroker.server.tls import server_context
 
     missing = build_config({"listeners": "SSL://127.0.0.1:0"} | TLS)
     with pytest.raises(ConfigError, match="ssl.certificate.location"):

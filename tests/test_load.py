@@ -11,7 +11,7 @@ from typing import Iterator
 import pytest
 from minibroker.protocol.frames import encode_request
 
-from minibroker.limits import raise_open_file_limit
+from minibroker.server.limits import raise_open_file_limit
 from minibroker.testing import Broker
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import Deadline, RawConnection, confluent_create_topic

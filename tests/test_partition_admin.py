@@ -15,7 +15,7 @@ from kafka import TopicPartition as KafkaTopicPartition
 from kafka.admin import KafkaAdminClient
 from kafka.admin import NewPartitions as KafkaNewPartitions
 from kafka.structs import TopicPartitionReplica
-from minibroker.acl_operations import ALTER, DESCRIBE
+from minibroker.acls.operations import ALTER, DESCRIBE
 from minibroker.protocol.errors import ErrorCode
 
 from minibroker.testing import Broker

@@ -344,7 +344,7 @@ def test_kafka_control_reaches_an_external_brokers_control_listener(tmp_path: Pa
 
 VERSION_TESTS = '''
 import pytest
-from minibroker.probe import probe
+from minibroker.commands.probe import probe
 
 
 def produce_max(broker):

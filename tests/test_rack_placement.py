@@ -8,9 +8,9 @@ from collections import Counter
 
 import pytest
 
-from minibroker.cluster import assign_replicas, rack_alternated
-from minibroker.config import ConfigError, build_config
-from minibroker.racks import RACK_AWARE_SELECTOR, node_racks, preferred_read_replica, rack_of
+from minibroker.cluster.placements import assign_replicas, rack_alternated
+from minibroker.cluster.racks import RACK_AWARE_SELECTOR, node_racks, preferred_read_replica, rack_of
+from minibroker.config.settings import ConfigError, build_config
 
 KAFKA_RACKS = {0: "rack1", 1: "rack3", 2: "rack3", 3: "rack2", 4: "rack2", 5: "rack1"}
 SIX_IN_THREE = {0: "rack1", 1: "rack2", 2: "rack2", 3: "rack3", 4: "rack3", 5: "rack1"}

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from minibroker.reference import TABLES, readme_block
+from minibroker.commands.reference import TABLES, readme_block
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
-from minibroker.config import SETTING_FIELDS
+from minibroker.commands.reference import UNSERVED_REASONS
+from minibroker.config.kafka_settings import BROKER_SETTINGS
+from minibroker.config.settings import SETTING_FIELDS
 from minibroker.handlers import TABLE
-from minibroker.kafka_settings import BROKER_SETTINGS
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import decode_response
 from minibroker.protocol.messages import KAFKA_APIS
 from minibroker.protocol.records import RecordInput, build_batch
-from minibroker.reference import UNSERVED_REASONS
 from minibroker.testing import Broker
 
 from tests.clientutil import Deadline, RawConnection, confluent_create_topic
@@ -124,6 +124,6 @@ def test_internal_topics_get_the_stated_replication_factor(nodes: int) -> None:
 
 def test_every_reason_names_an_unserved_api() -> None:
     """A reason for an API that is served now, or that Kafka does not define, is stale: remove it from
-    minibroker/reference.py's UNSERVED_REASONS (unserved APIs without a reason fail the README table's generation)."""
+    minibroker/commands/reference.py's UNSERVED_REASONS (unserved APIs without a reason fail the README table's generation)."""
     stale = {key for keys in UNSERVED_REASONS.values() for key in keys if key in TABLE or key not in KAFKA_APIS}
     assert not stale

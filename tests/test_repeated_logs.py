@@ -12,8 +12,8 @@ import pytest
 from kafka import KafkaConsumer
 from minibroker.protocol.frames import encode_request
 
-from minibroker.clock import wall_clock_ms
-from minibroker.repeated_logs import REPEAT_INTERVAL_MS, RepeatedLogs
+from minibroker.cluster.clock import wall_clock_ms
+from minibroker.server.repeated_logs import REPEAT_INTERVAL_MS, RepeatedLogs
 from minibroker.testing import Broker
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import Deadline, RawConnection

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.net.sasl.scram import ScramClient
 
-from minibroker.config import ConfigError
+from minibroker.config.settings import ConfigError
 from minibroker.sasl.credentials import CredentialStore
 from minibroker.sasl.mechanism import AuthenticationFailed
 from minibroker.sasl.plain import PlainServer

@@ -443,7 +443,7 @@ def test_a_restart_keeps_subjects_versions_ids_configs_and_soft_deletes(tmp_path
 def test_dump_decodes_the_schemas_topic(tmp_path: Path) -> None:
     import io
 
-    from minibroker.dump import dump_paths
+    from minibroker.commands.dump import dump_paths
 
     with Broker(schema_registry=True, data_dir=tmp_path) as broker:
         url = broker.schema_registry_url
@@ -464,7 +464,7 @@ def test_dump_decodes_the_schemas_topic(tmp_path: Path) -> None:
 
 
 def test_the_command_line_flag_names_the_setting() -> None:
-    from minibroker.cli import build_parser, flag_settings, with_default_command
+    from minibroker.commands.cli import build_parser, flag_settings, with_default_command
 
     args = build_parser().parse_args(with_default_command(["serve", "--schema-registry-port", "8081"]))
     assert flag_settings(args)["schema.registry.port"] == "8081"
@@ -484,7 +484,7 @@ def test_the_control_api_shows_the_registrys_url() -> None:
 def test_a_token_guards_the_registry_and_lets_it_listen_beyond_loopback() -> None:
     import base64
 
-    from minibroker.config import ConfigError
+    from minibroker.config.settings import ConfigError
 
     with pytest.raises(ConfigError, match="schema.registry.token"):
         with Broker({"schema.registry.host": "0.0.0.0"}, schema_registry=True):

@@ -22,7 +22,7 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from minibroker.acl_operations import ALTER, DESCRIBE
+from minibroker.acls.operations import ALTER, DESCRIBE
 from minibroker.protocol.errors import ErrorCode
 from minibroker.testing import Broker
 from tests.aclutil import ADMIN, CLUSTER, acl_broker, grant, login

@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from minibroker.internal_topics import replay
+from minibroker.cluster.internal_topics import replay
 from minibroker.protocol import share_records as sr
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.key_partitions import partition_for
 from minibroker.storage.errors import StorageError
 from minibroker.storage.topic_names import SHARE_GROUP_STATE_TOPIC
 
-from minibroker.share.batch_combiner import combine_batches
 from minibroker.protocol.share_state import DeliveryState, PersistedShareState, SharePartitionKey, StateBatch
+from minibroker.share.batch_combiner import combine_batches
 from minibroker.share.state_store import ShareStateStore, ShareStateWriteError, coordinator_key, merge_update
 from minibroker.storage.uuid import uuid_to_str
 from minibroker.testing import Broker

@@ -109,7 +109,7 @@ def test_bad_source_options_are_named(options: dict[str, str], streaming: bool, 
 
 def test_package_imports_without_spark_and_the_broker_never_imports_it() -> None:
     code = (
-        "import sys, minibroker.spark, minibroker.cli, minibroker.broker; "
+        "import sys, minibroker.spark, minibroker.commands.cli, minibroker.broker; "
         "assert 'pyspark' not in sys.modules, 'pyspark imported'; "
         "assert not [m for m in sys.modules if m.startswith('minibroker.spark.')], 'spark modules imported'"
     )

@@ -10,7 +10,7 @@ from typing import Iterator
 import pytest
 
 from minibroker.acls.ssl_mapping import MappingError, parse_rules
-from minibroker.config import ConfigError
+from minibroker.config.settings import ConfigError
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import RawConnection
 from tests.test_acls import produce_one, unique

@@ -31,7 +31,7 @@ def recorded(*args, **kwargs):
     made.append(cls.__module__ + "." + cls.__qualname__)
     return cls
 collections.namedtuple = recorded
-from minibroker.cli import main
+from minibroker.commands.cli import main
 
 class AtReady(logging.Handler):
     def emit(self, record):
@@ -48,18 +48,20 @@ main(["serve", "--port", "0", "--data-dir", sys.argv[1]])
 
 DEFAULT_SERVE_MODULES = sorted(
     """
-    minibroker minibroker.acl_operations minibroker.acls minibroker.acls.principal minibroker.acls.settings
-    minibroker.broker minibroker.broker_configs minibroker.cli minibroker.clock minibroker.cluster
-    minibroker.codec_cache minibroker.config minibroker.config_sources minibroker.context minibroker.dispatch
-    minibroker.eager minibroker.features minibroker.groups minibroker.groups.group_configs minibroker.handlers
-    minibroker.handlers.registry minibroker.kafka_settings minibroker.limits minibroker.listeners
-    minibroker.producer_ids minibroker.protocol minibroker.protocol.compression minibroker.protocol.errors
-    minibroker.protocol.frames minibroker.protocol.key_partitions minibroker.protocol.lazy_messages
-    minibroker.protocol.messages minibroker.protocol.messages.headers minibroker.protocol.primitives
-    minibroker.protocol.schema minibroker.replicas minibroker.server minibroker.setting_values minibroker.storage
+    minibroker minibroker.acls minibroker.acls.operations minibroker.acls.principal minibroker.acls.settings
+    minibroker.broker minibroker.cluster minibroker.cluster.clock minibroker.cluster.features
+    minibroker.cluster.placements minibroker.cluster.producer_ids minibroker.cluster.replicas minibroker.commands
+    minibroker.commands.cli minibroker.config minibroker.config.dynamic minibroker.config.kafka_settings
+    minibroker.config.listeners minibroker.config.settings minibroker.config.sources minibroker.config.values
+    minibroker.groups minibroker.groups.group_configs minibroker.handlers minibroker.handlers.registry
+    minibroker.protocol minibroker.protocol.compression minibroker.protocol.errors minibroker.protocol.frames
+    minibroker.protocol.key_partitions minibroker.protocol.lazy_messages minibroker.protocol.messages
+    minibroker.protocol.messages.headers minibroker.protocol.primitives minibroker.protocol.schema minibroker.server
+    minibroker.server.codec_cache minibroker.server.connection minibroker.server.context minibroker.server.dispatch
+    minibroker.server.eager minibroker.server.limits minibroker.server.tls minibroker.storage
     minibroker.storage.checkpoint minibroker.storage.clock minibroker.storage.config minibroker.storage.errors
-    minibroker.storage.frozen_config minibroker.storage.log_manager
-    minibroker.storage.topic_names minibroker.storage.topic_store minibroker.storage.uuid minibroker.tls
+    minibroker.storage.frozen_config minibroker.storage.log_manager minibroker.storage.topic_names
+    minibroker.storage.topic_store minibroker.storage.uuid
     """.split()
 )
 

@@ -14,8 +14,8 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from minibroker.config import ConfigError
-from minibroker.probe import probe
+from minibroker.commands.probe import probe
+from minibroker.config.settings import ConfigError
 from minibroker.testing import Broker
 from tests.clientutil import TIMEOUT_MS, TIMEOUT_S, confluent_consumer, drain
 

@@ -12,7 +12,7 @@ from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import decode_response
 from minibroker.protocol.records import RecordInput, build_batch
 
-from minibroker.acl_operations import DESCRIBE, READ, WRITE, operation_bits
+from minibroker.acls.operations import DESCRIBE, READ, WRITE, operation_bits
 from minibroker.testing import Broker
 from tests.aclutil import TOPIC, acl_broker, create_topics, grant, login, unique
 from tests.clientutil import MIB, Deadline, RawConnection

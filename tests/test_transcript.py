@@ -18,8 +18,7 @@ from confluent_kafka import AcknowledgeType, Consumer, KafkaException, Producer,
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from minibroker.protocol.records import RecordInput, build_batch
 
-from minibroker.testing import Broker
-from minibroker.transcript import (
+from minibroker.control.transcript import (
     ANSWERED_OFFSETS,
     ASKED_OFFSETS,
     TIMELINE_OFFSETS,
@@ -30,6 +29,7 @@ from minibroker.transcript import (
     shown_offsets,
     walk,
 )
+from minibroker.testing import Broker
 from tests.clientutil import (
     TIMEOUT_S,
     Deadline,

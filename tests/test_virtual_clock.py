@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from minibroker.protocol.records import ControlRecordType, parse_control_record
 
-from minibroker.clock import VirtualClock, every
+from minibroker.cluster.clock import VirtualClock, every
 from minibroker.testing import Broker
 from tests.clientutil import TIMEOUT_S
 from tests.grouputil import (

@@ -18,7 +18,7 @@ MAX_VERSION = 0x7FFF
 Span = tuple[int, int] | None
 
 # APIs whose old versions were early access, never served by a release (KIP-932's share-group v0; the release table,
-# minibroker/kafka_versions.py, starts them at v1): not carried back.
+# minibroker/config/releases.py, starts them at v1): not carried back.
 EARLY_ACCESS = frozenset({76, 77, 78, 79})
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from minibroker.reference import with_tables  # noqa: E402
+from minibroker.commands.reference import with_tables  # noqa: E402
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

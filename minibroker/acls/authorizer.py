@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from minibroker.acl_operations import ALL, SUPPORTED, operation_bits
 from minibroker.acls.model import DENY, LITERAL, WILDCARD, WILDCARD_PRINCIPAL, Acl, implies
+from minibroker.acls.operations import ALL, SUPPORTED, operation_bits
 
 MAX_REMEMBERED = 100_000  # decisions kept; past that the memory starts over
 HARDCODED_NAME = "hardcode"  # the name Kafka's authorizeByResourceType asks about first (super users)

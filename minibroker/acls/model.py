@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from minibroker.acl_operations import (
+from minibroker.acls.operations import (
     ALL,
     ALTER,
     ALTER_CONFIGS,
@@ -22,7 +22,7 @@ from minibroker.acl_operations import (
     READ,
     WRITE,
 )
-from minibroker.acl_operations import NAMES as OPERATION_NAMES
+from minibroker.acls.operations import NAMES as OPERATION_NAMES
 
 RESOURCE_TYPES = {0: "UNKNOWN", 1: "ANY", 2: "TOPIC", 3: "GROUP", 4: "CLUSTER", 5: "TRANSACTIONAL_ID",
                   6: "DELEGATION_TOKEN", 7: "USER"}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from minibroker.server import KafkaConnection
+    from minibroker.server.connection import KafkaConnection
 
 ANONYMOUS = "User:ANONYMOUS"
 # OpenSSL's attribute names as Java's RFC 2253 keywords; others keep OpenSSL's name.

@@ -5,7 +5,7 @@ authorizer), ``super.users`` (``User:alice;User:bob``), ``allow.everyone.if.no.a
 
 from __future__ import annotations
 
-from minibroker.config import BrokerConfig, ConfigError
+from minibroker.config.settings import BrokerConfig, ConfigError
 
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 ACL_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from minibroker.config import ConfigError
+from minibroker.config.settings import ConfigError
 
 _PART = r"(?:\\.|[^\\/])*"  # a pattern or a replacement: escaped characters, or anything but a backslash or slash
 _RULE = (

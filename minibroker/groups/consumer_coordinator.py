@@ -16,6 +16,7 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Mapping, Protocol
 
+from minibroker.config.re2_syntax import compile_re2
 from minibroker.groups.assignors import MemberSpec, TopicPartitions, TopicSpec, assignor_named
 from minibroker.groups.config import GroupConfig
 from minibroker.groups.consumer_group import (
@@ -45,7 +46,6 @@ from minibroker.groups.group import CONSUMER_PROTOCOL_TYPE
 from minibroker.groups.group_configs import GroupConfigs
 from minibroker.groups.timer import Timer
 from minibroker.protocol.errors import ErrorCode
-from minibroker.re2_syntax import compile_re2
 
 log = logging.getLogger(__name__)
 

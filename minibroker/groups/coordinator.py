@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
-from minibroker.coordinator_partitions import ServedPartitions
+from minibroker.cluster.coordinators import ServedPartitions
 from minibroker.groups.assignors import TopicSpec
 from minibroker.groups.classic_members import ClassicMemberError, ClassicMembers
 from minibroker.groups.config import GroupConfig

@@ -15,13 +15,13 @@ import os
 import re
 from typing import TYPE_CHECKING, Any, Mapping
 
-from minibroker.kafka_settings import GROUP_SETTINGS
+from minibroker.config.kafka_settings import GROUP_SETTINGS
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.checkpoint import StrPath, read_json, write_json_atomically
 from minibroker.storage.config import PARSERS
 
 if TYPE_CHECKING:
-    from minibroker.config import BrokerConfig
+    from minibroker.config.settings import BrokerConfig
 
 FILE_NAME = "group-configs.json"
 FORMAT_VERSION = 1
@@ -205,7 +205,7 @@ def _parsed(name: str, raw: str | None) -> Any:
     if validator == "other:ShareGroupAutoOffsetResetStrategy.Validator":
         reason = _share_offset_reset_problem(name, value)
     else:
-        from minibroker.setting_values import validation_problem  # that module builds on the broker's config
+        from minibroker.config.values import validation_problem  # that module builds on the broker's config
 
         reason = validation_problem(validator, value)
     if reason is not None:

@@ -19,13 +19,13 @@ import logging
 import time
 from typing import TYPE_CHECKING, Awaitable, Iterable, Sequence
 
-from minibroker.clock import VirtualClock, every
-from minibroker.coordinator_partitions import PartitionOwnership
+from minibroker.cluster.clock import VirtualClock, every
+from minibroker.cluster.coordinators import PartitionOwnership
+from minibroker.cluster.internal_topics import InternalTopic, PendingFlushes, internal_replication_factor, replay
 from minibroker.groups.assignors import TopicSpec
 from minibroker.groups.config import MINUTE_MS, GroupConfig
 from minibroker.groups.coordinator import CoordinatorWriteError, GroupCoordinator
 from minibroker.groups.timer import ClockTimer, LoopTimer
-from minibroker.internal_topics import InternalTopic, PendingFlushes, internal_replication_factor, replay
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.group_records import UnknownRecordTypeError
 from minibroker.protocol.key_partitions import partition_for
@@ -45,7 +45,7 @@ from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_S
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
-    from minibroker.config import BrokerConfig
+    from minibroker.config.settings import BrokerConfig
     from minibroker.storage.partition_log import PartitionLog
 
 log = logging.getLogger(__name__)
@@ -85,7 +85,7 @@ def _names(value: str) -> tuple[str, ...]:
 
 
 def _assignors(value: str) -> tuple[str, ...]:
-    from minibroker.config import ConfigError
+    from minibroker.config.settings import ConfigError
     from minibroker.groups.assignors import ASSIGNORS
 
     names = _names(value)

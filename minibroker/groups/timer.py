@@ -13,7 +13,7 @@ import logging
 from typing import TYPE_CHECKING, Callable, Protocol
 
 if TYPE_CHECKING:
-    from minibroker.clock import VirtualClock
+    from minibroker.cluster.clock import VirtualClock
 
 log = logging.getLogger(__name__)
 

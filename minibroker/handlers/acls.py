@@ -14,12 +14,12 @@ import asyncio
 import logging
 from typing import Any, Callable
 
-from minibroker.acl_operations import ALTER, CLUSTER, CLUSTER_NAME, DESCRIBE
 from minibroker.acls import store
 from minibroker.acls.model import Acl, AclFilter, creation_problem, unknown_code
-from minibroker.context import RequestContext
+from minibroker.acls.operations import ALTER, CLUSTER, CLUSTER_NAME, DESCRIBE
 from minibroker.handlers.registry import UnreadableRequest, api
 from minibroker.protocol.errors import ErrorCode
+from minibroker.server.context import RequestContext
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,8 @@ import re
 from collections import Counter
 from typing import Any, Callable
 
-from minibroker.acl_operations import (
+from minibroker.acls.model import CLUSTER_DENIED, GROUP_DENIED, TOPIC_DENIED
+from minibroker.acls.operations import (
     ALTER,
     ALTER_CONFIGS,
     CLUSTER,
@@ -21,11 +22,10 @@ from minibroker.acl_operations import (
     GROUP,
     TOPIC,
 )
-from minibroker.acls.model import CLUSTER_DENIED, GROUP_DENIED, TOPIC_DENIED
-from minibroker import broker_loggers
-from minibroker.broker_configs import BrokerConfigError, broker_synonyms, listener_base, loggable
-from minibroker.config import TOPIC_SYNONYMS, BrokerConfig, is_secret
-from minibroker.config_resources import (
+from minibroker.cluster.replicas import replication_problem
+from minibroker.config import loggers as broker_loggers
+from minibroker.config.dynamic import BrokerConfigError, broker_synonyms, listener_base, loggable
+from minibroker.config.resources import (
     BROKER as BROKER_RESOURCE,
     BROKER_LOGGER as BROKER_LOGGER_RESOURCE,
     GROUP as GROUP_RESOURCE,
@@ -33,11 +33,11 @@ from minibroker.config_resources import (
     request_refusal,
     resource_refusal,
 )
-from minibroker.context import RequestContext
+from minibroker.config.settings import TOPIC_SYNONYMS, BrokerConfig, is_secret
 from minibroker.groups.group_configs import GroupConfigError
 from minibroker.handlers.registry import api
 from minibroker.protocol.errors import ErrorCode
-from minibroker.replicas import replication_problem
+from minibroker.server.context import RequestContext
 from minibroker.storage.errors import InvalidConfigError, OffsetOutOfRangeError, PartitionCreationError
 
 log = logging.getLogger(__name__)
@@ -92,7 +92,7 @@ def config_entries(ctx: RequestContext, overrides: dict[str, str], names: list[s
 
 def retired_synonyms(kafka_version: str, name: str) -> tuple[list[str], list[tuple[str, str]]]:
     """The broker setting behind a topic config 4.0 removed, and its default, as the emulated release had them."""
-    from minibroker.legacy_settings import REMOVED_TOPIC_CONFIGS, removed_broker_settings
+    from minibroker.config.legacy_settings import REMOVED_TOPIC_CONFIGS, removed_broker_settings
 
     synonym = REMOVED_TOPIC_CONFIGS[name][1]
     default = removed_broker_settings(kafka_version)[synonym][1]
@@ -111,12 +111,12 @@ def config_type(kind: str, name: str) -> int:
     """DescribeConfigs' ConfigType of a topic, broker or group config, from Kafka's ConfigDef of that kind (the
     generated ``kafka_settings``, or for one 4.0 removed its 3.x definition); UNKNOWN (0) where Kafka has none, as
     minibroker's own settings."""
-    from minibroker.kafka_settings import BROKER_SETTINGS, GROUP_SETTINGS, TOPIC_SETTINGS  # facts, read when asked
+    from minibroker.config.kafka_settings import BROKER_SETTINGS, GROUP_SETTINGS, TOPIC_SETTINGS  # facts, read when asked
 
     table: dict[str, tuple] = {"topic": TOPIC_SETTINGS, "broker": BROKER_SETTINGS, "group": GROUP_SETTINGS}[kind]
     spec = table.get(name)
     if spec is None and kind != "group":
-        from minibroker.legacy_settings import removed_config_kind  # shown only under an emulated 3.x release
+        from minibroker.config.legacy_settings import removed_config_kind  # shown only under an emulated 3.x release
 
         return CONFIG_TYPES.get(removed_config_kind(kind, name), 0)
     return CONFIG_TYPES.get(spec[0], 0) if spec is not None else 0
@@ -124,7 +124,7 @@ def config_type(kind: str, name: str) -> int:
 
 def broker_defaults(names: list[str]) -> list[tuple[str, str]]:
     """Kafka's defaults of these broker settings, those that have one."""
-    from minibroker.kafka_settings import BROKER_SETTINGS
+    from minibroker.config.kafka_settings import BROKER_SETTINGS
 
     return [(name, BROKER_SETTINGS[name][1]) for name in names if BROKER_SETTINGS[name][1] is not None]
 
@@ -403,7 +403,7 @@ def describe_broker(ctx: RequestContext, name: str, names: list[str] | None, syn
         (configs.layer(node) if node is not None else {}, SOURCE_DYNAMIC_BROKER), (default, SOURCE_DYNAMIC_DEFAULT),
         (dict(ctx.broker.static_config.given), SOURCE_STATIC_BROKER), (default_settings(), SOURCE_DEFAULT),
     )
-    from minibroker.broker_configs import DYNAMIC
+    from minibroker.config.dynamic import DYNAMIC
 
     entries = []
     for key, value in values.items():
@@ -453,7 +453,7 @@ def config_refusal(ctx: RequestContext, kind: int, name: str, operation: int) ->
 
 def release_refusal(ctx: RequestContext, resources: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
     """Every resource's answer where the release emulated (``kafka.version``) failed the whole request for a resource
-    type it did not serve (minibroker.config_resources), else None."""
+    type it did not serve (minibroker.config.resources), else None."""
     refused = request_refusal(
         ctx.broker.config.kafka_version, ctx.api_key, [(r["resource_type"], r["resource_name"]) for r in resources],
     )
@@ -506,7 +506,7 @@ def describe_group(ctx: RequestContext, group_id: str, names: list[str] | None, 
     """A group's configs as Kafka's ConfigHelper.createGroupConfigEntry gives them: the group's own value
     (GROUP_CONFIG), else the broker setting it follows (given: STATIC_BROKER_CONFIG, else DEFAULT_CONFIG), else
     GroupConfig's default."""
-    from minibroker.kafka_settings import GROUP_SETTINGS
+    from minibroker.config.kafka_settings import GROUP_SETTINGS
 
     configs = ctx.broker.group_configs
     overrides = configs.overrides(group_id)
@@ -672,7 +672,7 @@ def incremental_change(current: dict[str, str], op: dict[str, Any], defaults: di
 def broker_change(current: dict[str, str], op: dict[str, Any]) -> None:
     """One IncrementalAlterConfigs operation on a broker layer (ConfigAdminManager.prepareIncrementalConfigs):
     APPEND and SUBTRACT only on LIST settings, from the layer's value or else Kafka's default."""
-    from minibroker.kafka_settings import BROKER_SETTINGS
+    from minibroker.config.kafka_settings import BROKER_SETTINGS
 
     name, value, kind = op["name"], op["value"], op["config_operation"]
     if kind == OP_SET:
@@ -713,7 +713,7 @@ def change_loggers(resource: dict[str, Any], validate_only: bool) -> dict:
 def alter_incrementally(ctx: RequestContext, resource: dict[str, Any], validate_only: bool) -> dict:
     """One checked resource's operations, applied to its current values (a topic's or group's overrides, a broker
     layer, the loggers)."""
-    from minibroker.kafka_settings import GROUP_SETTINGS, TOPIC_SETTINGS
+    from minibroker.config.kafka_settings import GROUP_SETTINGS, TOPIC_SETTINGS
 
     kind, name = resource["resource_type"], resource["resource_name"]
     if kind == BROKER_LOGGER_RESOURCE:

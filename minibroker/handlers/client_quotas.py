@@ -11,12 +11,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from minibroker.acl_operations import ALTER_CONFIGS, CLUSTER, CLUSTER_NAME, DESCRIBE_CONFIGS
-from minibroker.context import RequestContext
+from minibroker.acls.operations import ALTER_CONFIGS, CLUSTER, CLUSTER_NAME, DESCRIBE_CONFIGS
 from minibroker.handlers.acls import not_authorized
 from minibroker.handlers.registry import api
 from minibroker.protocol.errors import ErrorCode
 from minibroker.quotas.store import QuotaError
+from minibroker.server.context import RequestContext
 
 log = logging.getLogger(__name__)
 

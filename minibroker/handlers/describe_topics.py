@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from minibroker.acl_operations import DESCRIBE, TOPIC
-from minibroker.cluster import NO_LEADER
-from minibroker.context import RequestContext
+from minibroker.acls.operations import DESCRIBE, TOPIC
+from minibroker.cluster.placements import NO_LEADER
 from minibroker.handlers.registry import api
 from minibroker.protocol.error_responses import error_response
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.primitives import ZERO_UUID
+from minibroker.server.context import RequestContext
 from minibroker.storage.log_manager import TopicInfo
 from minibroker.storage.topic_names import is_internal, validate_topic_name
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from minibroker.acl_operations import ALTER, CLUSTER, CLUSTER_NAME
 from minibroker.acls.model import CLUSTER_DENIED
-from minibroker.context import RequestContext
-from minibroker.features import FeatureUpdate
+from minibroker.acls.operations import ALTER, CLUSTER, CLUSTER_NAME
+from minibroker.cluster.features import FeatureUpdate
 from minibroker.handlers.registry import api
 from minibroker.protocol.errors import ErrorCode
+from minibroker.server.context import RequestContext
 
 FIRST_VERSION_WITHOUT_RESULTS = 2
 

@@ -12,9 +12,8 @@ from __future__ import annotations
 import time
 from typing import Any, Iterable, NamedTuple
 
-from minibroker.acl_operations import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME, DESCRIBE, READ, TOPIC
-from minibroker.context import RequestContext
-from minibroker.fetch_sessions import (
+from minibroker.acls.operations import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME, DESCRIBE, READ, TOPIC
+from minibroker.cluster.fetch_sessions import (
     FINAL_EPOCH,
     INITIAL_EPOCH,
     INVALID_SESSION_ID,
@@ -28,6 +27,7 @@ from minibroker.handlers.registry import api
 from minibroker.protocol.errors import NO_ERROR, ErrorCode
 from minibroker.protocol.primitives import ZERO_UUID, FileRegion
 from minibroker.protocol.records import iter_batches
+from minibroker.server.context import RequestContext
 from minibroker.storage.errors import OffsetOutOfRangeError
 from minibroker.storage.partition_log import PartitionLog
 
@@ -246,7 +246,7 @@ def read_replica(
     """Kafka's ReplicaManager.findPreferredReadReplica, on the leader only: among the in-sync (live) replicas that
     hold ``offset`` (all of them or none: the log is shared), the one the rack-aware selector picks for
     ``client_rack``; NO_PREFERRED_REPLICA when it is the leader."""
-    from minibroker.racks import preferred_read_replica  # only with the selector configured
+    from minibroker.cluster.racks import preferred_read_replica  # only with the selector configured
 
     placed = ctx.broker.placements.of(name, index)
     if placed.leader != ctx.node_id:

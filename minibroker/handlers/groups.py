@@ -13,7 +13,8 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any, Callable
 
-from minibroker.acl_operations import (
+from minibroker.acls.model import CLUSTER_DENIED, GROUP_DENIED, TRANSACTIONAL_ID_DENIED
+from minibroker.acls.operations import (
     CLUSTER,
     CLUSTER_ACTION,
     CLUSTER_NAME,
@@ -26,22 +27,21 @@ from minibroker.acl_operations import (
     TRANSACTIONAL_ID,
     WRITE,
 )
-from minibroker.acls.model import CLUSTER_DENIED, GROUP_DENIED, TRANSACTIONAL_ID_DENIED
-from minibroker.cluster import NO_LEADER
-from minibroker.context import RequestContext
-from minibroker.features import GROUP_VERSION, TV2
+from minibroker.cluster.features import GROUP_VERSION, TV2
+from minibroker.cluster.placements import NO_LEADER
 from minibroker.groups.requests import JoinRequest, LeavingMember, PartitionCommit, Responder
 from minibroker.handlers.registry import api
 from minibroker.protocol.error_responses import error_response
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.primitives import ZERO_UUID
+from minibroker.server.context import RequestContext
 from minibroker.share.keys import parse_coordinator_key
 from minibroker.storage.errors import StorageError
 from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, SHARE_GROUP_STATE_TOPIC
 
 if TYPE_CHECKING:
     from minibroker.groups.coordinator import GroupCoordinator
-    from minibroker.zookeeper_offsets import ZooKeeperOffsets
+    from minibroker.groups.zookeeper_offsets import ZooKeeperOffsets
 
 GROUP_KEY = 0
 TRANSACTION_KEY = 1
@@ -349,7 +349,7 @@ def zookeeper_commit(
     """OffsetCommit v0 with partitions to commit, as Kafka's commitOffsetsToZookeeper: a ZooKeeper-mode release (up
     to 3.2) stores the offsets in ZooKeeper, not through the group coordinator; a KRaft release has no ZooKeeper and
     answers every partition UNSUPPORTED_VERSION (its whole-request error answer)."""
-    from minibroker.kafka_versions import zookeeper_mode
+    from minibroker.config.releases import zookeeper_mode
 
     if not zookeeper_mode(ctx.broker.config.kafka_version):
         return error_response(ctx.api_key, ctx.api_version, body, ErrorCode.UNSUPPORTED_VERSION, None)
@@ -365,7 +365,7 @@ def zookeeper_commit(
 
 
 def zookeeper_offsets(ctx: RequestContext) -> ZooKeeperOffsets:
-    from minibroker.zookeeper_offsets import ZooKeeperOffsets
+    from minibroker.groups.zookeeper_offsets import ZooKeeperOffsets
 
     if ctx.broker.zookeeper_offsets is None:
         ctx.broker.zookeeper_offsets = ZooKeeperOffsets(ctx.broker.config.data_dir)
@@ -520,7 +520,7 @@ def zookeeper_fetch(ctx: RequestContext, group_id: str, topics: list[tuple[str, 
     """OffsetFetch v0 (served only when emulating a release before 4.0), as Kafka's handleOffsetFetchRequestV0: the
     offsets v0 commits stored in ZooKeeper, without metadata, a partition never committed UNKNOWN_TOPIC_OR_PARTITION;
     a KRaft release (3.3 on) has no ZooKeeper and answers UNSUPPORTED_VERSION. DESCRIBE on the group comes first."""
-    from minibroker.kafka_versions import zookeeper_mode
+    from minibroker.config.releases import zookeeper_mode
 
     if ctx.broker.authorizer is not None and not ctx.allowed(DESCRIBE, GROUP, group_id):
         return every_partition(topics, ErrorCode.GROUP_AUTHORIZATION_FAILED)

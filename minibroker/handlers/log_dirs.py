@@ -14,10 +14,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from minibroker.acl_operations import ALTER, CLUSTER, CLUSTER_NAME, DESCRIBE
-from minibroker.context import RequestContext
+from minibroker.acls.operations import ALTER, CLUSTER, CLUSTER_NAME, DESCRIBE
 from minibroker.handlers.registry import api
 from minibroker.protocol.errors import ErrorCode
+from minibroker.server.context import RequestContext
 
 
 def log_dir(ctx: RequestContext) -> Path:

@@ -5,19 +5,19 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from minibroker.acl_operations import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, NO_AUTHORIZED_OPERATIONS, TOPIC
-from minibroker.context import RequestContext
-from minibroker.features import FeatureLevels
+from minibroker.acls.operations import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, NO_AUTHORIZED_OPERATIONS, TOPIC
+from minibroker.cluster.features import FeatureLevels
 from minibroker.handlers.registry import api
 from minibroker.protocol.errors import NO_ERROR, ErrorCode
 from minibroker.protocol.frames import API_VERSIONS_KEY, EncodedAnswer
 from minibroker.protocol.primitives import ZERO_UUID
+from minibroker.server.context import RequestContext
 from minibroker.storage.errors import StorageError
 from minibroker.storage.log_manager import TopicInfo
 from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, is_internal
 
 if TYPE_CHECKING:
-    from minibroker.internal_topics import InternalTopic
+    from minibroker.cluster.internal_topics import InternalTopic
 
 log = logging.getLogger(__name__)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from minibroker.acl_operations import TOPIC, TRANSACTIONAL_ID, WRITE
 from minibroker.acls.model import TRANSACTIONAL_ID_DENIED
-from minibroker.context import RequestContext
+from minibroker.acls.operations import TOPIC, TRANSACTIONAL_ID, WRITE
+from minibroker.cluster.replicas import insync_problem
 from minibroker.handlers.metadata import leader_endpoints
 from minibroker.handlers.registry import api
 from minibroker.protocol.compression import ZSTD
@@ -23,7 +23,7 @@ from minibroker.protocol.records import (
     recompress_batch,
     validate_batches,
 )
-from minibroker.replicas import insync_problem
+from minibroker.server.context import RequestContext
 from minibroker.storage.errors import ProducerStateError
 from minibroker.storage.partition_log import PartitionLog
 from minibroker.storage.topic_names import is_internal

@@ -3,7 +3,7 @@ ControllerApis and ReplicationControlManager answer them.
 
 A partition's data is stored once, so its in-sync replicas are its live ones: a preferred election moves the
 leadership to the first replica when that node is live (the same broker operation as the control API's leader
-move), and a reassignment completes at once unless it adds a stopped node (see ``minibroker.cluster``). With the
+move), and a reassignment completes at once unless it adds a stopped node (see ``minibroker.cluster.placements``). With the
 authorizer on, ElectLeaders and AlterPartitionReassignments need ALTER on the cluster, ListPartitionReassignments
 DESCRIBE, else the whole request is refused with CLUSTER_AUTHORIZATION_FAILED (Kafka's authorizeClusterOperation).
 """
@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from minibroker.acl_operations import ALTER, DESCRIBE
-from minibroker.cluster import NO_LEADER, first_live
-from minibroker.context import RequestContext
+from minibroker.acls.operations import ALTER, DESCRIBE
+from minibroker.cluster.placements import NO_LEADER, first_live
 from minibroker.handlers.acls import not_authorized
 from minibroker.handlers.admin import manual_assignment_problem
 from minibroker.handlers.registry import api
 from minibroker.protocol.error_responses import error_response
 from minibroker.protocol.errors import ErrorCode
+from minibroker.server.context import RequestContext
 
 PREFERRED, UNCLEAN = 0, 1
 ELECTION_ERRORS = {  # ApiError(error): the error's own message

@@ -11,7 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 if TYPE_CHECKING:
-    from minibroker.context import RequestContext
+    from minibroker.server.context import RequestContext
 
 HandlerFn = Callable[["RequestContext", dict[str, Any]], Awaitable[dict[str, Any] | None]]
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from minibroker.context import RequestContext
 from minibroker.handlers.registry import api
 from minibroker.protocol.errors import ErrorCode
 from minibroker.sasl.mechanism import AuthenticationFailed
+from minibroker.server.context import RequestContext
 
 log = logging.getLogger(__name__)
 

@@ -13,13 +13,13 @@ import asyncio
 import logging
 from typing import Any
 
-from minibroker.acl_operations import ALTER, CLUSTER, CLUSTER_NAME, DESCRIBE
-from minibroker.context import RequestContext
+from minibroker.acls.operations import ALTER, CLUSTER, CLUSTER_NAME, DESCRIBE
 from minibroker.handlers.acls import not_authorized
 from minibroker.handlers.registry import api
 from minibroker.protocol.errors import ErrorCode
 from minibroker.sasl import credential_file
 from minibroker.sasl.user_admin import alteration, description, result
+from minibroker.server.context import RequestContext
 
 log = logging.getLogger(__name__)
 

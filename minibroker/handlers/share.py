@@ -14,13 +14,13 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Any, Iterable
 
-from minibroker.acl_operations import GROUP, READ, TOPIC
-from minibroker.context import RequestContext
+from minibroker.acls.operations import GROUP, READ, TOPIC
 from minibroker.handlers.metadata import leader_endpoints
 from minibroker.handlers.registry import api
 from minibroker.handlers.share_groups import share_groups_enabled
 from minibroker.protocol.errors import NO_ERROR, ErrorCode
 from minibroker.protocol.share_state import SharePartitionKey
+from minibroker.server.context import RequestContext
 from minibroker.share.sessions import FINAL_EPOCH, SessionError
 
 if TYPE_CHECKING:

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from minibroker.acl_operations import DESCRIBE, GROUP, NO_AUTHORIZED_OPERATIONS, READ
-from minibroker.context import RequestContext
-from minibroker.features import SHARE_VERSION
+from minibroker.acls.operations import DESCRIBE, GROUP, NO_AUTHORIZED_OPERATIONS, READ
+from minibroker.cluster.features import SHARE_VERSION
 from minibroker.handlers.groups import (
     HIDDEN_TOPICS,
     UNSUPPORTED_VERSION_MESSAGE,
@@ -24,6 +23,7 @@ from minibroker.handlers.groups import (
 from minibroker.handlers.registry import api
 from minibroker.protocol.error_responses import error_response
 from minibroker.protocol.errors import ErrorCode
+from minibroker.server.context import RequestContext
 
 
 def share_groups_enabled(ctx: RequestContext) -> bool:

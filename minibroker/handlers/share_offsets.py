@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-from minibroker.acl_operations import DELETE, DESCRIBE, GROUP, READ, TOPIC
-from minibroker.context import RequestContext
+from minibroker.acls.operations import DELETE, DESCRIBE, GROUP, READ, TOPIC
 from minibroker.handlers.groups import coordinator
 from minibroker.handlers.registry import api
 from minibroker.handlers.share_groups import share_groups_enabled
 from minibroker.protocol.errors import NO_ERROR, ErrorCode
 from minibroker.protocol.primitives import ZERO_UUID
 from minibroker.protocol.share_state import SharePartitionKey
+from minibroker.server.context import RequestContext
 
 if TYPE_CHECKING:
     from minibroker.storage.log_manager import TopicInfo
@@ -39,7 +39,7 @@ def coordinator_error(ctx: RequestContext, group_id: str) -> ErrorCode:
 
 def creates_missing_groups(ctx: RequestContext) -> bool:
     """Whether AlterShareGroupOffsets creates a share group that does not exist (the release emulated, if any)."""
-    from minibroker.kafka_versions import emulates_before
+    from minibroker.config.releases import emulates_before
 
     return not emulates_before(ctx.broker.config.kafka_version, CREATES_GROUP_SINCE)
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from minibroker.acl_operations import (
+from minibroker.acls.model import CLUSTER_DENIED, TOPIC_DENIED
+from minibroker.acls.operations import (
     ALTER,
     CLUSTER,
     CLUSTER_ACTION,
@@ -22,12 +23,11 @@ from minibroker.acl_operations import (
     TRANSACTIONAL_ID,
     WRITE,
 )
-from minibroker.acls.model import CLUSTER_DENIED, TOPIC_DENIED
-from minibroker.context import RequestContext
-from minibroker.features import TV2
+from minibroker.cluster.features import TV2
+from minibroker.cluster.internal_topics import PendingFlushes
 from minibroker.handlers.registry import api
-from minibroker.internal_topics import PendingFlushes
 from minibroker.protocol.errors import NO_ERROR, ErrorCode
+from minibroker.server.context import RequestContext
 from minibroker.storage.errors import StorageError
 from minibroker.storage.topic_names import CONSUMER_OFFSETS_TOPIC, is_internal
 from minibroker.transactions.markers import write_markers
@@ -306,7 +306,7 @@ async def describe_transactions(ctx: RequestContext, body: dict[str, Any]) -> di
 async def list_transactions(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
     """v2's TransactionalIdPattern (KIP-1152) must match a whole transactional id; a pattern RE2/J refuses answers
     INVALID_REGULAR_EXPRESSION alone, as Kafka's TransactionStateManager once loading is over."""
-    from minibroker.re2_syntax import compile_re2
+    from minibroker.config.re2_syntax import compile_re2
     from minibroker.transactions.metadata import TxnState  # here: the coordinator's modules load on first use
 
     by_name = {state.kafka_name: state for state in TxnState}

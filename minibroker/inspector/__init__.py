@@ -1,1 +1,1 @@
-"""The web inspector's static page, script and style sheet, served by ``minibroker.inspector_pages``."""
+"""The web inspector's static page, script and style sheet, served by ``minibroker.control.inspector_pages``."""

@@ -14,7 +14,7 @@ from minibroker.quotas.enforce import EXEMPT_APIS, names
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
-    from minibroker.context import RequestContext
+    from minibroker.server.context import RequestContext
 
 PRODUCE_KEY, FETCH_KEY = 0, 1
 # KIP-219 (each response's shouldClientThrottle): from these versions the client waits out a throttle itself and the

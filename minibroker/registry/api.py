@@ -9,12 +9,12 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from minibroker.control_http import HttpRequest, RawBody
 from minibroker.registry import records as r
 from minibroker.registry.formats import FORMATS
 from minibroker.registry.levels import LEVELS, incompatibilities
 from minibroker.registry.parsed import InvalidSchemaError, ParsedSchema
 from minibroker.registry.state import RegistryState, Version, schema_identity
+from minibroker.server.http import HttpRequest, RawBody
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT")

@@ -10,11 +10,11 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
-from minibroker.control_http import REASONS, ClosedBeforeRequest, HttpError, HttpRequest, RawBody, read_request
-from minibroker.internal_topics import KAFKA_INTERNAL_REPLICATION_FACTOR, InternalTopic, PendingFlushes, replay
+from minibroker.cluster.internal_topics import KAFKA_INTERNAL_REPLICATION_FACTOR, InternalTopic, PendingFlushes, replay
 from minibroker.registry import records as r
 from minibroker.registry.api import CONTENT_TYPE, RegistryApi, RegistryError
 from minibroker.registry.state import RegistryState
+from minibroker.server.http import REASONS, ClosedBeforeRequest, HttpError, HttpRequest, RawBody, read_request
 from minibroker.storage.errors import StorageError
 
 if TYPE_CHECKING:

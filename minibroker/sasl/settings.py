@@ -3,7 +3,7 @@ configuration can be validated at start-up without loading the hashing and crede
 
 from __future__ import annotations
 
-from minibroker.config import ConfigError
+from minibroker.config.settings import ConfigError
 
 PLAIN = "PLAIN"
 SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}

@@ -16,10 +16,10 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator, Protocol
 
-from minibroker.clock import VirtualClock
+from minibroker.cluster.clock import VirtualClock
+from minibroker.config.kafka_settings import GROUP_SETTINGS
 from minibroker.groups.group_configs import reset_duration_ms
 from minibroker.groups.timer import ClockTimer, LoopTimer
-from minibroker.kafka_settings import GROUP_SETTINGS
 from minibroker.protocol.errors import NO_ERROR, ErrorCode
 from minibroker.protocol.records import BatchHeader, iter_batches
 from minibroker.protocol.share_state import PersistedShareState, SharePartitionKey

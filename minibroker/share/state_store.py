@@ -24,9 +24,9 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from minibroker.clock import every
+from minibroker.cluster.clock import every
 
-from minibroker.internal_topics import InternalTopic, PendingFlushes, internal_replication_factor, replay
+from minibroker.cluster.internal_topics import InternalTopic, PendingFlushes, internal_replication_factor, replay
 from minibroker.protocol import share_records as records
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.key_partitions import partition_for

@@ -18,8 +18,8 @@ import logging
 from dataclasses import dataclass
 from typing import Callable, Iterable, Protocol
 
-from minibroker.coordinator_partitions import ServedPartitions
-from minibroker.features import TV2
+from minibroker.cluster.coordinators import ServedPartitions
+from minibroker.cluster.features import TV2
 from minibroker.protocol.errors import NO_ERROR, ErrorCode
 from minibroker.protocol.txn_log_records import TransactionLogValue
 from minibroker.transactions.metadata import MAX_EPOCH, TopicPartition, TransactionMetadata, TxnState

@@ -10,7 +10,7 @@ from minibroker.storage.errors import StorageError
 
 if TYPE_CHECKING:
     from minibroker.broker import Broker
-    from minibroker.internal_topics import PendingFlushes
+    from minibroker.cluster.internal_topics import PendingFlushes
 
 log = logging.getLogger(__name__)
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from minibroker.features import TV2
+from minibroker.cluster.features import TV2
 from minibroker.protocol.errors import NO_ERROR, ErrorCode
 from minibroker.protocol.records import BATCH_HEADER_SIZE, parse_header
 
 if TYPE_CHECKING:
-    from minibroker.context import RequestContext
+    from minibroker.server.context import RequestContext
 
 FIRST_PRODUCE_ADDING_PARTITIONS = 12
 Refusal = tuple[ErrorCode, "str | None"]

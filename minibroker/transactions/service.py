@@ -12,9 +12,9 @@ import os
 import signal
 from typing import TYPE_CHECKING, Iterable
 
-from minibroker.coordinator_partitions import PartitionOwnership
-from minibroker.features import TRANSACTION_VERSION
-from minibroker.internal_topics import InternalTopic, PendingFlushes, internal_replication_factor, replay
+from minibroker.cluster.coordinators import PartitionOwnership
+from minibroker.cluster.features import TRANSACTION_VERSION
+from minibroker.cluster.internal_topics import InternalTopic, PendingFlushes, internal_replication_factor, replay
 from minibroker.protocol.coordinator_records import capped
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.key_partitions import partition_for
