@@ -11,6 +11,7 @@ import asyncio
 import errno
 import logging
 import os
+import socket
 import ssl
 import time
 from collections import Counter
@@ -43,7 +44,7 @@ from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import EncodedAnswer
 from minibroker.protocol.key_partitions import partition_for
 from minibroker.server.codec_cache import install as install_codec_cache
-from minibroker.server.connection import KafkaConnection, start_server
+from minibroker.server.connection import KafkaConnection, close_keeping_ports, start_server
 from minibroker.server.tls import server_context
 from minibroker.storage.errors import InvalidConfigError, InvalidTopicError, TopicExistsError
 from minibroker.storage.log_manager import LogManager, NewTopic, TopicInfo, validate_topic_name
@@ -146,6 +147,7 @@ class Broker:
         self.producer_ids: ProducerIdAllocator | None = None
         self.features: FeatureLevels | None = None  # read from the data directory at start-up
         self._servers: list[asyncio.base_events.Server] = []
+        self._held_ports: dict[int, list[socket.socket]] = {}  # listener index -> its port's keepers, node stopped
         self._tasks: list[asyncio.Task] = []
         self._waiters: dict[PartitionKey, list[asyncio.Future]] = {}
         self.fetches_woken = False  # an append woke a waiting Fetch: the request that appended answers after it
@@ -643,7 +645,7 @@ class Broker:
             self._elect(f"node {node_id} shut down")
         for index, listener in enumerate(self.listeners):
             if listener.node_id == node_id:
-                self._servers[index].close()
+                self._held_ports[index] = close_keeping_ports(self._servers[index])
         for connection in [c for c in self.connections if c.listener.node_id == node_id]:
             connection.close()
         if not clean:
@@ -699,6 +701,8 @@ class Broker:
             if listener.node_id == node_id:
                 tls = self._tls if listener.protocol.uses_tls else None
                 self._servers[index] = await start_server(self, listener, tls)
+                for keeper in self._held_ports.pop(index, ()):
+                    keeper.close()
         self.live_nodes.add(node_id)
         self._elect(f"node {node_id} started")
         log.info("node %d started", node_id)
@@ -801,6 +805,9 @@ class Broker:
         for server in self._servers:
             await server.wait_closed()
         self._servers = []
+        for keeper in (keeper for keepers in self._held_ports.values() for keeper in keepers):
+            keeper.close()
+        self._held_ports.clear()
         self.logs.close()
         if self.transcript is not None:
             self.transcript.close()

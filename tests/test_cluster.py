@@ -5,6 +5,7 @@ restart that keeps the leaders."""
 from __future__ import annotations
 
 import random
+import socket
 import time
 from collections import Counter
 from pathlib import Path
@@ -135,6 +136,26 @@ def test_three_nodes_serve_one_cluster(tmp_path: Path, topic_name: str) -> None:
             consumer.close()
     finally:
         proc.stop()
+
+
+def test_a_stopped_node_keeps_its_port_for_its_start() -> None:
+    """A stopped node refuses connections, yet its port stays bound to it: another program's socket (or an outgoing
+    connection's port, from the same range as port 0) cannot take it in between, so the node starts on it again.
+    (Under load, a suite's other connections took a freed port between a stop and a start.)"""
+    with Broker(nodes=2) as broker:
+        host, port_text = broker.node_addresses[2].rsplit(":", 1)
+        port = int(port_text)
+        broker.stop_node(2)
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection((host, port), timeout=TIMEOUT_S).close()
+        other = socket.socket()
+        try:
+            with pytest.raises(OSError):
+                other.bind((host, port))  # a plain bind: the port is in use
+        finally:
+            other.close()
+        broker.start_node(2)
+        socket.create_connection((host, port), timeout=TIMEOUT_S).close()
 
 
 def test_a_restart_keeps_leaders_and_epochs(tmp_path: Path, topic_name: str) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from collections import deque
 from typing import TYPE_CHECKING
 
@@ -304,3 +305,26 @@ async def start_server(broker: Broker, listener: Listener, tls: ssl.SSLContext |
         ssl=tls, ssl_handshake_timeout=handshake_timeout, ssl_shutdown_timeout=SSL_SHUTDOWN_TIMEOUT_S if tls else None,
         backlog=1024,
     )
+
+
+def close_keeping_ports(server: asyncio.base_events.Server) -> list[socket.socket]:
+    """Stop listening, but keep the ports: each listening address gets a socket bound without ``listen()``, so
+    clients are refused as by a stopped broker while no other program's bind or outgoing connection takes the port
+    before the node starts on it again (Linux leaves a bound port to its socket). Close them once the node listens
+    again; an address taken in the instant between is left for that start to report."""
+    addresses = [(sock.family, sock.getsockname()) for sock in server.sockets]
+    server.close()
+    held = []
+    for family, address in addresses:
+        keeper = socket.socket(family, socket.SOCK_STREAM)
+        keeper.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the listener had; its connections linger
+        if family == socket.AF_INET6:
+            keeper.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)  # as asyncio binds an IPv6 listener
+        try:
+            keeper.bind(address)
+        except OSError:
+            keeper.close()
+            continue
+        held.append(keeper)
+    return held
+
