@@ -4,7 +4,7 @@ through its published port, beside the same broker started on the host (the inst
 Beside each, its floor, a bare asyncio process that answers only ApiVersions (benchmarks/startup.py's): on the host,
 and in a container of the image (`--entrypoint python`), which is what the engine itself costs (namespaces, the
 network, the port forwarding, its own start). Samples alternate, so all four see the same machine. The container is
-started as the README starts it (`run --rm -p HOST:9092`, the image's default command) and removed after each sample.
+started as the docs start it (`run --rm -p HOST:9092`, the image's default command) and removed after each sample.
 
     python benchmarks/container.py [--runs N] [--image NAME]
 

@@ -1,5 +1,5 @@
 """A real container engine for the image tests: podman, the image built from docker/Dockerfile once a session with the
-README's build command, and the containers, volumes and networks a test makes, always removed.
+documented build command, and the containers, volumes and networks a test makes, always removed.
 
 - The engine gets a containers.conf of its own (``CONTAINERS_CONF``) whose one change is default ulimits this machine
   allows: podman's own (a million open files) are above what sandboxes and CI runners grant, and runc then cannot
@@ -276,7 +276,7 @@ class Engine:
             shutil.rmtree(root, ignore_errors=True)
 
     def build(self, dockerfile: Path, tag: str, base: str, context: Path = ROOT) -> None:
-        """``podman build --format docker -f DOCKERFILE -t TAG CONTEXT`` (the README's command) with the base image
+        """``podman build --format docker -f DOCKERFILE -t TAG CONTEXT`` (the documented command) with the base image
         and the host's CA bundle for pip."""
         args = ["build", "--format", "docker", "-f", str(dockerfile), "--build-arg", f"BASE_IMAGE={base}", "-t", tag]
         bundle = host_ca_bundle()

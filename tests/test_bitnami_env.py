@@ -71,9 +71,9 @@ def test_a_bitnami_compose_service_runs_as_written(tmp_path: Path) -> None:
         broker.stop()
 
 
-def test_the_readme_bitnami_service_holds_known_settings() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    block = readme.split("# was: bitnami/kafka", 1)[1].split("```", 1)[0]
+def test_the_documented_bitnami_service_holds_known_settings() -> None:
+    page = (Path(__file__).resolve().parent.parent / "docs" / "containers.md").read_text()
+    block = page.split("# was: bitnami/kafka", 1)[1].split("```", 1)[0]
     env = dict(re.findall(r"^\s+([A-Z_]+): \"?([^\"\n]+)\"?$", block, re.MULTILINE))
     assert "KAFKA_CFG_ADVERTISED_LISTENERS" in env and "ALLOW_PLAINTEXT_LISTENER" in env
     config = build_config(env_settings(env))

@@ -76,8 +76,8 @@ def test_config_reference_prints_the_generated_table() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(TABLES))
-def test_each_generated_readme_table_is_printed_by_its_command(name: str) -> None:
-    """README's generated blocks name the command that prints them: ``minibroker NAME``."""
+def test_each_generated_reference_table_is_printed_by_its_command(name: str) -> None:
+    """The docs' reference pages are built from what ``minibroker NAME`` prints."""
     result = run(name)
     assert result.returncode == 0
     assert result.stdout == TABLES[name]()

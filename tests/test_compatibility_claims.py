@@ -28,10 +28,11 @@ T0 = 1_700_000_000_000
 
 
 def comparison() -> str:
-    """The docs' section "Compared with Apache Kafka" (docs/compatibility.md), up to the next section."""
+    """The docs' section "Compared with Apache Kafka" (docs/compatibility.md), up to the next section or the end."""
     text = COMPATIBILITY.read_text()
     start = text.index("## Compared with Apache Kafka\n")
-    return text[start : text.index("\n## ", start + 1)]
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end >= 0 else len(text)]
 
 
 def claim(pattern: str) -> re.Match[str]:

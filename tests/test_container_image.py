@@ -1,4 +1,4 @@
-"""The container image as users run it: built from docker/Dockerfile with the README's command under a real engine
+"""The container image as users run it: built from docker/Dockerfile with the documented command under a real engine
 (podman), started as `docker run`, compose, Kubernetes and OpenShift start it, and used through published ports by
 real clients. Without podman these tests skip and say why (tests/containerutil.py)."""
 
@@ -22,7 +22,7 @@ from tests.clientutil import TIMEOUT_S, confluent_admin, confluent_consume, conf
 from tests.containerutil import ROOT, Container, Engine, engine, free_port, image  # noqa: F401  (fixtures)
 
 COMPOSE = ROOT / "docker" / "compose.yaml"
-README = ROOT / "README.md"
+CONTAINERS_PAGE = ROOT / "docs" / "containers.md"
 KCAT_STAND_IN = "localhost/minibroker-test-kcat:debian-12"
 
 
@@ -56,7 +56,7 @@ def cluster_id_of(bootstrap: str) -> str:
 
 def start_broker(engine: Engine, image: str, env: dict[str, str] | None = None, **options) -> tuple[Container, str]:
     """A broker container published on a free host port, which it advertises (KAFKA_ADVERTISED_LISTENERS, as the
-    README says to set behind a port mapping); the container and its bootstrap address, once it serves."""
+    docs say to set behind a port mapping); the container and its bootstrap address, once it serves."""
     port = free_port()
     advertised = {"KAFKA_ADVERTISED_LISTENERS": f"PLAINTEXT://127.0.0.1:{port}"}
     container = engine.start(image, ports=[(port, 9092)], env={**advertised, **(env or {})}, **options)
@@ -104,7 +104,7 @@ def test_minibroker_commands_reach_minibroker_and_programs_run_as_given(engine: 
 
 
 def test_run_serves_host_clients_reports_health_and_stops_on_sigterm(engine: Engine, image: str) -> None:
-    """The README's `docker run --rm -p 9092:9092 minibroker`, on a free port instead of 9092 (the container listens
+    """The documented `docker run --rm -p 9092:9092 minibroker`, on a free port instead of 9092 (the container listens
     on the port it publishes, so the address it advertises by default is the host's)."""
     port = free_port()
     container = engine.start(image, ports=[(port, port)], env={"KAFKA_LISTENERS": f"PLAINTEXT://0.0.0.0:{port}"})
@@ -163,16 +163,16 @@ def test_an_unwritable_data_directory_is_named_in_one_clear_line(engine: Engine,
 # ---- environments written for other images ----
 
 
-def readme_yaml_blocks() -> list[dict]:
-    """The README's compose examples (```yaml blocks)."""
-    return [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", README.read_text(), re.DOTALL)]
+def documented_yaml_blocks() -> list[dict]:
+    """The compose examples of the containers page (```yaml blocks)."""
+    return [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", CONTAINERS_PAGE.read_text(), re.DOTALL)]
 
 
 @pytest.mark.parametrize("was", ["apache/kafka", "bitnami/kafka"])
 def test_a_compose_service_written_for_another_image_works_by_its_image_line(engine: Engine, image: str, was: str) -> None:
-    """The README's examples of a service written for apache/kafka and for bitnami/kafka, with the image line
+    """The containers page's examples of a service written for apache/kafka and for bitnami/kafka, with the image line
     changed; host port 9092 becomes a free one (in the advertised listener too)."""
-    services = [block["services"]["kafka"] for block in readme_yaml_blocks() if "services" in block]
+    services = [block["services"]["kafka"] for block in documented_yaml_blocks() if "services" in block]
     bitnami = was == "bitnami/kafka"
     service = next(s for s in services if any(name.startswith("KAFKA_CFG_") for name in s["environment"]) == bitnami)
     port = free_port()

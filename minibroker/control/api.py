@@ -65,9 +65,15 @@ async def dispatch(broker: Broker, request: HttpRequest) -> Answer:
     raise HttpError(404, f"no such control path: {request.path}")
 
 
-async def start_control_server(broker: Broker) -> asyncio.base_events.Server:
-    from minibroker.control import inspect_api, inspector_pages# noqa: F401  (their routes register on import)
+def all_routes() -> list[tuple[str, tuple[str, ...], RouteHandler]]:
+    """Every route: this module's, the inspector's API and its pages (they register on import)."""
+    from minibroker.control import inspect_api, inspector_pages  # noqa: F401
 
+    return ROUTES
+
+
+async def start_control_server(broker: Broker) -> asyncio.base_events.Server:
+    all_routes()
     config = broker.config
     return await start_http_server(
         config.control_host, config.control_port, config.control_token, lambda request: dispatch(broker, request),
@@ -126,6 +132,8 @@ def nodes_view(broker: Broker) -> list[dict[str, Any]]:
 
 @route("GET", "/v1/health")
 async def health(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """The broker's status: version, cluster id, uptime, whether the listener is read-only, the nodes and the
+    registry's URL."""
     return 200, {
         "status": "ok",
         "version": __version__,
@@ -137,13 +145,23 @@ async def health(broker: Broker, request: HttpRequest, params: list[str]) -> Ans
     }
 
 
+@route("GET", "/v1/openapi.json")
+async def openapi(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """This API described as an OpenAPI 3.1 document, made from the routes the broker serves."""
+    from minibroker.control.openapi import openapi_document
+
+    return 200, openapi_document(all_routes())
+
+
 @route("GET", "/v1/nodes")
 async def list_nodes(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """Every node with its listeners (name, address advertised) and whether it runs."""
     return 200, {"nodes": nodes_view(broker)}
 
 
 @route("POST", "/v1/nodes")
 async def add_node(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """Add a node on the next ports of each listener (201 with its id); it leads what is created from now on."""
     try:
         node = await broker.add_node()
     except OSError as exc:
@@ -153,6 +171,7 @@ async def add_node(broker: Broker, request: HttpRequest, params: list[str]) -> A
 
 @route("POST", "/v1/nodes/{id}/stop")
 async def stop_node(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """Stop a node: ``{"clean": false}`` is a crash, else a controlled shutdown; 409 for the last running node."""
     node = node_id(broker, params[0])
     clean = field(request.json(), "clean", bool, default=True)
     if node not in broker.live_nodes:
@@ -165,6 +184,7 @@ async def stop_node(broker: Broker, request: HttpRequest, params: list[str]) -> 
 
 @route("POST", "/v1/nodes/{id}/start")
 async def start_node(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """Start a stopped node on its ports again; the partitions it replicates that have no leader get it back."""
     node = node_id(broker, params[0])
     if node in broker.live_nodes:
         raise HttpError(409, f"node {node} is running")
@@ -196,6 +216,7 @@ async def advertise_listener(broker: Broker, request: HttpRequest, params: list[
 
 @route("POST", "/v1/partitions/{topic}/{partition}/leader")
 async def move_leader(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """``{"node": N}``: the partition's leader moves to node N (one of its replicas), with a new leader epoch."""
     topic, partition_text = params
     if broker.topic(topic) is None:
         raise HttpError(404, f"no topic {topic!r}")
@@ -237,6 +258,8 @@ async def move_coordinator(broker: Broker, request: HttpRequest, params: list[st
 
 @route("POST", "/v1/faults")
 async def add_fault(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """Inject a fault (``{"api": "Produce", "error": "NOT_LEADER_OR_FOLLOWER", "count": 3}``; actions error, delay,
+    disconnect, stall, throttle); 201 with the fault and its id."""
     from minibroker.control.faults import FaultSpecError
 
     try:
@@ -248,17 +271,20 @@ async def add_fault(broker: Broker, request: HttpRequest, params: list[str]) -> 
 
 @route("GET", "/v1/faults")
 async def list_faults(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """Every injected fault with its hits."""
     faults = broker.faults.faults.values() if broker.faults is not None else []
     return 200, {"faults": [fault.view() for fault in faults]}
 
 
 @route("DELETE", "/v1/faults")
 async def clear_faults(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """Clear every fault (a stalled request is released)."""
     return 200, {"cleared": broker.faults.clear() if broker.faults is not None else 0}
 
 
 @route("DELETE", "/v1/faults/{id}")
 async def clear_fault(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """Clear one fault by id."""
     known = broker.faults.faults if broker.faults is not None else {}
     if not params[0].isdigit() or int(params[0]) not in known:
         raise HttpError(404, f"no fault {params[0]!r}")
@@ -267,6 +293,8 @@ async def clear_fault(broker: Broker, request: HttpRequest, params: list[str]) -
 
 @route("GET", "/v1/transcript")
 async def transcript(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """The transcript's entries after number ``since`` (query, default 0) and the next entry's number; 409 without a
+    transcript."""
     if broker.transcript is None:
         raise HttpError(409, "no transcript is kept: start the broker with transcript.enabled=true")
     since = request.query.get("since", ["0"])[0]
@@ -285,6 +313,7 @@ def virtual_clock(broker: Broker) -> VirtualClock:
 
 @route("GET", "/v1/clock")
 async def get_clock(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """The broker's time in ms and whether the clock is virtual."""
     from minibroker.cluster.clock import VirtualClock
 
     return 200, {"now_ms": broker.clock(), "virtual": isinstance(broker.clock, VirtualClock)}
@@ -292,6 +321,7 @@ async def get_clock(broker: Broker, request: HttpRequest, params: list[str]) -> 
 
 @route("POST", "/v1/clock/advance")
 async def advance_clock(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """``{"ms": N}``: the virtual clock moves N ms on, running what falls due in time order; 409 on the system clock."""
     clock = virtual_clock(broker)
     ms = field(request.json(), "ms", int)
     if ms < 0:
@@ -302,6 +332,7 @@ async def advance_clock(broker: Broker, request: HttpRequest, params: list[str])
 
 @route("POST", "/v1/clock/set")
 async def set_clock(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """``{"time": MS}``: the virtual clock jumps to that time (never back), running what falls due."""
     clock = virtual_clock(broker)
     target = field(request.json(), "time", int)
     if target < clock.now_ms:
@@ -312,6 +343,8 @@ async def set_clock(broker: Broker, request: HttpRequest, params: list[str]) -> 
 
 @route("POST", "/v1/reset")
 async def reset(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """Delete every topic and forget every group, transaction, group and dynamic broker config, fault and transcript
+    entry."""
     started = time.monotonic()
     deleted = await broker.reset()
     return 200, {"topics_deleted": deleted, "elapsed_ms": round((time.monotonic() - started) * 1000, 3)}
@@ -335,6 +368,7 @@ def known_snapshot(broker: Broker, name: str) -> None:
 
 @route("POST", "/v1/snapshots")
 async def take_snapshot(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """``{"name": "seeded"}``: save every topic, group offset and transaction under that name (201)."""
     from minibroker.storage.snapshots import SnapshotError
 
     started = time.monotonic()
@@ -347,11 +381,13 @@ async def take_snapshot(broker: Broker, request: HttpRequest, params: list[str])
 
 @route("GET", "/v1/snapshots")
 async def list_snapshots(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """The snapshots kept, with their files and bytes."""
     return 200, {"snapshots": [snapshot_view(snapshot.info) for snapshot in broker.snapshots.snapshots.values()]}
 
 
 @route("POST", "/v1/snapshots/{name}/restore")
 async def restore_snapshot(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """Put a snapshot's topics, offsets and transactions back, forgetting what came after."""
     known_snapshot(broker, params[0])
     started = time.monotonic()
     return 200, snapshot_view(await broker.restore(params[0]), started)
@@ -359,6 +395,7 @@ async def restore_snapshot(broker: Broker, request: HttpRequest, params: list[st
 
 @route("DELETE", "/v1/snapshots/{name}")
 async def delete_snapshot(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """Drop a snapshot."""
     known_snapshot(broker, params[0])
     broker.snapshots.delete(params[0])
     return 200, {"deleted": params[0]}
@@ -388,6 +425,8 @@ def observed(look: Callable[[], Any]) -> Answer:
 
 @route("GET", "/v1/partitions/{topic}/{partition}/records")
 async def partition_records(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """A partition's offsets and a page of its batches and records (query ``offset``, ``max`` up to 1000,
+    ``timestamp``, ``value_bytes``)."""
     from minibroker.control.observe import partition_records
 
     offset, limit = query_int(request, "offset", 0), min(query_int(request, "max", 100), MAX_RECORDS)
@@ -401,6 +440,7 @@ async def partition_records(broker: Broker, request: HttpRequest, params: list[s
 
 @route("GET", "/v1/groups/{group}")
 async def group_view(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """A group as its coordinator describes it (classic, consumer or share), with its committed offsets."""
     from minibroker.control.observe import group_view
 
     return observed(lambda: group_view(broker, params[0]))
@@ -408,6 +448,7 @@ async def group_view(broker: Broker, request: HttpRequest, params: list[str]) ->
 
 @route("GET", "/v1/transactions/{id}")
 async def transaction_view(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """A transactional id's state, producer id and epoch, partitions and history."""
     from minibroker.control.observe import transaction_view
 
     return observed(lambda: transaction_view(broker, params[0]))

@@ -19,6 +19,8 @@ OFFSET_COMMIT_VERSION = 8  # a commit without a member, as Kafka's admin tools s
 
 @route("GET", "/v1/cluster")
 async def cluster(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """The cluster: nodes, listeners, the settings that differ from their defaults, uptime and requests served by
+    API."""
     from minibroker.control.inspect_views import cluster_view
 
     return 200, cluster_view(broker)
@@ -26,6 +28,7 @@ async def cluster(broker: Broker, request: HttpRequest, params: list[str]) -> An
 
 @route("GET", "/v1/topics")
 async def topics(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """A page of the topics (query ``offset``, ``limit``, ``filter``)."""
     from minibroker.control.inspect_views import PAGE, topics_view
 
     internal = request.query.get("internal", ["true"])[0].lower() != "false"
@@ -35,6 +38,8 @@ async def topics(broker: Broker, request: HttpRequest, params: list[str]) -> Ans
 
 @route("GET", "/v1/topics/{name}")
 async def topic(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """A topic: a page of its partitions with offsets, size, segments, leader and epoch, and its configs with their
+    sources."""
     from minibroker.control.inspect_views import PAGE, topic_view
 
     offset, limit = query_int(request, "offset", 0), query_int(request, "limit", PAGE)
@@ -57,6 +62,7 @@ async def create_topic(broker: Broker, request: HttpRequest, params: list[str]) 
 
 @route("DELETE", "/v1/topics/{name}")
 async def delete_topic(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """Delete a topic (an internal topic is refused)."""
     from minibroker.storage.topic_names import INTERNAL_TOPICS
 
     name = params[0]
@@ -70,6 +76,7 @@ async def delete_topic(broker: Broker, request: HttpRequest, params: list[str]) 
 
 @route("GET", "/v1/partitions/{topic}/{partition}/records/{offset}")
 async def record(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """One record in full, with its batch."""
     from minibroker.control.inspect_views import record_view
 
     topic_name, partition, offset = params
@@ -94,6 +101,7 @@ async def export(broker: Broker, request: HttpRequest, params: list[str]) -> Ans
 
 @route("GET", "/v1/groups")
 async def groups(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """Every group with its type, state, members and lag."""
     from minibroker.control.inspect_views import groups_view
 
     return 200, groups_view(broker)
@@ -131,6 +139,7 @@ async def reset_group_offsets(broker: Broker, request: HttpRequest, params: list
 
 @route("GET", "/v1/transactions")
 async def transactions(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """Every transactional id with its state."""
     from minibroker.control.inspect_views import transactions_view
 
     return 200, transactions_view(broker)
@@ -138,6 +147,7 @@ async def transactions(broker: Broker, request: HttpRequest, params: list[str]) 
 
 @route("GET", "/v1/schemas")
 async def schemas(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """The schema registry's subjects (409 when no registry runs)."""
     from minibroker.registry.views import subjects_view
 
     return 200, subjects_view(_registry(broker).state, broker.schema_registry_url)
@@ -145,6 +155,7 @@ async def schemas(broker: Broker, request: HttpRequest, params: list[str]) -> An
 
 @route("GET", "/v1/schemas/{subject}")
 async def subject_schemas(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """One subject's versions and schemas."""
     from minibroker.registry.views import subject_view
 
     view = subject_view(_registry(broker).state, params[0])

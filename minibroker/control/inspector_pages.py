@@ -53,6 +53,7 @@ def asset(name: str) -> RawBody:
 
 
 async def page(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """The web inspector's page (the same page for each of its views)."""
     return 200, asset("index.html")
 
 
@@ -62,4 +63,5 @@ for path in VIEW_PATHS:
 
 @route("GET", "/assets/{file}")
 async def asset_file(broker: Broker, request: HttpRequest, params: list[str]) -> Answer:
+    """A file of the inspector's page (scripts, styles)."""
     return 200, asset(params[0])

@@ -5,6 +5,7 @@ made by writing ``_schemas`` records (``write`` appends them to the log and appl
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -148,6 +149,16 @@ class RegistryApi:
             ("mode", "*"): {"GET": self.get_mode, "PUT": self.put_mode, "DELETE": self.delete_mode},
         }
 
+    def described_routes(self) -> list[tuple[str, str, str]]:
+        """Each route as (method, path with its parameters named as the operation names them, docstring)."""
+        described = []
+        for pattern, methods in self.routes.items():
+            for method, operation in methods.items():
+                names = iter(list(inspect.signature(operation).parameters)[1:])
+                path = "/" + "/".join(f"{{{next(names)}}}" if part == "*" else part for part in pattern)
+                described.append((method, path, inspect.getdoc(operation) or ""))
+        return described
+
     def forget_parsed(self) -> None:
         self._parsed.clear()
 
@@ -274,12 +285,15 @@ class RegistryApi:
     # ---- schemas ----
 
     async def root(self, request: HttpRequest) -> Answer:
+        """An empty object: the registry answers."""
         return 200, {}
 
     async def schema_types(self, request: HttpRequest) -> Answer:
+        """The schema types served: AVRO, JSON, PROTOBUF."""
         return 200, list(FORMATS)
 
     async def contexts(self, request: HttpRequest) -> Answer:
+        """The contexts: only the default context, `.`."""
         return 200, ["."]  # the default context: the only one served
 
     async def list_schemas(self, request: HttpRequest) -> Answer:
@@ -300,10 +314,12 @@ class RegistryApi:
         return version
 
     async def schema_by_id(self, request: HttpRequest, schema_id: str) -> Answer:
+        """The schema with that id (`format` for Protobuf's serialized form)."""
         version = self._by_id(schema_id)
         return 200, schema_view(version, self._formatted(request, version))
 
     async def schema_text_by_id(self, request: HttpRequest, schema_id: str) -> Answer:
+        """The schema text alone."""
         version = self._by_id(schema_id)
         return 200, RawBody(CONTENT_TYPE, (self._formatted(request, version) or version.schema).encode())
 
@@ -317,10 +333,12 @@ class RegistryApi:
         ]
 
     async def versions_of_id(self, request: HttpRequest, schema_id: str) -> Answer:
+        """Every (subject, version) holding the schema with that id."""
         holders = self._holders(request, schema_id)
         return 200, page(request, [{"subject": v.subject, "version": v.version} for v in holders])
 
     async def subjects_of_id(self, request: HttpRequest, schema_id: str) -> Answer:
+        """Every subject holding the schema with that id."""
         return 200, page(request, list(dict.fromkeys(v.subject for v in self._holders(request, schema_id))))
 
     # ---- subjects and versions ----
@@ -350,14 +368,17 @@ class RegistryApi:
         return 200, page(request, numbers)
 
     async def get_version(self, request: HttpRequest, subject: str, version: str) -> Answer:
+        """One version of a subject (a number or `latest`)."""
         found = self._find(subject, parse_version(version), flag(request, "deleted"))
         return 200, version_view(found, self._formatted(request, found))
 
     async def get_version_schema(self, request: HttpRequest, subject: str, version: str) -> Answer:
+        """One version's schema text alone."""
         found = self._find(subject, parse_version(version), flag(request, "deleted"))
         return 200, RawBody(CONTENT_TYPE, (self._formatted(request, found) or found.schema).encode())
 
     async def referenced_by(self, request: HttpRequest, subject: str, version: str) -> Answer:
+        """The ids of the schemas that reference this version."""
         found = self._find(subject, parse_version(version), deleted=True)
         return 200, self.state.referenced_by(subject, found.version)
 
@@ -377,6 +398,8 @@ class RegistryApi:
         raise RegistryError(404, 40403, "Schema not found")
 
     async def register(self, request: HttpRequest, subject: str) -> Answer:
+        """Register a schema under the subject (its id, the existing one for a schema already there), checked against
+        the subject's compatibility level."""
         body = self._body(request)
         async with self.changes:
             mode = self.state.mode(subject)
@@ -429,6 +452,7 @@ class RegistryApi:
         return given, number
 
     async def delete_version(self, request: HttpRequest, subject: str, version: str) -> Answer:
+        """Soft-delete a version (`permanent=true` after a soft delete removes it)."""
         number, permanent = parse_version(version), flag(request, "permanent")
         async with self.changes:
             self._writable(subject)
@@ -457,6 +481,7 @@ class RegistryApi:
                     f"subject={subject}, version={version.version}}}.")
 
     async def delete_subject(self, request: HttpRequest, subject: str) -> Answer:
+        """Soft-delete a subject's versions (`permanent=true` after a soft delete removes them)."""
         permanent = flag(request, "permanent")
         async with self.changes:
             self._writable(subject)
@@ -548,11 +573,13 @@ class RegistryApi:
         return 200, previous
 
     async def get_mode(self, request: HttpRequest, subject: str | None = None) -> Answer:
+        """The mode, global or a subject's: READWRITE, READONLY, READONLY_OVERRIDE or IMPORT."""
         if subject is not None and subject not in self.state.modes and not flag(request, "defaultToGlobal"):
             raise RegistryError(404, 40409, f"Subject '{subject}' does not have subject-level mode configured")
         return 200, {"mode": self.state.mode(subject)}
 
     async def put_mode(self, request: HttpRequest, subject: str | None = None) -> Answer:
+        """Set the mode, global or a subject's (`force=true` for IMPORT over existing schemas)."""
         mode = self._body(request).get("mode")
         if not isinstance(mode, str) or mode.upper() not in MODES:
             raise RegistryError(
@@ -566,6 +593,7 @@ class RegistryApi:
         return 200, {"mode": mode}
 
     async def delete_mode(self, request: HttpRequest, subject: str) -> Answer:
+        """Drop a subject's mode, back to the global one."""
         async with self.changes:
             if subject not in self.state.modes:
                 raise RegistryError(404, 40409, f"Subject '{subject}' does not have subject-level mode configured")
