@@ -82,7 +82,7 @@ def test_an_unwritable_place_only_costs_compiles(tmp_path: Path, compiles: list[
 
 
 def test_kept_where_python_keeps_the_bytecode(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from minibroker.server.connection import codec_cache
+    from minibroker.server import codec_cache
 
     monkeypatch.setattr(sys, "pycache_prefix", None)
     package = Path(codec_cache.__file__).resolve().parent

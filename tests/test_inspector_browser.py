@@ -139,11 +139,21 @@ def texts(page: Session, css: str) -> list[str]:
         .filter(e => e.checkVisibility()).map(e => e.innerText.trim())""", css)
 
 
+# A view's first poll loads its scripts and its API answers: with both cores busy it has taken over 10 s.
+VIEW_TIMEOUT_S = 30.0
+
+
+def shown(page: Session, css: str) -> bool:
+    """Whether an element matching css is on the page and visible (a form is made hidden and shown once the first
+    answer says that actions are allowed)."""
+    return page.execute("return Array.from(document.querySelectorAll(arguments[0])).some(e => e.checkVisibility())", css)
+
+
 def open_view(page: Session, url: str, ready_css: str, what: str) -> None:
-    """Open url and wait for ready_css; a failure shows what the page showed instead."""
+    """Open url and wait until ready_css is shown; a failure shows what the page showed instead."""
     page.get(url)
     try:
-        page.wait(lambda: page.find_all(ready_css), what=what)
+        page.wait(lambda: shown(page, ready_css), timeout_s=VIEW_TIMEOUT_S, what=what)
     except AssertionError as exc:
         raise AssertionError(f"{exc}; the page shows:\n{page.execute('return document.body.innerText')}") from None
 
@@ -157,6 +167,11 @@ def records_shown(page: Session) -> list[dict[str, Any]]:
 def click(page: Session, css: str) -> None:
     """Click what css finds; retried while a poll replaces it."""
     page.wait(lambda: page.find(css).click() is None, what=f"a clickable {css}")
+
+
+def type_into(page: Session, css: str, text: str) -> None:
+    """Type into what css finds; retried while it is not shown yet or a poll replaces it."""
+    page.wait(lambda: page.find(css).send_keys(text) is None, what=f"a field {css} to type into")
 
 
 def shot(page: Session, name: str) -> None:
@@ -227,14 +242,13 @@ def test_topic_view_shows_partitions_configs_and_every_kind_of_batch(browser: Se
 
 def test_partition_view_searches_by_offset_and_by_timestamp_and_pages(browser: Session, filled: Filled) -> None:
     open_view(browser, f"{filled.url}/topics/{TOPIC}/0", "table.messages tr.record", "partition 0's records")
-    field = browser.find("input.offset-input")
-    field.send_keys("12\ue007")  # Enter submits the form
+    type_into(browser, "input.offset-input", "12\ue007")  # Enter submits the form
     browser.wait(lambda: [r["offset"] for r in records_shown(browser) if "target" in r["classes"]] == [12],
                  what="offset 12 marked")
     assert records_shown(browser)[0]["offset"] == 12 and "offset=12" in browser.current_url
     shot(browser, "partition")
 
-    browser.find("input.time-input").send_keys(f"{filled.base_ms + 2500}\ue007")
+    type_into(browser, "input.time-input", f"{filled.base_ms + 2500}\ue007")
     browser.wait(lambda: [r["offset"] for r in records_shown(browser) if "target" in r["classes"]] == [3],
                  what="the first record at or after the time searched")
     assert f"timestamp={filled.base_ms + 2500}" in browser.current_url
@@ -381,15 +395,13 @@ def test_transaction_view_shows_state_producer_and_timeline(browser: Session, fi
 
 def test_actions_create_a_topic_fault_it_clear_it_and_delete_it(browser: Session, filled: Filled) -> None:
     open_view(browser, filled.url + "/", "form.actions input[name='name']", "the create-topic form")
-    browser.find("form.actions input[name='name']").send_keys("made-in-browser\ue007")
+    type_into(browser, "form.actions input[name='name']", "made-in-browser\ue007")
     browser.wait(lambda: browser.find_all("table.topics a[href='/topics/made-in-browser']"), what="the new topic")
 
     open_view(browser, filled.url + "/faults", "form.inject-fault", "the fault form")
-    form = browser.find("form.inject-fault")
-    form.find("input[name='api']").send_keys("Produce")
-    form.find("input[name='error']").send_keys("NOT_LEADER_OR_FOLLOWER")
-    form.find("input[name='count']").send_keys("1")
-    form.find("input[name='topic']").send_keys("made-in-browser\ue007")
+    for name, text in (("api", "Produce"), ("error", "NOT_LEADER_OR_FOLLOWER"), ("count", "1"),
+                       ("topic", "made-in-browser\ue007")):
+        type_into(browser, f"form.inject-fault input[name='{name}']", text)
     listed = ["Produce", "error", "NOT_LEADER_OR_FOLLOWER", "0"]
     browser.wait(lambda: [cells[1:5] for cells in row_cells(browser, "table.fault-list")] == [listed],
                  what="the fault listed")
@@ -422,7 +434,7 @@ def test_reset_offsets_of_an_empty_group(browser: Session, filled: Filled) -> No
 
 def test_transcript_view_filters_the_timeline(browser: Session, filled: Filled) -> None:
     open_view(browser, filled.url + "/transcript", "table.transcript-list tbody tr td.client-id", "the transcript")
-    browser.find("input.filter-api").send_keys("Produce")
+    type_into(browser, "input.filter-api", "Produce")
 
     def requests() -> set[str]:
         return {cells[5].split(" ")[0] for cells in row_cells(browser, "table.transcript-list")}
@@ -448,7 +460,7 @@ def test_a_token_is_asked_for_and_sent(browser: Session) -> None:
         broker.create_topic("guarded", 1, 1)
         open_view(browser, broker.control_url + "/", "#token-input", "the token form")
         browser.wait(lambda: texts(browser, "#token-form"), what="the token form shown")
-        browser.find("#token-input").send_keys("s3cret\ue007")
+        type_into(browser, "#token-input", "s3cret\ue007")
         browser.wait(lambda: browser.find_all("table.topics a[href='/topics/guarded']"),
                      what="the data after the token")
         assert texts(browser, "#token-form") == []
