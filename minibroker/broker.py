@@ -100,7 +100,7 @@ class Broker:
         install_codec_cache()  # compiled codecs kept between processes, like bytecode
         self.static_config = config  # as given at start-up; ``config`` is it with the dynamic broker configs
         self.broker_configs = self._read_broker_configs(config)
-        config = self.broker_configs.effective(config.node_id if config.nodes == 1 else 1)
+        config = self.broker_configs.effective(config.node_id)  # the first node's
         self.config = config
         if clock is None and config.clock.strip().lower() not in ("system", "virtual"):
             from minibroker.config.settings import ConfigError
@@ -127,7 +127,7 @@ class Broker:
         self.host, self.port = config.listener
         self.advertised_host, self.advertised_port = self.host, self.port  # those of the first listener
         self.listeners: list[Listener] = []
-        self.node_ids = [config.node_id] if config.nodes == 1 else list(range(1, config.nodes + 1))
+        self.node_ids = list(range(config.node_id, config.node_id + config.nodes))  # node k: node.id + k - 1
         self.live_nodes = set(self.node_ids)
         self.racks: dict[int, str] = {}  # node -> its broker.rack
         if config.broker_rack:

@@ -22,6 +22,7 @@ from .compression import CODEC_NAMES, LZ4, NONE, ZSTD, CompressionError, compres
 from .records import (
     CORRUPT_MESSAGE,
     INVALID_RECORD,
+    NO_TIMESTAMP,
     UNSUPPORTED_COMPRESSION_TYPE,
     BatchHeader,
     InvalidRecordError,
@@ -38,7 +39,6 @@ RECORD_OVERHEAD_V0 = 14  # crc, magic, attributes, key length, value length
 RECORD_OVERHEAD_V1 = 22  # and the timestamp
 COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_FLAG = 0x08
-NO_TIMESTAMP = -1
 MESSAGE_TOO_LARGE = 10
 V2_BATCH_OVERHEAD = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD, the length an overflow message claims at least
 

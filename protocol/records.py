@@ -40,6 +40,7 @@ CONTROL_FLAG = 0x20
 DELETE_HORIZON_FLAG = 0x40
 _KNOWN_ATTRIBUTES = 0x7F  # bits 0-6; Kafka rebuilds attributes from these when it rewrites them
 
+NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP: a record without one
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1

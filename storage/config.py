@@ -19,6 +19,8 @@ _DAY_MS = 24 * 60 * 60 * 1000
 
 CREATE_TIME = "CreateTime"
 LOG_APPEND_TIME = "LogAppendTime"
+# The topic config Kafka 4.0 removed in favour of message.timestamp.before/after.max.ms (KIP-937).
+TIMESTAMP_DIFFERENCE = "message.timestamp.difference.max.ms"
 CLEANUP_POLICIES = ("compact", "delete")
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 _STORED_CODECS = {"uncompressed": NONE, "gzip": GZIP, "snappy": SNAPPY, "lz4": LZ4, "zstd": ZSTD}
@@ -90,6 +92,15 @@ class LogConfig(FrozenConfig):
     @cached_property
     def compact(self) -> bool:
         return "compact" in split_list(self.cleanup_policy)
+
+    @cached_property
+    def timestamp_bounds(self) -> tuple[int, int]:
+        """How far before and after the broker's clock a CreateTime record's timestamp may be (the topic's
+        message.timestamp.before.max.ms and .after.max.ms). Under an emulated 3.x release the retired
+        message.timestamp.difference.max.ms stands in for either one left at Long.MAX_VALUE, as its LogConfig did."""
+        difference = next((int(value) for spec, value in self.retired if spec.name == TIMESTAMP_DIFFERENCE), LONG_MAX)
+        before, after = self.message_timestamp_before_max_ms, self.message_timestamp_after_max_ms
+        return (difference if before == LONG_MAX else before), (difference if after == LONG_MAX else after)
 
     @cached_property
     def roll_ms(self) -> int:

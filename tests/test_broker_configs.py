@@ -98,6 +98,23 @@ def test_a_node_describes_every_setting_with_kafkas_flags(proc: BrokerProcess) -
     assert entries(proc.bootstrap, "") == {}  # the cluster default: its dynamic values only, none yet
 
 
+def test_topic_synonyms_start_at_the_configs_own_broker_setting(proc: BrokerProcess, topic_name: str) -> None:
+    """Kafka's ConfigHelper lists a topic config's broker synonyms from the first one named its own broker setting
+    on: with log.retention.hours given and log.retention.ms not, retention.ms has that value but no synonyms and
+    the source DEFAULT_CONFIG (what KafkaJS's suite expects of Kafka); compression.type shows its broker default."""
+    confluent_create_topic(proc.bootstrap, topic_name, 1)
+    topic = entries(proc.bootstrap, topic_name, ["retention.ms", "segment.ms", "flush.ms", "compression.type"], TOPIC)
+    assert (topic["retention.ms"]["value"], topic["retention.ms"]["config_source"]) == (str(100 * 3_600_000), DEFAULT)
+    assert [synonyms(topic[name]) for name in ("retention.ms", "segment.ms", "flush.ms")] == [[], [], []]
+    assert synonyms(topic["compression.type"]) == [("compression.type", "producer", DEFAULT)]
+    assert change(proc.bootstrap, "", ("log.retention.ms", "7200000", SET)) == (NONE, None)
+    topic = entries(proc.bootstrap, topic_name, ["retention.ms"], TOPIC)["retention.ms"]
+    assert synonyms(topic) == [
+        ("log.retention.ms", "7200000", DYNAMIC_DEFAULT), ("log.retention.hours", "100", STATIC),
+        ("log.retention.hours", "168", DEFAULT),
+    ]
+
+
 def test_values_apply_at_once_with_kafkas_sources(proc: BrokerProcess, topic_name: str) -> None:
     confluent_create_topic(proc.bootstrap, topic_name, 1)
     assert change(proc.bootstrap, "", ("log.retention.ms", "7200000", SET)) == (NONE, None)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.frames import decode_response
 from minibroker.protocol.records import RecordInput, build_batch
@@ -136,6 +136,24 @@ def test_three_nodes_serve_one_cluster(tmp_path: Path, topic_name: str) -> None:
             consumer.close()
     finally:
         proc.stop()
+
+
+def test_node_id_numbers_the_nodes_from_it(topic_name: str) -> None:
+    """node.id is the first node's id, node k's node.id + k - 1: a compose file or a client's suite (KafkaJS's)
+    whose brokers are 0, 1 and 2 assigns replicas and finds brokers by those ids; node 0 stops and starts by its id."""
+    with Broker(nodes=3, node_id=0) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        assert sorted(int(node) for node in broker.node_addresses) == [0, 1, 2]
+        admin.create_topics([NewTopic(topic_name, 2, replica_assignment=[[0, 1], [2, 0]])])[topic_name].result(TIMEOUT_S)
+        answer = metadata(broker.bootstrap_servers, [topic_name])
+        assert sorted(b["node_id"] for b in answer["brokers"]) == [0, 1, 2]
+        partitions = sorted(answer["topics"][0]["partitions"], key=lambda p: p["partition_index"])
+        assert [(p["leader_id"], p["replica_nodes"]) for p in partitions] == [(0, [0, 1]), (2, [2, 0])]
+        resource = ConfigResource(ResourceType.BROKER, "0")
+        assert admin.describe_configs([resource])[resource].result(TIMEOUT_S)["node.id"].value == "0"
+        broker.stop_node(2)
+        assert metadata(broker.bootstrap_servers, [topic_name])["topics"][0]["partitions"][1]["leader_id"] == 0
+        broker.start_node(2)
 
 
 def test_a_stopped_node_keeps_its_port_for_its_start() -> None:

@@ -1,8 +1,8 @@
 """Broker settings and topic configs Kafka 3.x accepted and 4.0 removed (the ZooKeeper-era ones a compose file still
 carries, the message format and inter-broker protocol versions, ...), accepted under ``kafka.version`` before 4.0
 with that release's validation, so a server.properties, compose file or topic-creating tool written for it works as
-it did. The topic configs (``message.format.version``, ``message.downconversion.enable``) take their defaults from
-their broker synonyms, as Kafka's did.
+it did. The topic configs (``message.format.version``, ``message.downconversion.enable``,
+``message.timestamp.difference.max.ms``) take their defaults from their broker synonyms, as Kafka's did.
 
 Facts read off Kafka 3.9's definitions (KafkaConfig, ZkConfigs, ServerLogConfigs, PasswordEncoderConfigs,
 ReplicationConfigs, GroupCoordinatorConfig; ``define`` calls at the 3.9.0 tag) minus Kafka 4.3.1's
@@ -10,7 +10,8 @@ ReplicationConfigs, GroupCoordinatorConfig; ``define`` calls at the 3.9.0 tag) m
 ``setting_values`` reads it). Internal settings (not documented, not shown) are left out. A release before 3.9 is
 given 3.9's list; the versions its MetadataVersionValidator accepted are its own (``ibp_versions``).
 minibroker keeps them, shows them in DescribeConfigs and lists them among the ignored settings: they mean nothing to
-one process that writes V2 batches and talks to no ZooKeeper.
+one process that writes V2 batches and talks to no ZooKeeper. The exception is message.timestamp.difference.max.ms,
+which bounds CreateTime timestamps where message.timestamp.before/after.max.ms are left unset, as 3.x's LogConfig did.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from functools import cache, partial
 from typing import Mapping
 
 from minibroker.config.releases import release_number, resolve
-from minibroker.storage.config import ConfigSpec
+from minibroker.storage.config import TIMESTAMP_DIFFERENCE, ConfigSpec, at_least
 
 FIRST_WITHOUT = "4.0"  # the release that removed them (KIP-724, KIP-896, KIP-500's ZooKeeper removal)
 
@@ -67,6 +68,7 @@ REMOVED_BROKER_SETTINGS: dict[str, tuple[str, str | None, str]] = {
     "leader.imbalance.per.broker.percentage": ("INT", "10", ""),
     "log.message.downconversion.enable": ("BOOLEAN", "true", ""),
     "log.message.format.version": ("STRING", "3.0-IV1", "metadata-version"),  # before 3.0: the release's own
+    "log.message.timestamp.difference.max.ms": ("LONG", "9223372036854775807", "range:0:"),
     "offsets.commit.required.acks": ("SHORT", "-1", ""),
     "password.encoder.cipher.algorithm": ("STRING", "AES/CBC/PKCS5Padding", ""),
     "password.encoder.iterations": ("INT", "4096", "range:1024:"),
@@ -145,6 +147,7 @@ def metadata_version_problem(value: str, text: str) -> str | None:
 REMOVED_TOPIC_CONFIGS = {
     "message.format.version": ("STRING", "log.message.format.version"),
     "message.downconversion.enable": ("BOOLEAN", "log.message.downconversion.enable"),
+    TIMESTAMP_DIFFERENCE: ("LONG", "log.message.timestamp.difference.max.ms"),
 }
 
 
@@ -168,6 +171,8 @@ def retired_topic_configs(text: str, given: Mapping[str, str]) -> tuple[tuple[Co
     for name, (kind, synonym) in REMOVED_TOPIC_CONFIGS.items():
         if synonym not in broker:
             continue
-        check = partial(_version_check, resolve(text)) if broker[synonym][2] == "metadata-version" else None
+        validator = broker[synonym][2]
+        check = partial(_version_check, resolve(text)) if validator == "metadata-version" else (
+            at_least(0) if validator == "range:0:" else None)
         retired.append((ConfigSpec(name, "", kind, check), given.get(synonym, broker[synonym][1] or "")))
     return tuple(retired)

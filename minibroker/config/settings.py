@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 from minibroker.config.sources import SettingsSyntaxError, env_settings, parse_properties
 from minibroker.storage.checkpoint import read_text
-from minibroker.storage.config import LogConfig
+from minibroker.storage.config import LONG_MAX, LogConfig
 from minibroker.storage.errors import InvalidConfigError
 from minibroker.storage.frozen_config import FrozenConfig, config_class
 
@@ -38,7 +38,11 @@ def setting(kafka_name: str, default: Any, doc: str, minimum: int | None = None,
 class BrokerConfig(FrozenConfig):
     """Every setting the broker applies, by its Kafka name (``metadata["kafka"]``), with its default and meaning."""
 
-    node_id: int = setting("node.id", 1, "Id of this broker in Metadata answers (with nodes above 1: 1..N).", 0)
+    node_id: int = setting(
+        "node.id", 1,
+        "Id of this broker in Metadata answers; with nodes above 1 the first node's, node k taking node.id + k - 1 (0: "
+        "ids 0..N-1, as compose files and clients' suites that number brokers from 0 expect).", 0,
+    )
     cluster_id: str = setting(
         "cluster.id", "",
         "Cluster id a new data directory is formatted with (22 characters, as kafka-storage format -t takes it); empty: "
@@ -339,7 +343,12 @@ class BrokerConfig(FrozenConfig):
         from minibroker.config.legacy_settings import retired_topic_configs  # the topic configs the release had
 
         retired = retired_topic_configs(self.kafka_version, dict(self.given))
-        return dataclasses.replace(config, retired=retired) if retired else config
+        if not retired:  # 4.0 and later
+            return config
+        config = dataclasses.replace(config, retired=retired)
+        if "log.message.timestamp.after.max.ms" not in dict(self.given):  # 3.x: no bound (KIP-1030 set 1 h in 4.0)
+            config = dataclasses.replace(config, message_timestamp_after_max_ms=LONG_MAX)
+        return config
 
     @property
     def data_dir(self) -> str:
@@ -377,7 +386,7 @@ class BrokerConfig(FrozenConfig):
 
         applied = (
             _BY_KAFKA_NAME.keys() | BROKER_SYNONYMS.keys() | ALIASES.keys() | BROKER_SETTINGS_READ | QUOTA_SETTINGS
-            | SHARE_SETTINGS
+            | SHARE_SETTINGS | LEGACY_APPLIED
         )
         return sorted(name for name, _ in self.given if name not in applied)
 
@@ -389,6 +398,9 @@ def setting_fields() -> tuple[dataclasses.Field, ...]:
 SETTING_FIELDS = setting_fields()
 # Kafka settings the client quotas read (minibroker.quotas): the samples of a quota's rate.
 QUOTA_SETTINGS = frozenset({"quota.window.num", "quota.window.size.seconds"})
+# Settings Kafka 4.0 removed that an emulated 3.x release applies (minibroker.config.legacy_settings): the default of
+# message.timestamp.difference.max.ms.
+LEGACY_APPLIED = frozenset({"log.message.timestamp.difference.max.ms"})
 # Kafka settings the share partitions read (minibroker.share): how many share sessions each node keeps.
 SHARE_SETTINGS = frozenset({"group.share.max.share.sessions"})
 _BY_KAFKA_NAME = {f.metadata["kafka"]: f for f in SETTING_FIELDS}

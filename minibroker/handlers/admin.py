@@ -73,9 +73,10 @@ def config_entries(ctx: RequestContext, overrides: dict[str, str], names: list[s
             defaults = broker_defaults(broker_names)
         else:
             broker_names, defaults = retired_synonyms(ctx.broker.config.kafka_version, name)
-        found += dynamic_synonyms(ctx, broker_names)
-        found += [{"name": b, "value": given[b], "source": SOURCE_STATIC_BROKER} for b in broker_names if b in given]
-        found += [{"name": b, "value": d, "source": SOURCE_DEFAULT} for b, d in defaults]
+        broker = dynamic_synonyms(ctx, broker_names)
+        broker += [{"name": b, "value": given[b], "source": SOURCE_STATIC_BROKER} for b in broker_names if b in given]
+        broker += [{"name": b, "value": d, "source": SOURCE_DEFAULT} for b, d in defaults]
+        found += from_first_named(broker, broker_names[0]) if broker_names else []
         entry = {
             "name": name,
             "value": value,
@@ -88,6 +89,16 @@ def config_entries(ctx: RequestContext, overrides: dict[str, str], names: list[s
         }
         entries.append(entry)
     return entries
+
+
+def from_first_named(synonyms: list[dict], name: str) -> list[dict]:
+    """ConfigHelper.configSynonyms' last step: the synonyms from the first one named ``name`` on, so a config whose
+    own broker setting has no value shows none of its longer-unit synonyms (retention.ms with only
+    log.retention.hours set: no synonyms, source DEFAULT_CONFIG; log.retention.hours hides log.retention.ms' values)."""
+    for position, synonym in enumerate(synonyms):
+        if synonym["name"] == name:
+            return synonyms[position:]
+    return []
 
 
 def retired_synonyms(kafka_version: str, name: str) -> tuple[list[str], list[tuple[str, str]]]:
@@ -414,8 +425,7 @@ def describe_broker(ctx: RequestContext, name: str, names: list[str] | None, syn
             {"name": n, "value": None if sensitive else layer[n], "source": source}
             for layer, source in layers for n in broker_synonyms(key) if layer.get(n) is not None
         ]
-        while found and found[0]["name"] != key:  # e.g. log.retention.ms's value when describing log.retention.hours
-            found.pop(0)
+        found = from_first_named(found, key)
         if node is None:
             found = [synonym for synonym in found if synonym["source"] == SOURCE_DYNAMIC_DEFAULT]
         entries.append({

@@ -16,6 +16,7 @@ from minibroker.protocol.records import (
     BATCH_HEADER_SIZE,
     MAGIC_OFFSET,
     MAGIC_V2,
+    NO_TIMESTAMP,
     BatchHeader,
     InvalidRecordError,
     decode_batch,
@@ -24,6 +25,7 @@ from minibroker.protocol.records import (
     validate_batches,
 )
 from minibroker.server.context import RequestContext
+from minibroker.storage.config import LONG_MAX, LogConfig
 from minibroker.storage.errors import ProducerStateError
 from minibroker.storage.partition_log import PartitionLog
 from minibroker.storage.topic_names import is_internal
@@ -84,8 +86,11 @@ def append_partition(
         too_large = oversized(index, header, config.max_message_bytes)
         if too_large is not None:
             return too_large
-    if config.compact:
-        refused = keyless_records(records, headers[0], topic, index)
+    now = broker.clock()
+    before, after = config.timestamp_bounds  # the records are decoded only when one may be refused
+    check_times = (headers[0].max_timestamp > now + after or before < LONG_MAX) and not config.log_append_time
+    if check_times or config.compact:
+        refused = refused_records(records, headers[0], config, now, check_times, topic, index)
         if refused is not None:
             return rejected(ctx, topic, index, refused)
     try:
@@ -106,7 +111,7 @@ def append_partition(
         "log_start_offset": info.log_start_offset,
         "record_errors": NO_RECORD_ERRORS,
     }
-    if partition_log.needs_flush(broker.clock()):
+    if partition_log.needs_flush(now):
         flush.append((partition_log, response))
     return response
 
@@ -150,27 +155,42 @@ def oversized(index: int, header: BatchHeader, limit: int) -> dict[str, Any] | N
     return partition_error(index, ErrorCode.MESSAGE_TOO_LARGE, f"batch of {header.size} bytes exceeds max.message.bytes {limit}")
 
 
-def keyless_records(records: memoryview, header: BatchHeader, topic: str, index: int) -> dict[str, Any] | None:
-    """Kafka's LogValidator.validateKey: a compacted topic refuses records without a key. Only compacted topics pay
-    for decoding the records; a batch that does not decode is refused as Kafka would."""
+def refused_records(
+    records: memoryview, header: BatchHeader, config: LogConfig, now: int, check_times: bool, topic: str, index: int,
+) -> dict[str, Any] | None:
+    """Kafka's LogValidator.validateRecord: a record without a key on a compacted topic (validateKey), else (with
+    ``check_times``: a CreateTime topic whose bounds this batch may cross) a timestamp further than
+    message.timestamp.before.max.ms before the broker's clock ``now`` or message.timestamp.after.max.ms after it
+    (validateTimestamp). The caller asks only when a record may fail: on a compacted topic, or when the batch's max
+    timestamp or a before bound could be out of range (not with the defaults and a timestamp within an hour from
+    now), so other batches are never decoded. A batch that does not decode is refused as Kafka would."""
+    before, after = config.timestamp_bounds
     try:
         decoded = decode_batch(records, header)
     except InvalidRecordError as exc:
         return partition_error(index, ErrorCode(exc.error_code), str(exc))
-    message = f"Compacted topic cannot accept message without key in topic partition {topic}-{index}."
-    errors = [
-        {"batch_index": position, "batch_index_error_message": message}
-        for position, record in enumerate(decoded)
-        if record.key is None
-    ]
+    keyless = f"Compacted topic cannot accept message without key in topic partition {topic}-{index}."
+    errors, bad_time = [], False
+    for position, record in enumerate(decoded):
+        if config.compact and record.key is None:
+            errors.append({"batch_index": position, "batch_index_error_message": keyless})
+        elif check_times and record.timestamp != NO_TIMESTAMP and not now - before <= record.timestamp <= now + after:
+            bad_time = True
+            errors.append({"batch_index": position, "batch_index_error_message": (
+                f"Timestamp {record.timestamp} of message with offset {record.offset} is out of range. The timestamp "
+                f"should be within [{now - before}, {now + after}]")})
     if not errors:
         return None
-    shown = ", ".join(f"RecordError(batchIndex={e['batch_index']}, message='{message}')" for e in errors[:3])
-    response = partition_error(
-        index, ErrorCode.INVALID_RECORD,
-        f"One or more records have been rejected due to {len(errors)} record errors in total, and only showing "
-        f"the first three errors at most: [{shown}]",
-    )
+    if bad_time:  # LogValidator.processRecordErrors: one timestamp refused names the whole batch's error
+        response = partition_error(
+            index, ErrorCode.INVALID_TIMESTAMP, "One or more records have been rejected due to invalid timestamp")
+    else:
+        shown = ", ".join(f"RecordError(batchIndex={e['batch_index']}, message='{keyless}')" for e in errors[:3])
+        response = partition_error(
+            index, ErrorCode.INVALID_RECORD,
+            f"One or more records have been rejected due to {len(errors)} record errors in total, and only showing "
+            f"the first three errors at most: [{shown}]",
+        )
     response["record_errors"] = errors
     return response
 
