@@ -568,7 +568,10 @@ class Broker:
             from minibroker.sasl.session import SaslAuthority  # SASL only
             from minibroker.sasl.settings import parse_mechanisms
 
-            self.sasl = SaslAuthority(tuple(parse_mechanisms(self.config.sasl_enabled_mechanisms)), self.scram_credentials)
+            self.sasl = SaslAuthority(
+                tuple(parse_mechanisms(self.config.sasl_enabled_mechanisms)), self.scram_credentials,
+                self.config.connections_max_reauth_ms, self.clock,
+            )
         # With several nodes and port 0, node k takes node 1's free port + k - 1, so a restart finds every node's port
         # again; a port in that range already taken means another try with other free ports.
         several_free = len(self.node_ids) > 1 and any(spec.port == 0 for spec in specs)

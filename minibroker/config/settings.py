@@ -157,6 +157,12 @@ class BrokerConfig(FrozenConfig):
     sasl_enabled_mechanisms: str = setting(
         "sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", "SASL mechanisms offered on SASL listeners."
     )
+    connections_max_reauth_ms: int = setting(
+        "connections.max.reauth.ms", 0,
+        "Lifetime of a SASL session (KIP-368): SaslAuthenticate v1+ tells the client, which re-authenticates on its "
+        "connection before it ends; a request after it (other than that SaslHandshake) closes the connection. 0: "
+        "sessions do not expire.", 0,
+    )
     sasl_users: str = setting(
         "sasl.users", "",
         "USER:PASSWORD pairs, comma-separated, accepted by every SASL mechanism (SCRAM credentials are derived "

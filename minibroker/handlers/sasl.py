@@ -3,8 +3,8 @@
 The connection's SaslSession holds the state; the dispatcher already refused requests the phase does not
 allow. Outside the authentication phase (any other listener, or once authenticated) both APIs answer
 ILLEGAL_SASL_STATE, as Kafka's request handler does. A refused mechanism or failed authentication is
-answered, logged without credentials, and the connection closed. No re-authentication (KIP-368):
-SessionLifetimeMs is 0.
+answered, logged without credentials, and the connection closed. SessionLifetimeMs is connections.max.reauth.ms
+(KIP-368; 0: none); the dispatcher turns a SaslHandshake on such a session into a re-authentication.
 """
 
 from __future__ import annotations
@@ -37,8 +37,10 @@ async def sasl_handshake(ctx: RequestContext, body: dict[str, Any]) -> dict[str,
     return {"error_code": ErrorCode.NONE, "mechanisms": mechanisms}
 
 
-def authenticate_answer(error: ErrorCode, message: str | None, auth_bytes: bytes = b"") -> dict[str, Any]:
-    return {"error_code": error, "error_message": message, "auth_bytes": auth_bytes, "session_lifetime_ms": 0}
+def authenticate_answer(
+    error: ErrorCode, message: str | None, auth_bytes: bytes = b"", lifetime_ms: int = 0,
+) -> dict[str, Any]:
+    return {"error_code": error, "error_message": message, "auth_bytes": auth_bytes, "session_lifetime_ms": lifetime_ms}
 
 
 @api(36, 0, 2)
@@ -49,16 +51,19 @@ async def sasl_authenticate(ctx: RequestContext, body: dict[str, Any]) -> dict[s
         return authenticate_answer(
             ErrorCode.ILLEGAL_SASL_STATE, "SaslAuthenticate request received after successful authentication"
         )
+    again = session.reauthenticating
     try:
         answer = session.authenticate(bytes(body["auth_bytes"]))
     except AuthenticationFailed as exc:
         ctx.broker.repeated_logs.warning(
-            log, "closing %s: SASL %s authentication on listener %s failed: %s",
-            ctx.peer, session.mechanism, connection.listener.name, exc.reason,
+            log, "closing %s: SASL %s %s on listener %s failed: %s", ctx.peer, session.mechanism,
+            "re-authentication" if again else "authentication", connection.listener.name, exc.reason,
         )
         connection.close_after_answer = True
         return authenticate_answer(ErrorCode.SASL_AUTHENTICATION_FAILED, str(exc))
     if session.authenticated:
-        log.info("%s authenticated as %r with SASL %s on listener %s", ctx.peer, session.username, session.mechanism,
-                 connection.listener.name)
-    return authenticate_answer(ErrorCode.NONE, None, answer)
+        (log.debug if again else log.info)(
+            "%s %s as %r with SASL %s on listener %s", ctx.peer, "re-authenticated" if again else "authenticated",
+            session.username, session.mechanism, connection.listener.name,
+        )
+    return authenticate_answer(ErrorCode.NONE, None, answer, session.lifetime_ms if session.authenticated else 0)

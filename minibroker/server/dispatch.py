@@ -82,6 +82,12 @@ async def dispatch(broker: Broker, frame: memoryview, peer: str, connection: Kaf
     except ProtocolError as exc:
         broker.repeated_logs.warning(log, "closing %s: unreadable request header (%s)", peer, exc)
         raise Disconnect from None
+    if session is not None and session.expires_ms is not None and session.must_close(header.api_key):
+        broker.repeated_logs.warning(
+            log, "closing %s: its SASL session ended (connections.max.reauth.ms) without re-authentication (client %r)",
+            peer, header.client_id,
+        )
+        raise Disconnect
     refusal = session.refusal(header.api_key) if session is not None else None
     if refusal is not None:
         broker.repeated_logs.warning(
