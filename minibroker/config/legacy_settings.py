@@ -20,7 +20,7 @@ from functools import cache, partial
 from typing import Mapping
 
 from minibroker.config.releases import release_number, resolve
-from minibroker.storage.config import TIMESTAMP_DIFFERENCE, ConfigSpec, at_least
+from minibroker.storage.config import TIMESTAMP_DIFFERENCE, ConfigSpec
 
 FIRST_WITHOUT = "4.0"  # the release that removed them (KIP-724, KIP-896, KIP-500's ZooKeeper removal)
 
@@ -166,6 +166,8 @@ def _version_check(text: str, value: str) -> str | None:
 def retired_topic_configs(text: str, given: Mapping[str, str]) -> tuple[tuple[ConfigSpec, str], ...]:
     """The removed topic configs as the release ``text`` had them, each with its default (the broker setting given, or
     the release's default of it); none from 4.0 on. For ``LogConfig.retired``."""
+    from minibroker.config.values import validation_problem  # the broker settings' validator specs, read as they are
+
     broker = removed_broker_settings(text)
     retired = []
     for name, (kind, synonym) in REMOVED_TOPIC_CONFIGS.items():
@@ -173,6 +175,6 @@ def retired_topic_configs(text: str, given: Mapping[str, str]) -> tuple[tuple[Co
             continue
         validator = broker[synonym][2]
         check = partial(_version_check, resolve(text)) if validator == "metadata-version" else (
-            at_least(0) if validator == "range:0:" else None)
+            partial(validation_problem, validator) if validator else None)
         retired.append((ConfigSpec(name, "", kind, check), given.get(synonym, broker[synonym][1] or "")))
     return tuple(retired)

@@ -348,11 +348,12 @@ class BrokerConfig(FrozenConfig):
             return config
         from minibroker.config.legacy_settings import retired_topic_configs  # the topic configs the release had
 
-        retired = retired_topic_configs(self.kafka_version, dict(self.given))
+        given = dict(self.given)
+        retired = retired_topic_configs(self.kafka_version, given)
         if not retired:  # 4.0 and later
             return config
         config = dataclasses.replace(config, retired=retired)
-        if "log.message.timestamp.after.max.ms" not in dict(self.given):  # 3.x: no bound (KIP-1030 set 1 h in 4.0)
+        if "log.message.timestamp.after.max.ms" not in given:  # 3.x: no bound (KIP-1030 set 1 h in 4.0)
             config = dataclasses.replace(config, message_timestamp_after_max_ms=LONG_MAX)
         return config
 
