@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Callable
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -57,31 +58,50 @@ async def test_periodic_work_follows_the_virtual_clock() -> None:
     assert runs == [1000, 2000]
 
 
+def clock_following_real_time(broker: Broker) -> Callable[[], bool]:
+    """A step for ``wait_until`` that moves the virtual clock by the real time passed since the first step: timers
+    such as the initial rebalance delay fire, and a member heartbeating in real time is never late, as under the
+    system clock. (A clock running ahead of real time would expire a slow-starting member's session.)"""
+    real_start, virtual_start = time.monotonic(), broker.advance(0)
+
+    def step() -> bool:
+        broker.set_time(virtual_start + int((time.monotonic() - real_start) * 1000))
+        return True
+
+    return step
+
+
+def heartbeats_from(broker: Broker, client_id: str, since: int) -> int:
+    """How many of ``client_id``'s Heartbeats the broker answered without error after transcript entry ``since``."""
+    return sum(1 for entry in broker.transcript(since)
+               if entry["api"] == "Heartbeat" and entry["client_id"] == client_id and not entry["errors"])
+
+
 def test_a_silent_member_is_evicted_when_the_clock_passes_its_session_timeout(topic_name: str) -> None:
     """A kafka-python member stops heartbeating (killed): nothing happens in real time; once the test moves the clock
     past its session timeout, the survivor (heartbeating in real time) gets every partition."""
-    with Broker(clock="virtual") as broker:
+    with Broker(clock="virtual", transcript=True) as broker:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
         admin.create_topics([NewTopic(topic_name, GROUP_PARTITIONS)])[topic_name].result(TIMEOUT_S)
         group = f"g-{topic_name}"
         silent = MemberProcess("kafka-python", broker.bootstrap_servers, group, topic_name, SESSION_MS)
         survivor: ThreadedMember | None = None
         try:
-            # The group's initial rebalance delay runs on the virtual clock too: time moves while the member starts.
-            wait_until(lambda: broker.advance(100) > 0 and silent.assignment == ALL,
+            follow_real_time = clock_following_real_time(broker)  # for the group's initial rebalance delay
+            wait_until(lambda: follow_real_time() and silent.assignment == ALL,
                        "the member process to own every partition")
             survivor = ThreadedMember("survivor", lambda: KafkaPythonMember(
-                broker.bootstrap_servers, group, topic_name, session_timeout_ms=SESSION_MS))
+                broker.bootstrap_servers, group, topic_name, session_timeout_ms=SESSION_MS, client_id="survivor"))
             wait_until(lambda: is_split([survivor.assignment, silent.assignment]), "the partitions to be split")
             silent.kill()
-            time.sleep(0.5)  # real time (over two heartbeats of the survivor): the session timeout does not pass
-            assert survivor.assignment != ALL
-            started = time.monotonic()
-            while survivor.assignment != ALL and time.monotonic() - started < TIMEOUT_S:
-                broker.advance(500)  # the survivor heartbeats every 200 ms of real time, far within its session
-                time.sleep(0.02)
-            assert survivor.assignment == ALL
-            assert time.monotonic() - started < 1.0, "the eviction should take a few steps of the clock"
+            # The clock has stood still since the first wait, so both sessions end at the same time. Half a session
+            # on, the survivor's next heartbeat (real time) starts its session again; the silent member's does not.
+            broker.advance(SESSION_MS // 2)
+            after_step = broker.transcript_position()
+            wait_until(lambda: heartbeats_from(broker, "survivor", after_step) > 0, "the survivor's next heartbeat")
+            assert survivor.assignment != ALL  # real time passed (a heartbeat interval), the clock did not
+            broker.advance(SESSION_MS // 2 + 1)  # past the silent member's session, within the survivor's
+            wait_until(lambda: survivor.assignment == ALL, "the survivor to take every partition")
         finally:
             if survivor is not None:
                 survivor.stop()
