@@ -13,10 +13,12 @@ import weakref
 from pathlib import Path
 from typing import ClassVar
 
+from minibroker.control_client import ControlClient
 from minibroker.protocol.strict import LOG_MARKER
 
 READY = re.compile(r"minibroker ready on (\S+):(\d+)")
 LISTENER = re.compile(r"listener (\S+) \((\S+)\) on (\S+):(\d+)")
+CONTROL = re.compile(r"control listener on (http://[0-9.]+:\d+)")
 
 
 def wait_for_ready(log_path: Path, proc: subprocess.Popen, timeout: float = 20.0) -> int:
@@ -52,6 +54,7 @@ class BrokerProcess:
         self.proc: subprocess.Popen | None = None
         self.port = 0
         self.listener_ports: dict[str, int] = {}  # listener name -> bound port, from the start-up log
+        self.control_url: str | None = None  # the control listener's address, from the start-up log (control.port)
         self.log_checked = 0  # how much of the log strict_violations() has read
 
     @property
@@ -83,12 +86,20 @@ class BrokerProcess:
             if match:
                 self.port = int(match.group(2))
                 self.listener_ports = {m.group(1): int(m.group(4)) for m in LISTENER.finditer(text)}
+                control = CONTROL.search(text)
+                self.control_url = control.group(1) if control else None
                 return self
             if self.proc.poll() is not None:
                 raise RuntimeError(f"broker exited with {self.proc.returncode}:\n{text}")
             time.sleep(0.02)
         self.stop()
         raise RuntimeError(f"broker not ready after {timeout}s:\n{self.log_path.read_text()}")
+
+    @property
+    def control(self) -> ControlClient:
+        """A client of the broker's control API (started with the setting ``control.port``)."""
+        assert self.control_url is not None, "no control listener: start the broker with control.port=0"
+        return ControlClient(self.control_url)
 
     def _limit_open_files(self) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (self.max_open_files, self.max_open_files))

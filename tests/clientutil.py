@@ -19,6 +19,7 @@ from typing import Any, Iterable, Sequence
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from minibroker.control_client import ControlClient
 from minibroker.protocol.compression import CODEC_NAMES
 from minibroker.protocol.frames import decode_response, encode_request
 from minibroker.protocol.records import BatchHeader, iter_batches
@@ -282,6 +283,11 @@ class RawConnection:
 FETCH = 1
 FETCH_VERSION = 4
 MAX_FETCH_BYTES = 64 * MIB
+
+
+def requests_read(control: ControlClient, api: str) -> int:
+    """How many ``api`` requests the broker has read (counted when read: a long-poll Fetch is waiting once counted)."""
+    return control.request("GET", "/v1/cluster")["requests"]["by_api"].get(api, 0)
 
 
 def stored_batches(bootstrap: str, topic: str, partition: int) -> list[BatchHeader]:

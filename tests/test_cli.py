@@ -37,7 +37,9 @@ from tests.clientutil import (
     counts_by_partition,
     drain,
     make_messages,
+    requests_read,
 )
+from tests.grouputil import wait_until
 from tests.test_security import ALICE, ALICE_PASSWORD, metadata_broker, raw_login
 
 MINIBROKER = [sys.executable, "-m", "minibroker"]
@@ -233,6 +235,7 @@ def test_a_file_error_while_stopping_is_reported_as_a_failed_stop(fresh_broker: 
 
 def test_sigterm_answers_a_request_in_flight(fresh_broker: BrokerProcess) -> None:
     """A long-poll Fetch waiting when SIGTERM arrives still gets its (empty) answer before the connection closes."""
+    fresh_broker.settings.append("control.port=0")  # to see when the broker has read the Fetch
     fresh_broker.start()
     confluent_create_topic(fresh_broker.bootstrap, "waiting", partitions=1)
     request = {
@@ -241,7 +244,7 @@ def test_sigterm_answers_a_request_in_flight(fresh_broker: BrokerProcess) -> Non
     }
     with RawConnection(fresh_broker.bootstrap, timeout=10) as conn:
         conn.send(encode_request(FETCH, FETCH_VERSION, 7, "in-flight", request))
-        time.sleep(0.3)  # the broker is now parked in the long poll
+        wait_until(lambda: requests_read(fresh_broker.control, "Fetch") == 1, "the broker to read the Fetch (and park it in the long poll)")
         started = time.monotonic()
         fresh_broker.proc.send_signal(signal.SIGTERM)
         correlation_id, answer = decode_response(FETCH, FETCH_VERSION, conn.recv_frame())

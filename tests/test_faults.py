@@ -23,6 +23,7 @@ from minibroker.protocol.frames import decode_response
 from minibroker.control.faults import FaultSpecError
 from minibroker.testing import Broker
 from tests.clientutil import TIMEOUT_S, RawConnection
+from tests.grouputil import wait_until
 from tests.numbered_producer import NumberedProducer
 
 METADATA, API_VERSIONS = 3, 18
@@ -68,7 +69,7 @@ def test_an_idempotent_producer_keeps_order_through_injected_produce_errors(topi
         broker.add_fault("Produce", error="REQUEST_TIMED_OUT", probability=0.18, seed=2)
         producer = NumberedProducer(broker.bootstrap_servers, topic_name, 3).start()
         try:
-            time.sleep(2)
+            wait_until(lambda: all(fault["hits"] > 5 for fault in broker.faults()), "each fault to hit a few answers")
             producer.finish()
         finally:
             producer.close()

@@ -18,7 +18,7 @@ from minibroker.protocol.records import build_batch
 
 from minibroker.control_client import ControlClient
 from minibroker.testing import Broker
-from tests.clientutil import RawConnection
+from tests.clientutil import RawConnection, requests_read
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="SO_TIMESTAMPNS receive timestamps are Linux's")
 
@@ -40,10 +40,6 @@ def stamped_answer(conn: RawConnection) -> tuple[bytes, int]:
     return data[4:], seconds * 1_000_000_000 + nanoseconds
 
 
-def fetches_served(control: ControlClient) -> int:
-    return control.request("GET", "/v1/cluster")["requests"]["by_api"].get("Fetch", 0)
-
-
 def test_a_waiting_fetch_is_answered_before_the_produce_that_woke_it() -> None:
     with Broker(control=True, num_partitions=1) as broker:
         broker.create_topic("woken", 1)
@@ -52,7 +48,7 @@ def test_a_waiting_fetch_is_answered_before_the_produce_that_woke_it() -> None:
                 RawConnection(broker.bootstrap_servers, timeout=20) as producer:
             for conn in (consumer, producer):
                 conn.sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-            before = fetches_served(control)
+            before = requests_read(control, "Fetch")
             consumer.send(encode_request(FETCH, 12, 1, "waiting-consumer", {
                 "replica_id": -1, "max_wait_ms": 15_000, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
                 "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
@@ -60,7 +56,7 @@ def test_a_waiting_fetch_is_answered_before_the_produce_that_woke_it() -> None:
                     "partition": 0, "current_leader_epoch": -1, "fetch_offset": 0, "last_fetched_epoch": -1,
                     "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}]}))
             deadline = time.monotonic() + 10
-            while fetches_served(control) == before:  # read, and so waiting: both happen in one step of the loop
+            while requests_read(control, "Fetch") == before:  # read, and so waiting: both happen in one step of the loop
                 assert time.monotonic() < deadline, "the broker never read the Fetch"
                 time.sleep(0.01)
             sent_ns = time.time_ns()

@@ -5,7 +5,6 @@ so the session ends when the test moves it."""
 
 from __future__ import annotations
 
-import re
 import time
 from collections import Counter
 from pathlib import Path
@@ -13,7 +12,6 @@ from typing import Iterator
 
 import pytest
 from confluent_kafka import Producer
-from minibroker.control_client import ControlClient
 
 from tests.brokerproc import BrokerProcess
 from tests.clientutil import TIMEOUT_S, Deadline, RawConnection, raw_request_frame
@@ -27,7 +25,6 @@ SETTINGS = (
     "listeners=SASL_PLAINTEXT://127.0.0.1:0",
     "sasl.users=" + ",".join(f"{user}:{password}" for user, password in USERS.items()),
 )
-CONTROL = re.compile(r"control listener on (http://[0-9.]+:\d+)")
 
 
 class SaslBroker:
@@ -35,9 +32,7 @@ class SaslBroker:
 
     def __init__(self, proc: BrokerProcess) -> None:
         self.proc = proc
-        match = CONTROL.search(proc.log_text())
-        assert match, proc.log_text()
-        self.control = ControlClient(match.group(1))
+        self.control = proc.control
 
     @property
     def bootstrap_servers(self) -> str:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-import time
 from pathlib import Path
 
 import pytest
@@ -18,8 +17,6 @@ from minibroker.commands.probe import probe
 from minibroker.config.settings import ConfigError
 from minibroker.testing import Broker
 from tests.clientutil import TIMEOUT_MS, TIMEOUT_S, confluent_consumer, drain
-
-START_BOUND_S = 2.0  # generous for loaded CI machines; benchmarks/startup.py has the real figures
 
 
 def produce_values(bootstrap: str, topic: str, values: list[bytes]) -> list[int]:
@@ -46,9 +43,7 @@ def consume_values(bootstrap: str, topic: str, count: int) -> list[bytes]:
 
 
 def test_sync_broker_round_trip_with_confluent_kafka() -> None:
-    started = time.monotonic()
-    with Broker() as broker:
-        assert time.monotonic() - started < START_BOUND_S
+    with Broker() as broker:  # how fast it starts: benchmarks/startup.py
         _, port = broker.address
         assert broker.bootstrap_servers == f"127.0.0.1:{port}" and port > 0
         data_dir = broker.data_dir
