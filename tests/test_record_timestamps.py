@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import NewTopic
 from minibroker.protocol.frames import decode_response
-from minibroker.protocol.records import RecordInput, build_batch
+from minibroker.protocol.records import RecordInput, build_batch, new_batch, parse_header, set_log_append_time
 from minibroker.testing import Broker
 
 from tests.clientutil import TIMEOUT_S, RawConnection, confluent_admin, confluent_create_topic
@@ -33,7 +33,17 @@ def broker() -> Iterator[Broker]:
 
 def produce(bootstrap: str, topic: str, records: list[RecordInput]) -> dict[str, Any]:
     """One batch of ``records`` to partition 0 (Produce v9): the partition's answer."""
-    batch = build_batch(records, base_timestamp=records[0].timestamp)
+    return produce_batch(bootstrap, topic, build_batch(records, base_timestamp=records[0].timestamp))
+
+
+def marked_log_append_time(records: list[RecordInput], max_timestamp: int) -> bytes:
+    """A batch of ``records`` that says LogAppendTime with ``max_timestamp`` (what only a broker writes)."""
+    batch = new_batch(records, base_timestamp=records[0].timestamp)
+    set_log_append_time(batch, parse_header(batch), max_timestamp)
+    return bytes(batch)
+
+
+def produce_batch(bootstrap: str, topic: str, batch: bytes) -> dict[str, Any]:
     body = {"transactional_id": None, "acks": -1, "timeout_ms": 5000,
             "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}]}
     with RawConnection(bootstrap) as conn:
@@ -88,6 +98,31 @@ def test_a_topics_bounds_and_its_timestamp_type(broker: Broker, topic_name: str)
     appended = f"{topic_name}-append-time"  # the broker stamps the records: what the producer wrote is not checked
     confluent_create_topic(bootstrap, appended, 1, config={"message.timestamp.type": "LogAppendTime"})
     assert produce(bootstrap, appended, stamped(NOW + 10 * HOUR_MS))["error_code"] == NONE
+
+
+def test_a_batch_the_producer_marked_log_append_time(broker: Broker, topic_name: str) -> None:
+    """Only the broker sets LogAppendTime: as LogValidator, a batch marked so is refused on a LogAppendTime topic, and on
+    a CreateTime topic when it gives no timestamp (its records take the batch's max timestamp); with one, that
+    timestamp is checked as any CreateTime record's."""
+    bootstrap = broker.bootstrap_servers
+    appended = f"{topic_name}-append-time"
+    confluent_create_topic(bootstrap, appended, 1, config={"message.timestamp.type": "LogAppendTime"})
+    confluent_create_topic(bootstrap, topic_name, 1)
+    refused = produce_batch(bootstrap, appended, marked_log_append_time(stamped(NOW - 1, NOW), NOW))
+    assert (refused["error_code"], refused["base_offset"]) == (INVALID_TIMESTAMP, -1)
+    assert refused["error_message"] == "One or more records have been rejected due to invalid timestamp"
+    assert refused["record_errors"] == [
+        {"batch_index": offset, "batch_index_error_message":
+            f"Invalid timestamp type in message DefaultRecord(offset={offset}, timestamp={NOW}, key=1 bytes, value=1 "
+            "bytes). Producer should not set timestamp type to LogAppendTime."}
+        for offset in (0, 1)
+    ]
+    unstamped = produce_batch(bootstrap, topic_name, marked_log_append_time(stamped(NOW), -1))
+    assert unstamped["error_code"] == INVALID_TIMESTAMP and len(unstamped["record_errors"]) == 1
+    ahead = produce_batch(bootstrap, topic_name, marked_log_append_time(stamped(NOW), NOW + 2 * HOUR_MS))
+    assert ahead["record_errors"][0]["batch_index_error_message"].startswith(f"Timestamp {NOW + 2 * HOUR_MS} of message")
+    assert produce_batch(bootstrap, topic_name, marked_log_append_time(stamped(NOW - 5), NOW))["error_code"] == NONE
+    assert (end_offset(bootstrap, appended), end_offset(bootstrap, topic_name)) == (0, 1)
 
 
 def test_a_keyless_record_on_a_compacted_topic_is_named_before_its_timestamp(broker: Broker, topic_name: str) -> None:

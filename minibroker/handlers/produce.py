@@ -17,8 +17,10 @@ from minibroker.protocol.records import (
     MAGIC_OFFSET,
     MAGIC_V2,
     NO_TIMESTAMP,
+    TIMESTAMP_TYPE_FLAG,
     BatchHeader,
     InvalidRecordError,
+    Record,
     decode_batch,
     parse_header,
     recompress_batch,
@@ -89,7 +91,7 @@ def append_partition(
     now = broker.clock()
     before, after = config.timestamp_bounds  # the records are decoded only when one may be refused
     check_times = (headers[0].max_timestamp > now + after or before < LONG_MAX) and not config.log_append_time
-    if check_times or config.compact:
+    if check_times or config.compact or headers[0].attributes & TIMESTAMP_TYPE_FLAG:
         refused = refused_records(records, headers[0], config, now, check_times, topic, index)
         if refused is not None:
             return rejected(ctx, topic, index, refused)
@@ -158,12 +160,13 @@ def oversized(index: int, header: BatchHeader, limit: int) -> dict[str, Any] | N
 def refused_records(
     records: memoryview, header: BatchHeader, config: LogConfig, now: int, check_times: bool, topic: str, index: int,
 ) -> dict[str, Any] | None:
-    """Kafka's LogValidator.validateRecord: a record without a key on a compacted topic (validateKey), else (with
-    ``check_times``: a CreateTime topic whose bounds this batch may cross) a timestamp further than
-    message.timestamp.before.max.ms before the broker's clock ``now`` or message.timestamp.after.max.ms after it
-    (validateTimestamp). The caller asks only when a record may fail: on a compacted topic, or when the batch's max
-    timestamp or a before bound could be out of range (not with the defaults and a timestamp within an hour from
-    now), so other batches are never decoded. A batch that does not decode is refused as Kafka would."""
+    """Kafka's LogValidator.validateRecord: a record without a key on a compacted topic (validateKey), else
+    (validateTimestamp) on a CreateTime topic a timestamp further than message.timestamp.before.max.ms before the
+    broker's clock ``now`` or message.timestamp.after.max.ms after it (``check_times``: this batch may cross them),
+    and otherwise a batch the client marked LogAppendTime. The caller asks only when a record may fail: on a
+    compacted topic, a batch marked LogAppendTime, or when the batch's max timestamp or a before bound could be out
+    of range (not with the defaults and a timestamp within an hour from now), so other batches are never decoded. A
+    batch that does not decode is refused as Kafka would."""
     before, after = config.timestamp_bounds
     try:
         decoded = decode_batch(records, header)
@@ -173,12 +176,12 @@ def refused_records(
     errors, bad_time = [], False
     for position, record in enumerate(decoded):
         if config.compact and record.key is None:
-            errors.append({"batch_index": position, "batch_index_error_message": keyless})
-        elif check_times and record.timestamp != NO_TIMESTAMP and not now - before <= record.timestamp <= now + after:
-            bad_time = True
-            errors.append({"batch_index": position, "batch_index_error_message": (
-                f"Timestamp {record.timestamp} of message with offset {record.offset} is out of range. The timestamp "
-                f"should be within [{now - before}, {now + after}]")})
+            problem = keyless
+        else:
+            problem = timestamp_problem(record, header, config.log_append_time, check_times, now - before, now + after)
+            bad_time = bad_time or problem is not None
+        if problem is not None:
+            errors.append({"batch_index": position, "batch_index_error_message": problem})
     if not errors:
         return None
     if bad_time:  # LogValidator.processRecordErrors: one timestamp refused names the whole batch's error
@@ -193,6 +196,29 @@ def refused_records(
         )
     response["record_errors"] = errors
     return response
+
+
+def timestamp_problem(
+    record: Record, header: BatchHeader, log_append_time: bool, check_times: bool, earliest: int, latest: int,
+) -> str | None:
+    """LogValidator.validateTimestamp: on a CreateTime topic a record timestamped outside [earliest, latest] (looked
+    at only with ``check_times``); otherwise a batch the client marked LogAppendTime, which only the broker sets."""
+    if record.timestamp != NO_TIMESTAMP and not log_append_time:
+        if check_times and not earliest <= record.timestamp <= latest:
+            return (f"Timestamp {record.timestamp} of message with offset {record.offset} is out of range. The "
+                    f"timestamp should be within [{earliest}, {latest}]")
+        return None
+    if header.attributes & TIMESTAMP_TYPE_FLAG:
+        return (f"Invalid timestamp type in message {record_text(record)}. Producer should not set timestamp type to "
+                "LogAppendTime.")
+    return None
+
+
+def record_text(record: Record) -> str:
+    """A record as Kafka's DefaultRecord.toString shows it in messages."""
+    key = len(record.key) if record.key is not None else 0
+    value = len(record.value) if record.value is not None else 0
+    return f"DefaultRecord(offset={record.offset}, timestamp={record.timestamp}, key={key} bytes, value={value} bytes)"
 
 
 def has_transactional_records(body: dict[str, Any]) -> bool:
