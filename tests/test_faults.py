@@ -65,10 +65,14 @@ def test_an_idempotent_producer_keeps_order_through_injected_produce_errors(topi
     transcript shows each injected error where it went."""
     with Broker(transcript=True) as broker:
         create_topic(broker, topic_name, 3)
-        broker.add_fault("Produce", error="NOT_LEADER_OR_FOLLOWER", probability=0.15, seed=1)
-        broker.add_fault("Produce", error="REQUEST_TIMED_OUT", probability=0.18, seed=2)
         producer = NumberedProducer(broker.bootstrap_servers, topic_name, 3).start()
         try:
+            # The faults begin once each partition knows the producer. Kafka accepts any sequence from a producer it
+            # has no state for, so a first batch refused while the next is in flight would leave that next batch to
+            # start the sequence, and librdkafka would count the first as delivered (no offset, never stored).
+            wait_until(lambda: all(producer.acked.values()), "an acknowledgement on every partition")
+            broker.add_fault("Produce", error="NOT_LEADER_OR_FOLLOWER", probability=0.15, seed=1)
+            broker.add_fault("Produce", error="REQUEST_TIMED_OUT", probability=0.18, seed=2)
             wait_until(lambda: all(fault["hits"] > 5 for fault in broker.faults()), "each fault to hit a few answers")
             producer.finish()
         finally:
