@@ -244,7 +244,7 @@ def test_sigterm_answers_a_request_in_flight(fresh_broker: BrokerProcess) -> Non
     }
     with RawConnection(fresh_broker.bootstrap, timeout=10) as conn:
         conn.send(encode_request(FETCH, FETCH_VERSION, 7, "in-flight", request))
-        wait_until(lambda: requests_read(fresh_broker.control, "Fetch") == 1, "the broker to read the Fetch (and park it in the long poll)")
+        wait_until(lambda: requests_read(fresh_broker.control, "Fetch") == 1, "the broker to read (and park) the Fetch")
         started = time.monotonic()
         fresh_broker.proc.send_signal(signal.SIGTERM)
         correlation_id, answer = decode_response(FETCH, FETCH_VERSION, conn.recv_frame())

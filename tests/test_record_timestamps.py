@@ -101,8 +101,8 @@ def test_a_topics_bounds_and_its_timestamp_type(broker: Broker, topic_name: str)
 
 
 def test_a_batch_the_producer_marked_log_append_time(broker: Broker, topic_name: str) -> None:
-    """Only the broker sets LogAppendTime: as LogValidator, a batch marked so is refused on a LogAppendTime topic, and on
-    a CreateTime topic when it gives no timestamp (its records take the batch's max timestamp); with one, that
+    """Only the broker sets LogAppendTime: as in LogValidator, a batch marked so is refused on a LogAppendTime topic,
+    and on a CreateTime topic when it gives no timestamp (its records take the batch's max timestamp); with one, that
     timestamp is checked as any CreateTime record's."""
     bootstrap = broker.bootstrap_servers
     appended = f"{topic_name}-append-time"
